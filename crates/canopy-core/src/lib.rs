@@ -1,0 +1,18 @@
+//! canopy's data model, with no I/O: node names and values, paths and the XPath
+//! subset for reads, the data tree, edits and diffs, the RFC 7951 JSON codec, and
+//! the [`Schema`] trait that decides what a schema would (key order, list
+//! ordering, value types).
+
+pub mod error;
+pub mod json;
+pub mod keycode;
+pub mod path;
+pub mod schema;
+pub mod tree;
+pub mod value;
+
+pub use error::{Error, Result};
+pub use path::{Path, Segment, Selector};
+pub use schema::{Schema, Schemaless};
+pub use tree::{Container, Insert, LeafListEntry, List, ListInfo, Name, Node};
+pub use value::{Meta, Value};

@@ -1,0 +1,315 @@
+//! The in-memory data tree: what JSON import produces, what edits carry, what
+//! reads return and what diffs hold as old and new subtrees.
+//!
+//! Children of a container are kept by name in a `BTreeMap`: without a schema,
+//! document order is name order, the same order the storage keys sort in.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::error::{Error, Result};
+use crate::keycode;
+use crate::value::{Meta, Value};
+
+/// A node name in its canonical RFC 7951 form: `module:name` where the module
+/// differs from the parent's (always on top-level nodes that have a module),
+/// plain `name` otherwise.
+pub type Name = String;
+
+/// How the entries of a list are identified and ordered.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ListInfo {
+    /// Key leaf names in key order. Empty for a keyless list, whose entries are
+    /// addressed by position (`[3]`, 1-based as in XPath).
+    pub keys: Vec<Name>,
+    /// `ordered-by user`: entries keep the order edits give them. Keyless lists
+    /// are always user-ordered.
+    pub user_ordered: bool,
+}
+
+impl ListInfo {
+    /// A system-ordered list with these keys.
+    pub fn keyed<I: IntoIterator<Item = S>, S: Into<Name>>(keys: I) -> ListInfo {
+        ListInfo { keys: keys.into_iter().map(Into::into).collect(), user_ordered: false }
+    }
+
+    /// A keyless list, addressed by position.
+    pub fn keyless() -> ListInfo {
+        ListInfo { keys: Vec::new(), user_ordered: true }
+    }
+}
+
+/// A container, a list entry, or the root of a datastore.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Container {
+    /// Metadata annotations on this node.
+    pub meta: Meta,
+    /// Child nodes by name.
+    pub children: BTreeMap<Name, Node>,
+}
+
+/// One leaf-list entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeafListEntry {
+    pub value: Value,
+    pub meta: Meta,
+}
+
+/// A list with its entries in document order.
+///
+/// Entries are kept by their *position key*: the entry key of their key values
+/// for system-ordered lists, an order key for user-ordered ones (see
+/// [`crate::keycode`]). These are the same bytes the storage keys carry, so the
+/// in-memory order and the stored order are one order.
+#[derive(Clone, Debug, Default)]
+pub struct List {
+    pub info: ListInfo,
+    entries: BTreeMap<Vec<u8>, Container>,
+    /// User-ordered keyed lists: entry key → order key.
+    by_key: HashMap<Vec<u8>, Vec<u8>>,
+}
+
+/// Where an entry goes in a user-ordered list. System-ordered lists ignore it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Insert {
+    First,
+    #[default]
+    Last,
+    /// Before the entry with these key values (or this 1-based position in a keyless list).
+    Before(Vec<String>),
+    /// After the entry with these key values (or this 1-based position in a keyless list).
+    After(Vec<String>),
+}
+
+impl PartialEq for List {
+    /// Lists are equal when they hold equal entries in the same order; the
+    /// order keys themselves do not matter.
+    fn eq(&self, other: &List) -> bool {
+        self.info == other.info
+            && self.entries.len() == other.entries.len()
+            && self.entries.values().zip(other.entries.values()).all(|(a, b)| a == b)
+    }
+}
+
+impl List {
+    /// An empty list.
+    pub fn new(info: ListInfo) -> List {
+        List { info, entries: BTreeMap::new(), by_key: HashMap::new() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entries in document order.
+    pub fn entries(&self) -> impl DoubleEndedIterator<Item = &Container> + ExactSizeIterator {
+        self.entries.values()
+    }
+
+    /// Entries with their position keys, in document order.
+    pub fn entries_with_pos(&self) -> impl DoubleEndedIterator<Item = (&[u8], &Container)> {
+        self.entries.iter().map(|(k, v)| (k.as_slice(), v))
+    }
+
+    /// Entries mutably, in document order. Callers must not change key leaves.
+    pub fn entries_mut(&mut self) -> impl Iterator<Item = &mut Container> {
+        self.entries.values_mut()
+    }
+
+    /// The key values of `entry` in key order, as text.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the missing key leaf.
+    pub fn keys_of(&self, entry: &Container) -> Result<Vec<String>> {
+        self.info
+            .keys
+            .iter()
+            .map(|k| {
+                entry.key_text(k).ok_or_else(|| Error::invalid("list entry", format!("key leaf `{k}` is missing")))
+            })
+            .collect()
+    }
+
+    /// The position key of the entry with these key values (or 1-based position
+    /// for a keyless list, as its only element).
+    pub fn pos_of(&self, keys: &[String]) -> Option<Vec<u8>> {
+        if self.info.keys.is_empty() {
+            let n: usize = keys.first()?.parse().ok()?;
+            return self.entries.keys().nth(n.checked_sub(1)?).cloned();
+        }
+        if keys.len() != self.info.keys.len() {
+            return None;
+        }
+        let ek = keycode::entry_key(keys);
+        if self.info.user_ordered {
+            self.by_key.get(&ek).cloned()
+        } else {
+            self.entries.contains_key(&ek).then_some(ek)
+        }
+    }
+
+    /// The entry with these key values (a 1-based position for keyless lists).
+    pub fn get(&self, keys: &[String]) -> Option<&Container> {
+        self.entries.get(&self.pos_of(keys)?)
+    }
+
+    /// The entry with these key values, mutably. Callers must not change key leaves.
+    pub fn get_mut(&mut self, keys: &[String]) -> Option<&mut Container> {
+        let pos = self.pos_of(keys)?;
+        self.entries.get_mut(&pos)
+    }
+
+    /// The entry at a position key.
+    pub fn get_at(&self, pos: &[u8]) -> Option<&Container> {
+        self.entries.get(pos)
+    }
+
+    /// Inserts `entry` where `at` says (user-ordered lists) or where its keys
+    /// sort (system-ordered). Returns the entry's position key.
+    ///
+    /// # Errors
+    /// [`Error::Exists`] when an entry with the same keys is present, [`Error::Invalid`]
+    /// when a key leaf is missing, [`Error::NotFound`] when the anchor of
+    /// `Before`/`After` is not in the list.
+    pub fn insert(&mut self, entry: Container, at: &Insert) -> Result<Vec<u8>> {
+        let keys = self.keys_of(&entry)?;
+        let ek = keycode::entry_key(&keys);
+        if !self.info.user_ordered {
+            if self.entries.contains_key(&ek) {
+                return Err(Error::Exists { path: format!("list entry {keys:?}") });
+            }
+            self.entries.insert(ek.clone(), entry);
+            return Ok(ek);
+        }
+        let keyed = !self.info.keys.is_empty();
+        if keyed && self.by_key.contains_key(&ek) {
+            return Err(Error::Exists { path: format!("list entry {keys:?}") });
+        }
+        let pos = self.free_pos(at)?;
+        if keyed {
+            self.by_key.insert(ek, pos.clone());
+        }
+        self.entries.insert(pos.clone(), entry);
+        Ok(pos)
+    }
+
+    /// Inserts `entry` at a given position key (as read back from storage).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when a key leaf is missing.
+    pub fn insert_at_pos(&mut self, pos: Vec<u8>, entry: Container) -> Result<()> {
+        if self.info.user_ordered && !self.info.keys.is_empty() {
+            let keys = self.keys_of(&entry)?;
+            self.by_key.insert(keycode::entry_key(&keys), pos.clone());
+        }
+        self.entries.insert(pos, entry);
+        Ok(())
+    }
+
+    /// A fresh order key for a new entry placed as `at` says.
+    fn free_pos(&self, at: &Insert) -> Result<Vec<u8>> {
+        let anchor = |keys: &Vec<String>| {
+            self.pos_of(keys).ok_or_else(|| Error::NotFound { path: format!("list entry {keys:?} (insert anchor)") })
+        };
+        use std::ops::Bound::{Excluded, Unbounded};
+        Ok(match at {
+            Insert::First => keycode::order_between(None, self.entries.keys().next().map(Vec::as_slice)),
+            Insert::Last => keycode::order_between(self.entries.keys().next_back().map(Vec::as_slice), None),
+            Insert::Before(keys) => {
+                let b = anchor(keys)?;
+                let a = self.entries.range::<Vec<u8>, _>((Unbounded, Excluded(&b))).next_back().map(|(k, _)| k.clone());
+                keycode::order_between(a.as_deref(), Some(&b))
+            }
+            Insert::After(keys) => {
+                let a = anchor(keys)?;
+                let b = self.entries.range::<Vec<u8>, _>((Excluded(&a), Unbounded)).next().map(|(k, _)| k.clone());
+                keycode::order_between(Some(&a), b.as_deref())
+            }
+        })
+    }
+
+    /// Removes and returns the entry with these key values (1-based position for
+    /// keyless lists), with its position key.
+    pub fn remove(&mut self, keys: &[String]) -> Option<(Vec<u8>, Container)> {
+        let pos = self.pos_of(keys)?;
+        if self.info.user_ordered && !self.info.keys.is_empty() {
+            self.by_key.remove(&keycode::entry_key(keys));
+        }
+        let e = self.entries.remove(&pos)?;
+        Some((pos, e))
+    }
+
+    /// Moves an existing entry of a user-ordered list. Returns the new position key.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when the entry or the anchor is missing.
+    pub fn move_entry(&mut self, keys: &[String], at: &Insert) -> Result<Vec<u8>> {
+        let (_, entry) = self.remove(keys).ok_or_else(|| Error::NotFound { path: format!("list entry {keys:?}") })?;
+        self.insert(entry, at)
+    }
+}
+
+/// Any data node below a container.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    Leaf {
+        value: Value,
+        meta: Meta,
+    },
+    LeafList(Vec<LeafListEntry>),
+    Container(Container),
+    List(List),
+    /// An `anydata`/`anyxml` value, kept as JSON.
+    AnyData {
+        value: serde_json::Value,
+        meta: Meta,
+    },
+}
+
+impl Node {
+    /// A leaf without metadata.
+    pub fn leaf(value: Value) -> Node {
+        Node::Leaf { value, meta: Meta::new() }
+    }
+
+    /// Whether this node is stored inline in its parent's fragment (leaves,
+    /// leaf-lists, anydata) rather than as fragments of its own.
+    pub fn is_inline(&self) -> bool {
+        matches!(self, Node::Leaf { .. } | Node::LeafList(_) | Node::AnyData { .. })
+    }
+
+    /// Number of data nodes in this subtree (leaves, leaf-list entries,
+    /// containers, list entries), counting this one.
+    pub fn count(&self) -> usize {
+        match self {
+            Node::Leaf { .. } | Node::AnyData { .. } => 1,
+            Node::LeafList(v) => v.len(),
+            Node::Container(c) => 1 + c.count_children(),
+            Node::List(l) => l.entries().map(|e| 1 + e.count_children()).sum(),
+        }
+    }
+}
+
+impl Container {
+    /// Number of data nodes below this container.
+    pub fn count_children(&self) -> usize {
+        self.children.values().map(Node::count).sum()
+    }
+
+    /// The value of the key leaf `name` as text, if present.
+    pub fn key_text(&self, name: &str) -> Option<String> {
+        match self.children.get(name) {
+            Some(Node::Leaf { value, .. }) => Some(value.as_text().into_owned()),
+            _ => None,
+        }
+    }
+
+    /// The key values of this entry in `info`'s key order; `None` when a key leaf
+    /// is missing.
+    pub fn key_values(&self, info: &ListInfo) -> Option<Vec<String>> {
+        info.keys.iter().map(|k| self.key_text(k)).collect()
+    }
+}
