@@ -3,6 +3,8 @@
 //! the [`Schema`] trait that decides what a schema would (key order, list
 //! ordering, value types).
 
+pub mod diff;
+pub mod edit;
 pub mod error;
 pub mod json;
 pub mod keycode;

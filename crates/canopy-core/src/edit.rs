@@ -1,0 +1,620 @@
+//! Edits: merge, replace, create, delete, remove, with insert positions for
+//! user-ordered lists and leaf-lists. [`apply_edit`] changes a tree in place and
+//! returns the diff of what it did.
+//!
+//! The tree an edit runs on may be *partial* (the engine loads only what an edit
+//! needs): merge, create and insert look only at the nodes the edit names and
+//! their ancestors; replace, delete and remove need the target's whole subtree.
+
+use crate::diff::{self, entry_selector, selector_values, with_selector, Change, Place, Subtree};
+use crate::error::{Error, Result};
+use crate::path::{Path, Selector};
+use crate::schema::Schema;
+use crate::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};
+use crate::value::{Meta, Value};
+
+/// The operation of an edit (RFC 6241 §7.2 names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// Merge the value into what is there, creating what is missing.
+    Merge,
+    /// Replace the target with the value, creating it if missing.
+    Replace,
+    /// Create the target; fails if it exists.
+    Create,
+    /// Delete the target; fails if it does not exist.
+    Delete,
+    /// Delete the target if it exists.
+    Remove,
+}
+
+impl std::str::FromStr for Operation {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Operation> {
+        Ok(match s {
+            "merge" => Operation::Merge,
+            "replace" => Operation::Replace,
+            "create" => Operation::Create,
+            "delete" => Operation::Delete,
+            "remove" => Operation::Remove,
+            _ => {
+                return Err(Error::Invalid {
+                    path: String::new(),
+                    reason: format!("unknown operation `{s}` (merge, replace, create, delete, remove)"),
+                })
+            }
+        })
+    }
+}
+
+/// One edit of a transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edit {
+    pub op: Operation,
+    /// The target node.
+    pub path: Path,
+    /// The new content, for merge/replace/create: the node itself for a path
+    /// ending in a plain name (a `Node::Leaf` for a leaf, a `Node::List` for a
+    /// whole list...), a `Node::Container` with the entry's content for a list
+    /// entry (key leaves may be left out: the path gives them) or the root. A
+    /// leaf-list entry needs no value (`Node::Leaf` to give it metadata).
+    pub value: Option<Node>,
+    /// Where a new or moved entry of a user-ordered list or leaf-list goes.
+    pub insert: Option<Insert>,
+}
+
+impl Edit {
+    /// A merge of `value` at `path`.
+    pub fn merge(path: Path, value: Node) -> Edit {
+        Edit { op: Operation::Merge, path, value: Some(value), insert: None }
+    }
+
+    /// A delete of `path`.
+    pub fn delete(path: Path) -> Edit {
+        Edit { op: Operation::Delete, path, value: None, insert: None }
+    }
+}
+
+/// List info for a list at `schema_path` that does not exist yet: the schema's,
+/// else what the selector of the path implies.
+fn list_info_for(schema: &dyn Schema, schema_path: &str, sel: &Selector) -> ListInfo {
+    schema.list_info(schema_path).unwrap_or_else(|| match sel {
+        Selector::Keys(k) => ListInfo::keyed(k.iter().map(|(n, _)| n.clone())),
+        _ => ListInfo::keyless(),
+    })
+}
+
+/// Applies one edit to `root`, returning the changes it made. On error the tree
+/// may be partly changed; the engine applies batches to a copy or discards it.
+///
+/// # Errors
+/// [`Error::NotFound`] (delete of a missing node, insert anchor missing),
+/// [`Error::Exists`] (create of an existing node), [`Error::Invalid`] (a value that
+/// does not fit the path, keys that disagree with the path).
+pub fn apply_edit(root: &mut Container, edit: &Edit, schema: &dyn Schema) -> Result<Vec<Change>> {
+    let mut out = Vec::new();
+    match edit.op {
+        Operation::Delete | Operation::Remove => {
+            if !exists(root, &edit.path) {
+                return if edit.op == Operation::Delete {
+                    Err(Error::NotFound { path: edit.path.to_string() })
+                } else {
+                    Ok(out)
+                };
+            }
+            remove_node(root, &edit.path, &mut out)?;
+        }
+        Operation::Create | Operation::Merge | Operation::Replace => {
+            if edit.op == Operation::Create && exists(root, &edit.path) {
+                return Err(Error::Exists { path: edit.path.to_string() });
+            }
+            let value = edit_value(edit)?;
+            if edit.path.is_root() {
+                let Node::Container(c) = value else {
+                    return Err(Error::invalid("/", "the root takes an object"));
+                };
+                if edit.op == Operation::Replace {
+                    diff::diff_container(&Path::root(), root, &c, &mut out);
+                    *root = c;
+                } else {
+                    merge_container(&Path::root(), root, c, &mut out, schema)?;
+                }
+                return Ok(out);
+            }
+            let parent_path = edit.path.parent().expect("not root");
+            let parent = ensure_container(root, &parent_path, &mut out, schema)?;
+            let seg = edit.path.last().expect("not root").clone();
+            let replace = edit.op == Operation::Replace;
+            put_child(parent, &edit.path, &seg.selector, value, replace, edit.insert.as_ref(), &mut out, schema)?;
+        }
+    }
+    Ok(out)
+}
+
+/// The value of a merge/replace/create edit, with a leaf-list entry's default.
+fn edit_value(edit: &Edit) -> Result<Node> {
+    match (&edit.value, &edit.path.last().map(|s| &s.selector)) {
+        (Some(v), _) => Ok(v.clone()),
+        (None, Some(Selector::Value(v))) => Ok(Node::leaf(Value::String(v.clone()))),
+        (None, _) => Err(Error::invalid(&edit.path, "this edit needs a value")),
+    }
+}
+
+/// Whether the node `path` names exists in `root`.
+pub fn exists(root: &Container, path: &Path) -> bool {
+    let Some(parent_path) = path.parent() else { return true };
+    let Some(parent) = container_ref(root, &parent_path) else { return false };
+    let seg = path.last().expect("not root");
+    match (&seg.selector, parent.children.get(&seg.name)) {
+        (_, None) => false,
+        (Selector::None, Some(_)) => true,
+        (Selector::Value(v), Some(Node::LeafList(ll))) => ll.iter().any(|e| e.value.as_text() == v.as_str()),
+        (sel, Some(Node::List(l))) => selector_values(&l.info, sel).is_some_and(|k| l.get(&k).is_some()),
+        _ => false,
+    }
+}
+
+/// The container at `path` (the root, a container, or a list entry).
+pub fn container_ref<'a>(root: &'a Container, path: &Path) -> Option<&'a Container> {
+    let mut cur = root;
+    for seg in &path.segments {
+        cur = match (cur.children.get(&seg.name)?, &seg.selector) {
+            (Node::Container(c), Selector::None) => c,
+            (Node::List(l), sel) => l.get(&selector_values(&l.info, sel)?)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+/// Makes sure every node on `path` exists as a container or list entry,
+/// creating what is missing (with its key leaves), and returns the last.
+fn ensure_container<'a>(
+    root: &'a mut Container,
+    path: &Path,
+    out: &mut Vec<Change>,
+    schema: &dyn Schema,
+) -> Result<&'a mut Container> {
+    let mut cur = root;
+    for (i, seg) in path.segments.iter().enumerate() {
+        let here = Path { segments: path.segments[..=i].to_vec() };
+        let create_node = !cur.children.contains_key(&seg.name);
+        match &seg.selector {
+            Selector::None => {
+                if create_node {
+                    out.push(Change::Created {
+                        path: here.clone(),
+                        node: Subtree::Node(Node::Container(Container::default())),
+                        place: None,
+                    });
+                    cur.children.insert(seg.name.clone(), Node::Container(Container::default()));
+                }
+                cur = match cur.children.get_mut(&seg.name) {
+                    Some(Node::Container(c)) => c,
+                    _ => return Err(Error::invalid(&here, "not a container")),
+                };
+            }
+            Selector::Keys(keys) => {
+                if create_node {
+                    let info = list_info_for(schema, &here.schema_path(), &seg.selector);
+                    cur.children.insert(seg.name.clone(), Node::List(List::new(info)));
+                }
+                let Some(Node::List(list)) = cur.children.get_mut(&seg.name) else {
+                    return Err(Error::invalid(&here, "not a list"));
+                };
+                let vals = selector_values(&list.info, &seg.selector)
+                    .ok_or_else(|| Error::invalid(&here, format!("the list's keys are {:?}", list.info.keys)))?;
+                if list.get(&vals).is_none() {
+                    let mut entry = Container::default();
+                    for (k, v) in keys {
+                        entry.children.insert(k.clone(), Node::leaf(Value::String(v.clone())));
+                    }
+                    let place = list.info.user_ordered.then(|| last_place(list));
+                    out.push(Change::Created { path: here.clone(), node: Subtree::Entry(entry.clone()), place });
+                    list.insert(entry, &Insert::Last)?;
+                }
+                cur = list.get_mut(&vals).expect("present");
+            }
+            Selector::Position(p) => {
+                let Some(Node::List(list)) = cur.children.get_mut(&seg.name) else {
+                    return Err(Error::NotFound { path: here.to_string() });
+                };
+                cur = list.get_mut(&[p.to_string()]).ok_or_else(|| Error::NotFound { path: here.to_string() })?;
+            }
+            Selector::Value(_) => return Err(Error::invalid(&here, "a leaf-list entry has no children")),
+        }
+    }
+    Ok(cur)
+}
+
+/// The place after the current last entry of a user-ordered list.
+fn last_place(list: &List) -> Place {
+    match list.entries().next_back() {
+        None => Place::First,
+        Some(e) => Place::After(entry_selector(list, e, list.len() - 1)),
+    }
+}
+
+/// Where an insert puts an entry, as a [`Place`], given the list before insertion.
+fn place_of_insert(list: &List, at: &Insert) -> Result<Place> {
+    let sel = |keys: &Vec<String>| -> Result<Selector> {
+        let e = list.get(keys).ok_or_else(|| Error::NotFound { path: format!("insert anchor {keys:?}") })?;
+        let idx = list.entries().position(|x| std::ptr::eq(x, e)).unwrap_or(0);
+        Ok(entry_selector(list, e, idx))
+    };
+    Ok(match at {
+        Insert::First => Place::First,
+        Insert::Last => last_place(list),
+        Insert::After(k) => Place::After(sel(k)?),
+        Insert::Before(k) => {
+            let anchor = list.get(k).ok_or_else(|| Error::NotFound { path: format!("insert anchor {k:?}") })?;
+            let mut prev: Option<Selector> = None;
+            for (i, e) in list.entries().enumerate() {
+                if std::ptr::eq(e, anchor) {
+                    break;
+                }
+                prev = Some(entry_selector(list, e, i));
+            }
+            prev.map_or(Place::First, Place::After)
+        }
+    })
+}
+
+/// Puts `value` as the child `path` names under `parent` (merge or replace).
+#[allow(clippy::too_many_arguments)]
+fn put_child(
+    parent: &mut Container,
+    path: &Path,
+    sel: &Selector,
+    value: Node,
+    replace: bool,
+    insert: Option<&Insert>,
+    out: &mut Vec<Change>,
+    schema: &dyn Schema,
+) -> Result<()> {
+    let name = &path.last().expect("not root").name;
+    match sel {
+        Selector::None => {
+            match parent.children.get_mut(name) {
+                None => {
+                    let value = normalise_new(path, value, schema)?;
+                    let mut created = Vec::new();
+                    diff::diff_container(
+                        &path.parent().expect("not root"),
+                        &Container::default(),
+                        &Container { meta: Meta::new(), children: [(name.clone(), value.clone())].into() },
+                        &mut created,
+                    );
+                    out.extend(created);
+                    parent.children.insert(name.clone(), value);
+                }
+                Some(existing) if replace => {
+                    let value = normalise_like(path, existing, value)?;
+                    diff::diff_node(path, existing, &value, out);
+                    *existing = value;
+                }
+                Some(existing) => merge_node(path, existing, value, out, schema)?,
+            }
+            Ok(())
+        }
+        Selector::Keys(_) | Selector::Position(_) => {
+            let Node::Container(mut entry) = value else {
+                return Err(Error::invalid(path, "a list entry takes an object"));
+            };
+            if !parent.children.contains_key(name) {
+                let info = list_info_for(schema, &path.schema_path(), sel);
+                parent.children.insert(name.clone(), Node::List(List::new(info)));
+            }
+            let Some(Node::List(list)) = parent.children.get_mut(name) else {
+                return Err(Error::invalid(path, "not a list"));
+            };
+            if let Selector::Keys(keys) = sel {
+                for (k, v) in keys {
+                    match entry.children.get(k) {
+                        None => {
+                            entry.children.insert(k.clone(), Node::leaf(Value::String(v.clone())));
+                        }
+                        Some(Node::Leaf { value, .. }) if value.as_text() == v.as_str() => {}
+                        Some(_) => return Err(Error::invalid(path, format!("key leaf `{k}` disagrees with the path"))),
+                    }
+                }
+            }
+            let vals = selector_values(&list.info, sel)
+                .ok_or_else(|| Error::invalid(path, format!("the list's keys are {:?}", list.info.keys)))?;
+            put_entry(list, path, &vals, entry, replace, insert, out, schema)
+        }
+        Selector::Value(v) => {
+            let meta = match value {
+                Node::Leaf { value: val, meta } => {
+                    if val.as_text() != v.as_str() {
+                        return Err(Error::invalid(path, "the value disagrees with the path"));
+                    }
+                    meta
+                }
+                _ => return Err(Error::invalid(path, "a leaf-list entry takes a scalar")),
+            };
+            let ll = match parent.children.entry(name.clone()).or_insert_with(|| Node::LeafList(Vec::new())) {
+                Node::LeafList(ll) => ll,
+                _ => return Err(Error::invalid(path, "not a leaf-list")),
+            };
+            put_leaf_list_entry(ll, path, v, meta, replace, insert, out)
+        }
+    }
+}
+
+/// Merges or replaces one list entry (by `vals`: keys in key order, or a position).
+#[allow(clippy::too_many_arguments)]
+fn put_entry(
+    list: &mut List,
+    path: &Path,
+    vals: &[String],
+    entry: Container,
+    replace: bool,
+    insert: Option<&Insert>,
+    out: &mut Vec<Change>,
+    schema: &dyn Schema,
+) -> Result<()> {
+    let entry_path = if list.info.keys.is_empty() { path.clone() } else { canonical_entry_path(path, list, vals) };
+    match list.get(vals) {
+        None => {
+            if list.info.keys.is_empty() {
+                return Err(Error::NotFound { path: path.to_string() });
+            }
+            let at = insert.cloned().unwrap_or_default();
+            let place = if list.info.user_ordered { Some(place_of_insert(list, &at)?) } else { None };
+            out.push(Change::Created { path: entry_path, node: Subtree::Entry(entry.clone()), place });
+            list.insert(entry, &at)?;
+        }
+        Some(_) => {
+            if let (Some(at), true) = (insert, list.info.user_ordered) {
+                let old = place_of_current(list, vals);
+                let new = {
+                    let (_, e) = list.remove(vals).expect("present");
+                    let place = place_of_insert(list, at)?;
+                    list.insert(e, at)?;
+                    place
+                };
+                if old != new {
+                    out.push(Change::Moved { path: entry_path.clone(), old, new });
+                }
+            }
+            let existing = list.get_mut(vals).expect("present");
+            if replace {
+                diff::diff_container(&entry_path, existing, &entry, out);
+                *existing = entry;
+            } else {
+                merge_container(&entry_path, existing, entry, out, schema)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The entry path with its keys in the list's key order.
+fn canonical_entry_path(path: &Path, list: &List, vals: &[String]) -> Path {
+    with_selector(path, Selector::Keys(list.info.keys.iter().cloned().zip(vals.iter().cloned()).collect()))
+}
+
+/// Where the entry `vals` stands now.
+fn place_of_current(list: &List, vals: &[String]) -> Place {
+    let mut prev: Option<Selector> = None;
+    let target = list.get(vals).map(|e| e as *const Container);
+    for (i, e) in list.entries().enumerate() {
+        if Some(e as *const Container) == target {
+            break;
+        }
+        prev = Some(entry_selector(list, e, i));
+    }
+    prev.map_or(Place::First, Place::After)
+}
+
+fn put_leaf_list_entry(
+    ll: &mut Vec<LeafListEntry>,
+    path: &Path,
+    v: &str,
+    meta: Meta,
+    replace: bool,
+    insert: Option<&Insert>,
+    out: &mut Vec<Change>,
+) -> Result<()> {
+    let find = |ll: &[LeafListEntry], t: &str| ll.iter().position(|e| e.value.as_text() == t);
+    let place_at = |ll: &[LeafListEntry], i: usize| {
+        if i == 0 {
+            Place::First
+        } else {
+            Place::After(Selector::Value(ll[i - 1].value.as_text().into_owned()))
+        }
+    };
+    let target_index = |ll: &[LeafListEntry], at: &Insert| -> Result<usize> {
+        Ok(match at {
+            Insert::First => 0,
+            Insert::Last => ll.len(),
+            Insert::Before(k) | Insert::After(k) => {
+                let a = k.first().map(String::as_str).unwrap_or("");
+                let i = find(ll, a).ok_or_else(|| Error::NotFound { path: format!("{path} (insert anchor `{a}`)") })?;
+                if matches!(at, Insert::After(_)) {
+                    i + 1
+                } else {
+                    i
+                }
+            }
+        })
+    };
+    match find(ll, v) {
+        None => {
+            let i = target_index(ll, insert.unwrap_or(&Insert::Last))?;
+            let entry = LeafListEntry { value: Value::String(v.to_string()), meta };
+            out.push(Change::Created { path: path.clone(), node: Subtree::Value(entry.clone()), place: Some(place_at(ll, i)) });
+            ll.insert(i, entry);
+        }
+        Some(i) => {
+            if let Some(at) = insert {
+                let old = place_at(ll, i);
+                let e = ll.remove(i);
+                let j = target_index(ll, at)?;
+                let new = place_at(ll, j);
+                ll.insert(j, e);
+                if old != new {
+                    out.push(Change::Moved { path: path.clone(), old, new });
+                }
+            }
+            let i = find(ll, v).expect("present");
+            let new_meta = if replace {
+                meta
+            } else {
+                let mut m = ll[i].meta.clone();
+                m.extend(meta);
+                m
+            };
+            if new_meta != ll[i].meta {
+                out.push(Change::Meta { path: path.clone(), old: ll[i].meta.clone(), new: new_meta.clone() });
+                ll[i].meta = new_meta;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Merges `value` into `existing` (both at `path`, a plain-name path).
+fn merge_node(path: &Path, existing: &mut Node, value: Node, out: &mut Vec<Change>, schema: &dyn Schema) -> Result<()> {
+    match (existing, value) {
+        (Node::Container(c), Node::Container(v)) => merge_container(path, c, v, out, schema),
+        (Node::List(l), Node::List(v)) => {
+            for e in v.entries() {
+                let vals = l.keys_of(e).map_err(|_| Error::invalid(path, "an entry lacks a key leaf"))?;
+                let p = canonical_entry_path(path, l, &vals);
+                put_entry(l, &p, &vals, e.clone(), false, None, out, schema)?;
+            }
+            Ok(())
+        }
+        (Node::LeafList(ll), Node::LeafList(v)) => {
+            for e in v {
+                let t = e.value.as_text().into_owned();
+                let p = with_selector(path, Selector::Value(t.clone()));
+                put_leaf_list_entry(ll, &p, &t, e.meta, false, None, out)?;
+            }
+            Ok(())
+        }
+        (existing @ Node::Leaf { .. }, Node::Leaf { value, meta }) => {
+            let Node::Leaf { value: old_value, meta: old_meta } = &*existing else { unreachable!() };
+            let mut new_meta = old_meta.clone();
+            new_meta.extend(meta);
+            let new = Node::Leaf { value, meta: new_meta };
+            if *existing != new {
+                out.push(Change::Modified {
+                    path: path.clone(),
+                    old: Node::Leaf { value: old_value.clone(), meta: old_meta.clone() },
+                    new: new.clone(),
+                });
+                *existing = new;
+            }
+            Ok(())
+        }
+        (existing @ Node::AnyData { .. }, new @ Node::AnyData { .. }) => {
+            if *existing != new {
+                out.push(Change::Modified { path: path.clone(), old: existing.clone(), new: new.clone() });
+                *existing = new;
+            }
+            Ok(())
+        }
+        (existing, value) => {
+            // Without a schema a node may change kind; the merge then replaces it.
+            diff::diff_node(path, existing, &value, out);
+            *existing = value;
+            Ok(())
+        }
+    }
+}
+
+/// Merges container `value` into `existing` at `path`.
+fn merge_container(
+    path: &Path,
+    existing: &mut Container,
+    value: Container,
+    out: &mut Vec<Change>,
+    schema: &dyn Schema,
+) -> Result<()> {
+    if !value.meta.is_empty() {
+        let mut m = existing.meta.clone();
+        m.extend(value.meta);
+        if m != existing.meta {
+            out.push(Change::Meta { path: path.clone(), old: existing.meta.clone(), new: m.clone() });
+            existing.meta = m;
+        }
+    }
+    for (name, child) in value.children {
+        let p = path.child(name, Selector::None);
+        put_child(existing, &p, &Selector::None, child, false, None, out, schema)?;
+    }
+    Ok(())
+}
+
+/// A new node about to be created at `path`: lists take the schema's info when
+/// it knows the list.
+fn normalise_new(path: &Path, value: Node, schema: &dyn Schema) -> Result<Node> {
+    match value {
+        Node::List(l) => match schema.list_info(&path.schema_path()) {
+            Some(info) if info != l.info => relist(path, l, info),
+            _ => Ok(Node::List(l)),
+        },
+        v => Ok(v),
+    }
+}
+
+/// A replacement value shaped like `existing` (a list keeps the existing info).
+fn normalise_like(path: &Path, existing: &Node, value: Node) -> Result<Node> {
+    match (existing, value) {
+        (Node::List(e), Node::List(l)) if e.info != l.info => relist(path, l, e.info.clone()),
+        (_, v) => Ok(v),
+    }
+}
+
+/// The entries of `l` re-inserted into a list with `info`.
+fn relist(path: &Path, l: List, info: ListInfo) -> Result<Node> {
+    let mut out = List::new(info);
+    for e in l.entries() {
+        out.insert(e.clone(), &Insert::Last).map_err(|e| Error::invalid(path, e.to_string()))?;
+    }
+    Ok(Node::List(out))
+}
+
+/// Removes the node at `path` from `root`, recording what was removed.
+fn remove_node(root: &mut Container, path: &Path, out: &mut Vec<Change>) -> Result<()> {
+    let Some(parent_path) = path.parent() else {
+        // The root: delete every top-level node.
+        let old = std::mem::take(root);
+        diff::diff_container(&Path::root(), &old, root, out);
+        return Ok(());
+    };
+    let parent = diff::container_mut(root, &parent_path)?;
+    let seg = path.last().expect("not root");
+    let node = parent.children.get(&seg.name).ok_or_else(|| Error::NotFound { path: path.to_string() })?;
+    let mut removed = Vec::new();
+    match (&seg.selector, node) {
+        (Selector::None, n) => {
+            let mut before = Container::default();
+            before.children.insert(seg.name.clone(), n.clone());
+            diff::diff_container(&parent_path, &before, &Container::default(), &mut removed);
+        }
+        (Selector::Value(v), Node::LeafList(ll)) => {
+            let i = ll.iter().position(|e| e.value.as_text() == v.as_str()).expect("exists");
+            let place = if i == 0 {
+                Place::First
+            } else {
+                Place::After(Selector::Value(ll[i - 1].value.as_text().into_owned()))
+            };
+            removed.push(Change::Deleted { path: path.clone(), node: Subtree::Value(ll[i].clone()), place: Some(place) });
+        }
+        (sel, Node::List(l)) => {
+            let vals = selector_values(&l.info, sel).ok_or_else(|| Error::NotFound { path: path.to_string() })?;
+            let e = l.get(&vals).ok_or_else(|| Error::NotFound { path: path.to_string() })?;
+            let place = l.info.user_ordered.then(|| place_of_current(l, &vals));
+            let p = if l.info.keys.is_empty() { path.clone() } else { canonical_entry_path(path, l, &vals) };
+            removed.push(Change::Deleted { path: p, node: Subtree::Entry(e.clone()), place });
+        }
+        _ => return Err(Error::NotFound { path: path.to_string() }),
+    }
+    diff::remove_at(parent, path)?;
+    out.extend(removed);
+    Ok(())
+}

@@ -1,0 +1,248 @@
+//! Diff and edit invariants: applying a diff to the old tree gives the new one,
+//! its inverse gives the old one back; every edit's returned diff does the same.
+
+use canopy_core::diff::{apply, diff, invert};
+use canopy_core::edit::{apply_edit, Edit, Operation};
+use canopy_core::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};
+use canopy_core::{Error, Meta, Path, Schemaless, Selector, Value};
+use proptest::prelude::*;
+
+fn meta_strategy() -> impl Strategy<Value = Meta> {
+    prop::collection::btree_map(prop::sample::select(vec!["m:a".to_string(), "m:b".to_string()]), "[xy]{0,2}", 0..2)
+}
+
+fn value_strategy() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        "[a-c]{0,2}".prop_map(Value::String),
+        (0i64..20).prop_map(|n| Value::Number(n.to_string())),
+        any::<bool>().prop_map(Value::Bool),
+        Just(Value::Empty),
+    ]
+}
+
+fn entry_strategy(key: u8, inner: BoxedStrategy<Container>) -> impl Strategy<Value = Container> {
+    (inner, meta_strategy()).prop_map(move |(mut c, meta)| {
+        c.meta = meta;
+        c.children.insert("k".into(), Node::leaf(Value::Number(key.to_string())));
+        c
+    })
+}
+
+fn list_strategy(info: ListInfo, inner: BoxedStrategy<Container>) -> impl Strategy<Value = Node> {
+    prop::collection::vec((0u8..6, inner), 1..4).prop_flat_map(move |items| {
+        let info = info.clone();
+        let entries: Vec<BoxedStrategy<Container>> =
+            items.into_iter().map(|(k, c)| entry_strategy(k, Just(c).boxed()).boxed()).collect();
+        entries.prop_map(move |es| {
+            let mut l = List::new(info.clone());
+            for e in es {
+                let _ = l.insert(e, &Insert::Last); // duplicates dropped
+            }
+            Node::List(l)
+        })
+    })
+}
+
+fn container_strategy(depth: u32) -> BoxedStrategy<Container> {
+    let leafish = prop_oneof![
+        (value_strategy(), meta_strategy()).prop_map(|(value, meta)| Node::Leaf { value, meta }),
+        prop::collection::vec(("[a-d]", meta_strategy()), 1..4).prop_map(|vs| {
+            let mut seen = std::collections::HashSet::new();
+            Node::LeafList(
+                vs.into_iter()
+                    .filter(|(v, _)| seen.insert(v.clone()))
+                    .map(|(v, meta)| LeafListEntry { value: Value::String(v), meta })
+                    .collect(),
+            )
+        }),
+    ];
+    if depth == 0 {
+        return prop::collection::btree_map(prop::sample::select(vec!["a", "b", "c"]).prop_map(String::from), leafish, 0..3)
+            .prop_map(|children| Container { meta: Meta::new(), children })
+            .boxed();
+    }
+    let inner = container_strategy(depth - 1);
+    let node = prop_oneof![
+        3 => leafish,
+        1 => inner.clone().prop_map(Node::Container),
+        1 => list_strategy(ListInfo::keyed(["k"]), inner.clone()),
+        1 => list_strategy(ListInfo { keys: vec!["k".into()], user_ordered: true }, inner.clone()),
+        1 => list_strategy(ListInfo::keyless(), inner),
+    ];
+    // Names fix the node kind, as a schema would: a-c leaf-ish, d-h anything.
+    (prop::collection::btree_map(prop::sample::select(vec!["a", "b", "d", "e", "f"]).prop_map(String::from), node, 0..4), meta_strategy())
+        .prop_map(|(children, meta)| Container { meta, children })
+        .boxed()
+}
+
+/// A schema that knows every list the strategies make, by name.
+fn schema() -> Schemaless {
+    Schemaless::default()
+}
+
+fn check_diff(old: &Container, new: &Container) -> Result<(), TestCaseError> {
+    let d = diff(old, new);
+    let mut t = old.clone();
+    apply(&mut t, &d).map_err(|e| TestCaseError::fail(format!("apply: {e}")))?;
+    prop_assert_eq!(&t, new, "diff {:#?}", d);
+    let mut back = new.clone();
+    apply(&mut back, &invert(&d)).map_err(|e| TestCaseError::fail(format!("apply inverse: {e}")))?;
+    prop_assert_eq!(&back, old, "diff {:#?}", d);
+    if old == new {
+        prop_assert!(d.is_empty());
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn diff_applies_and_inverts(old in container_strategy(2), new in container_strategy(2)) {
+        check_diff(&old, &new)?;
+        check_diff(&new, &old)?;
+        check_diff(&old, &old)?;
+    }
+
+    #[test]
+    fn user_ordered_reorders_invert(perm in Just((0u8..8).collect::<Vec<_>>()).prop_shuffle(), keep in prop::collection::vec(any::<bool>(), 8)) {
+        let mk = |keys: &[u8]| {
+            let mut l = List::new(ListInfo { keys: vec!["k".into()], user_ordered: true });
+            for k in keys {
+                let mut e = Container::default();
+                e.children.insert("k".into(), Node::leaf(Value::Number(k.to_string())));
+                l.insert(e, &Insert::Last).unwrap();
+            }
+            let mut c = Container::default();
+            if !l.is_empty() {
+                c.children.insert("l".into(), Node::List(l));
+            }
+            c
+        };
+        let old = mk(&(0u8..8).collect::<Vec<_>>());
+        let kept: Vec<u8> = perm.iter().copied().filter(|k| keep[*k as usize]).collect();
+        let new = mk(&kept);
+        check_diff(&old, &new)?;
+        check_diff(&new, &old)?;
+    }
+
+    #[test]
+    fn edits_return_their_diff(base in container_strategy(2), value in container_strategy(1), op in 0usize..5, target in 0usize..4) {
+        let ops = [Operation::Merge, Operation::Replace, Operation::Create, Operation::Delete, Operation::Remove];
+        let paths = ["/d", "/e", "/f/a", "/"];
+        let path: Path = paths[target].parse().unwrap();
+        let mut edit = Edit { op: ops[op], path: path.clone(), value: None, insert: None };
+        if matches!(ops[op], Operation::Merge | Operation::Replace | Operation::Create) {
+            edit.value = Some(if target == 2 { Node::leaf(Value::String("v".into())) } else { Node::Container(value) });
+        }
+        let mut t = base.clone();
+        match apply_edit(&mut t, &edit, &schema()) {
+            Ok(changes) => {
+                let mut replay = base.clone();
+                apply(&mut replay, &changes).map_err(|e| TestCaseError::fail(format!("apply: {e}: {changes:#?}")))?;
+                prop_assert_eq!(&replay, &t);
+                let mut back = t.clone();
+                apply(&mut back, &invert(&changes)).map_err(|e| TestCaseError::fail(format!("invert: {e}")))?;
+                prop_assert_eq!(&back, &base);
+            }
+            Err(_) => {} // a failing edit (kind mismatch, create of existing...) is fine here
+        }
+    }
+}
+
+fn p(s: &str) -> Path {
+    s.parse().unwrap()
+}
+
+fn leaf(s: &str) -> Node {
+    Node::leaf(Value::String(s.into()))
+}
+
+#[test]
+fn create_delete_remove_semantics() {
+    let s = schema();
+    let mut t = Container::default();
+    let ch = apply_edit(&mut t, &Edit { op: Operation::Create, path: p("/m:c/x"), value: Some(leaf("1")), insert: None }, &s)
+        .unwrap();
+    assert_eq!(ch.len(), 2, "container /m:c and leaf x created: {ch:?}");
+    let again = apply_edit(&mut t, &Edit { op: Operation::Create, path: p("/m:c/x"), value: Some(leaf("2")), insert: None }, &s);
+    assert!(matches!(again, Err(Error::Exists { .. })), "{again:?}");
+    let gone = apply_edit(&mut t, &Edit::delete(p("/m:c/y")), &s);
+    assert!(matches!(gone, Err(Error::NotFound { .. })), "{gone:?}");
+    let removed = apply_edit(&mut t, &Edit { op: Operation::Remove, path: p("/m:c/y"), value: None, insert: None }, &s);
+    assert_eq!(removed.unwrap(), vec![]);
+    apply_edit(&mut t, &Edit::delete(p("/m:c/x")), &s).unwrap();
+    assert!(t.children.contains_key("m:c"));
+}
+
+#[test]
+fn merge_creates_list_entries_with_keys_from_path() {
+    let s = schema();
+    let mut t = Container::default();
+    apply_edit(&mut t, &Edit::merge(p("/m:c/lst[k1='2'][k2='b']/l"), leaf("x")), &s).unwrap();
+    let Some(Node::Container(c)) = t.children.get("m:c") else { panic!("{t:?}") };
+    let Some(Node::List(l)) = c.children.get("lst") else { panic!("{c:?}") };
+    assert_eq!(l.info.keys, vec!["k1", "k2"]);
+    let e = l.get(&["2".into(), "b".into()]).unwrap();
+    assert_eq!(e.children.len(), 3);
+    // The same entry, keys spelled in the other order.
+    let ch = apply_edit(&mut t, &Edit::merge(p("/m:c/lst[k2='b'][k1='2']/l"), leaf("y")), &s).unwrap();
+    assert_eq!(ch.len(), 1, "{ch:?}");
+    assert_eq!(ch[0].path().to_string(), "/m:c/lst[k1='2'][k2='b']/l");
+}
+
+#[test]
+fn user_ordered_insert_positions() {
+    let mut s = schema();
+    s.lists.insert("/m:u".into(), ListInfo { keys: vec!["k".into()], user_ordered: true });
+    let mut t = Container::default();
+    let put = |t: &mut Container, k: &str, at: Insert| {
+        apply_edit(
+            t,
+            &Edit { op: Operation::Merge, path: p(&format!("/m:u[k='{k}']")), value: Some(Node::Container(Container::default())), insert: Some(at) },
+            &s,
+        )
+        .unwrap()
+    };
+    put(&mut t, "b", Insert::Last);
+    put(&mut t, "d", Insert::Last);
+    put(&mut t, "a", Insert::First);
+    put(&mut t, "c", Insert::After(vec!["b".into()]));
+    put(&mut t, "e", Insert::Before(vec!["a".into()]));
+    let order = |t: &Container| -> Vec<String> {
+        let Some(Node::List(l)) = t.children.get("m:u") else { panic!() };
+        l.entries().map(|e| e.key_text("k").unwrap()).collect()
+    };
+    assert_eq!(order(&t), ["e", "a", "b", "c", "d"]);
+    // Moving an existing entry returns a Moved change that inverts.
+    let before = t.clone();
+    let ch = put(&mut t, "e", Insert::Last);
+    assert_eq!(order(&t), ["a", "b", "c", "d", "e"]);
+    assert!(matches!(ch.as_slice(), [canopy_core::diff::Change::Moved { .. }]), "{ch:?}");
+    let mut back = t.clone();
+    apply(&mut back, &invert(&ch)).unwrap();
+    assert_eq!(order(&back), order(&before));
+    let missing = apply_edit(
+        &mut t,
+        &Edit { op: Operation::Merge, path: p("/m:u[k='z']"), value: Some(Node::Container(Container::default())), insert: Some(Insert::After(vec!["nope".into()])) },
+        &s,
+    );
+    assert!(matches!(missing, Err(Error::NotFound { .. })), "{missing:?}");
+}
+
+#[test]
+fn leaf_list_entries() {
+    let s = schema();
+    let mut t = Container::default();
+    for v in ["x", "y"] {
+        apply_edit(&mut t, &Edit { op: Operation::Merge, path: p(&format!("/m:ll[.='{v}']")), value: None, insert: None }, &s).unwrap();
+    }
+    apply_edit(&mut t, &Edit { op: Operation::Merge, path: p("/m:ll[.='w']"), value: None, insert: Some(Insert::First) }, &s).unwrap();
+    let Some(Node::LeafList(ll)) = t.children.get("m:ll") else { panic!() };
+    let vals: Vec<_> = ll.iter().map(|e| e.value.as_text().into_owned()).collect();
+    assert_eq!(vals, ["w", "x", "y"]);
+    apply_edit(&mut t, &Edit::delete(p("/m:ll[.='x']")), &s).unwrap();
+    let Some(Node::LeafList(ll)) = t.children.get("m:ll") else { panic!() };
+    assert_eq!(ll.len(), 2);
+    assert_eq!(Selector::Value("w".into()), p("/m:ll[.='w']").segments[0].selector);
+}
