@@ -1,0 +1,195 @@
+//! The backend contract.
+
+use crate::error::Result;
+
+/// When a committed batch reaches stable storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SyncMode {
+    /// `apply` returns after the batch is durable: it survives kill -9 and power loss.
+    #[default]
+    Commit,
+    /// `apply` returns before the batch is flushed. The store is never corrupted,
+    /// but the most recent batches may be lost on a crash of the machine.
+    Off,
+}
+
+impl std::str::FromStr for SyncMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<SyncMode, String> {
+        match s {
+            "commit" | "on" => Ok(SyncMode::Commit),
+            "off" => Ok(SyncMode::Off),
+            _ => Err(format!("sync must be `commit` or `off`, not `{s}`")),
+        }
+    }
+}
+
+/// One write of a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BatchOp {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    /// Delete every key that starts with these bytes.
+    DeletePrefix(Vec<u8>),
+}
+
+/// Writes applied atomically, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Batch {
+    /// When set, the batch applies only if the store's revision is this one;
+    /// otherwise `apply` fails with [`crate::ErrorKind::Conflict`] and writes nothing.
+    pub expect_revision: Option<u64>,
+    pub ops: Vec<BatchOp>,
+}
+
+impl Batch {
+    pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
+        self.ops.push(BatchOp::Put(k, v));
+    }
+
+    pub fn delete(&mut self, k: Vec<u8>) {
+        self.ops.push(BatchOp::Delete(k));
+    }
+
+    pub fn delete_prefix(&mut self, prefix: Vec<u8>) {
+        self.ops.push(BatchOp::DeletePrefix(prefix));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// A consistent read view of the store at one revision.
+///
+/// Contract: every read of one snapshot sees the same committed state, whatever
+/// commits happen meanwhile; a snapshot never sees part of a batch.
+pub trait Snapshot {
+    /// The revision this snapshot sees: 0 for a new store, +1 per applied batch.
+    fn revision(&self) -> u64;
+
+    /// The value of `key`.
+    ///
+    /// # Errors
+    /// I/O or corruption errors of the backend.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+
+    /// Visits the keys in `[start, end)` (`end: None` = to the end of the store)
+    /// in ascending order, or descending with `reverse`, until `visit` returns
+    /// `Ok(false)`.
+    ///
+    /// # Errors
+    /// Errors of the backend, or the first error `visit` returns.
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()>;
+
+    /// Visits every key that starts with `prefix`, in order (see [`Snapshot::scan`]).
+    ///
+    /// # Errors
+    /// As [`Snapshot::scan`].
+    fn scan_prefix(
+        &self,
+        prefix: &[u8],
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let end = prefix_end(prefix);
+        self.scan(prefix, end.as_deref(), reverse, visit)
+    }
+
+    /// The first (or, with `reverse`, last) key/value under `prefix`.
+    ///
+    /// # Errors
+    /// As [`Snapshot::scan`].
+    fn first_with_prefix(&self, prefix: &[u8], reverse: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut found = None;
+        self.scan_prefix(prefix, reverse, &mut |k, v| {
+            found = Some((k.to_vec(), v.to_vec()));
+            Ok(false)
+        })?;
+        Ok(found)
+    }
+}
+
+/// The smallest key greater than every key that starts with `prefix`, or `None`
+/// when there is none (the prefix is all `0xFF`).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// An ordered byte-key store with snapshots and atomic batches.
+///
+/// Required: [`Backend::snapshot`] and [`Backend::apply`]; the rest have defaults
+/// a backend overrides when it can do better. Backends never interpret keys or
+/// values; the key [`crate::keys::REVISION`] is theirs to maintain.
+pub trait Backend: Send + Sync {
+    /// The backend's short name (`lmdb`, `memory`, ...).
+    fn kind(&self) -> &'static str;
+
+    /// A read view of the current committed state.
+    ///
+    /// # Errors
+    /// The store cannot be read (I/O, unavailable).
+    fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>>;
+
+    /// Applies `batch` atomically: all of it or, on any error, none of it;
+    /// readers see either the state before or after. Increments the revision by
+    /// one and returns the new revision. With [`SyncMode::Commit`] the batch is
+    /// durable when this returns.
+    ///
+    /// # Errors
+    /// [`crate::ErrorKind::Conflict`] when `expect_revision` does not match; I/O
+    /// errors; `Unsupported` for a key the backend cannot hold.
+    fn apply(&self, batch: &Batch) -> Result<u64>;
+
+    /// The durability this backend was opened with.
+    fn sync_mode(&self) -> SyncMode {
+        SyncMode::Commit
+    }
+
+    /// Bytes the store occupies on disk (0 for in-memory stores).
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn disk_size(&self) -> Result<u64> {
+        Ok(0)
+    }
+
+    /// Rewrites the store so that space freed by deletes returns to the
+    /// filesystem. Data and revision are unchanged.
+    ///
+    /// # Errors
+    /// I/O errors; the store is unchanged when compaction fails.
+    fn compact(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Checks the backend's own structures (beyond what reading every key
+    /// checks) and returns the problems found.
+    ///
+    /// # Errors
+    /// I/O errors that stop the check itself.
+    fn check(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+
+    /// Flushes batches applied with [`SyncMode::Off`] to stable storage.
+    ///
+    /// # Errors
+    /// I/O errors.
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,261 @@
+//! The conformance suite every backend runs, unchanged.
+//!
+//! A backend crate expands it with one line in a test file:
+//! ```ignore
+//! canopy_store::conformance_tests!(|dir: &std::path::Path| open_my_backend(dir), persistent = true);
+//! ```
+//! The opener gets a fresh directory per test (its own namespace) and must open
+//! or create the store there; persistent backends are reopened on the same
+//! directory to check that data survives.
+
+use std::path::Path;
+
+use crate::backend::{Backend, Batch};
+use crate::error::ErrorKind;
+
+/// Opens (creating when absent) a backend whose data lives in this directory.
+pub type Opener<'a> = &'a dyn Fn(&Path) -> Box<dyn Backend>;
+
+fn all(b: &dyn Backend) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let s = b.snapshot().unwrap();
+    let mut out = Vec::new();
+    s.scan(&[0x01], None, false, &mut |k, v| {
+        out.push((k.to_vec(), v.to_vec()));
+        Ok(true)
+    })
+    .unwrap();
+    out
+}
+
+fn put(b: &dyn Backend, kv: &[(&[u8], &[u8])]) -> u64 {
+    let mut batch = Batch::default();
+    for (k, v) in kv {
+        batch.put(k.to_vec(), v.to_vec());
+    }
+    b.apply(&batch).unwrap()
+}
+
+pub fn empty_store(open: Opener, dir: &Path) {
+    let b = open(dir);
+    let s = b.snapshot().unwrap();
+    assert_eq!(s.revision(), 0);
+    assert_eq!(s.get(b"\x10a").unwrap(), None);
+    assert!(all(&*b).is_empty());
+}
+
+pub fn put_get_delete_revision(open: Opener, dir: &Path) {
+    let b = open(dir);
+    assert_eq!(put(&*b, &[(b"\x10a", b"1"), (b"\x10b", b"2")]), 1);
+    assert_eq!(b.snapshot().unwrap().get(b"\x10a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(put(&*b, &[(b"\x10a", b"3")]), 2);
+    let mut d = Batch::default();
+    d.delete(b"\x10b".to_vec());
+    d.delete(b"\x10missing".to_vec());
+    assert_eq!(b.apply(&d).unwrap(), 3);
+    let s = b.snapshot().unwrap();
+    assert_eq!(s.revision(), 3);
+    assert_eq!(s.get(b"\x10a").unwrap().as_deref(), Some(&b"3"[..]));
+    assert_eq!(s.get(b"\x10b").unwrap(), None);
+}
+
+pub fn scans_in_order_with_bounds(open: Opener, dir: &Path) {
+    let b = open(dir);
+    let keys: Vec<Vec<u8>> = [&b"\x10a"[..], b"\x10ab", b"\x10b", b"\x10b\x00", b"\x10b\xff", b"\x10c"].iter().map(|k| k.to_vec()).collect();
+    let mut batch = Batch::default();
+    for k in keys.iter().rev() {
+        batch.put(k.clone(), k.clone());
+    }
+    b.apply(&batch).unwrap();
+    let s = b.snapshot().unwrap();
+    let collect = |start: &[u8], end: Option<&[u8]>, rev: bool, limit: usize| {
+        let mut out = Vec::new();
+        s.scan(start, end, rev, &mut |k, v| {
+            assert_eq!(k, v);
+            out.push(k.to_vec());
+            Ok(out.len() < limit)
+        })
+        .unwrap();
+        out
+    };
+    assert_eq!(collect(b"\x10", None, false, 100), keys);
+    assert_eq!(collect(b"\x10ab", Some(b"\x10b\xff"), false, 100), keys[1..4].to_vec());
+    let mut rev = keys[1..4].to_vec();
+    rev.reverse();
+    assert_eq!(collect(b"\x10ab", Some(b"\x10b\xff"), true, 100), rev);
+    assert_eq!(collect(b"\x10", None, false, 2), keys[..2].to_vec());
+    let mut under_b = Vec::new();
+    s.scan_prefix(b"\x10b", false, &mut |k, _| {
+        under_b.push(k.to_vec());
+        Ok(true)
+    })
+    .unwrap();
+    assert_eq!(under_b, keys[2..5].to_vec());
+    assert_eq!(s.first_with_prefix(b"\x10b", true).unwrap().unwrap().0, b"\x10b\xff".to_vec());
+    assert_eq!(s.first_with_prefix(b"\x10z", false).unwrap(), None);
+}
+
+pub fn delete_prefix_removes_exactly_the_subtree(open: Opener, dir: &Path) {
+    let b = open(dir);
+    put(&*b, &[(b"\x10a", b""), (b"\x10a\x00\x01x", b""), (b"\x10a\x00\x01y", b""), (b"\x10ab", b""), (b"\x10", b"")]);
+    let mut d = Batch::default();
+    d.delete_prefix(b"\x10a\x00\x01".to_vec());
+    b.apply(&d).unwrap();
+    let keys: Vec<Vec<u8>> = all(&*b).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, vec![b"\x10".to_vec(), b"\x10a".to_vec(), b"\x10ab".to_vec()]);
+}
+
+pub fn conflicting_batch_writes_nothing(open: Opener, dir: &Path) {
+    let b = open(dir);
+    put(&*b, &[(b"\x10a", b"1")]);
+    let mut batch = Batch { expect_revision: Some(0), ops: Vec::new() };
+    batch.put(b"\x10b".to_vec(), b"2".to_vec());
+    batch.delete(b"\x10a".to_vec());
+    let e = b.apply(&batch).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    let s = b.snapshot().unwrap();
+    assert_eq!(s.revision(), 1);
+    assert_eq!(s.get(b"\x10b").unwrap(), None);
+    assert!(s.get(b"\x10a").unwrap().is_some());
+    batch.expect_revision = Some(1);
+    assert_eq!(b.apply(&batch).unwrap(), 2);
+}
+
+pub fn snapshots_are_isolated(open: Opener, dir: &Path) {
+    let b = open(dir);
+    put(&*b, &[(b"\x10a", b"1")]);
+    let before = b.snapshot().unwrap();
+    put(&*b, &[(b"\x10a", b"2"), (b"\x10b", b"2")]);
+    assert_eq!(before.revision(), 1);
+    assert_eq!(before.get(b"\x10a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(before.get(b"\x10b").unwrap(), None);
+    drop(before);
+    assert_eq!(b.snapshot().unwrap().get(b"\x10a").unwrap().as_deref(), Some(&b"2"[..]));
+}
+
+pub fn survives_reopen(open: Opener, dir: &Path) {
+    {
+        let b = open(dir);
+        put(&*b, &[(b"\x10a", b"1"), (b"\x10b", b"2")]);
+        let mut d = Batch::default();
+        d.delete(b"\x10b".to_vec());
+        b.apply(&d).unwrap();
+    }
+    let b = open(dir);
+    let s = b.snapshot().unwrap();
+    assert_eq!(s.revision(), 2);
+    assert_eq!(s.get(b"\x10a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(s.get(b"\x10b").unwrap(), None);
+}
+
+pub fn values_from_empty_to_16_mib(open: Opener, dir: &Path) {
+    let b = open(dir);
+    let big: Vec<u8> = (0..16 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    put(&*b, &[(b"\x10empty", b""), (b"\x10big", &big)]);
+    let s = b.snapshot().unwrap();
+    assert_eq!(s.get(b"\x10empty").unwrap().as_deref(), Some(&b""[..]));
+    assert_eq!(s.get(b"\x10big").unwrap().as_deref(), Some(&big[..]));
+}
+
+pub fn many_small_keys(open: Opener, dir: &Path) {
+    let b = open(dir);
+    let n = 200_000u32;
+    let mut batch = Batch::default();
+    for i in 0..n {
+        let mut k = b"\x10k".to_vec();
+        k.extend_from_slice(&i.to_be_bytes());
+        batch.put(k, i.to_le_bytes().to_vec());
+    }
+    b.apply(&batch).unwrap();
+    let s = b.snapshot().unwrap();
+    let mut count = 0u32;
+    s.scan_prefix(b"\x10k", false, &mut |k, v| {
+        assert_eq!(&k[2..], &count.to_be_bytes());
+        assert_eq!(v, &count.to_le_bytes());
+        count += 1;
+        Ok(true)
+    })
+    .unwrap();
+    assert_eq!(count, n);
+    drop(s);
+    let mut d = Batch::default();
+    d.delete_prefix(b"\x10k".to_vec());
+    b.apply(&d).unwrap();
+    assert!(all(&*b).is_empty());
+}
+
+pub fn readers_run_during_writes(open: Opener, dir: &Path) {
+    let b: std::sync::Arc<dyn Backend> = std::sync::Arc::from(open(dir));
+    put(&*b, &[(b"\x10x", &0u64.to_be_bytes()), (b"\x10y", &0u64.to_be_bytes())]);
+    let writer = {
+        let b = b.clone();
+        std::thread::spawn(move || {
+            for i in 1..=200u64 {
+                put(&*b, &[(b"\x10x", &i.to_be_bytes()), (b"\x10y", &i.to_be_bytes())]);
+            }
+        })
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                for _ in 0..500 {
+                    let s = b.snapshot().unwrap();
+                    // Both keys are written by every batch: a snapshot sees them equal.
+                    assert_eq!(s.get(b"\x10x").unwrap(), s.get(b"\x10y").unwrap());
+                }
+            })
+        })
+        .collect();
+    writer.join().unwrap();
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert_eq!(b.snapshot().unwrap().revision(), 201);
+}
+
+pub fn compact_keeps_data(open: Opener, dir: &Path) {
+    let b = open(dir);
+    let mut batch = Batch::default();
+    for i in 0..20_000u32 {
+        batch.put(format!("\x10k{i:08}").into_bytes(), vec![7; 100]);
+    }
+    b.apply(&batch).unwrap();
+    let mut d = Batch::default();
+    d.delete_prefix(b"\x10k0001".to_vec());
+    b.apply(&d).unwrap();
+    let before = all(&*b);
+    let rev = b.snapshot().unwrap().revision();
+    b.compact().unwrap();
+    assert_eq!(all(&*b), before);
+    assert_eq!(b.snapshot().unwrap().revision(), rev);
+    put(&*b, &[(b"\x10after", b"1")]);
+    assert_eq!(b.snapshot().unwrap().get(b"\x10after").unwrap().as_deref(), Some(&b"1"[..]));
+}
+
+/// Expands the suite for one backend: `conformance_tests!(opener, persistent = bool)`.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($open:expr, persistent = $persistent:expr) => {
+        $crate::conformance_tests!(@tests $open, $persistent;
+            empty_store, put_get_delete_revision, scans_in_order_with_bounds,
+            delete_prefix_removes_exactly_the_subtree, conflicting_batch_writes_nothing,
+            snapshots_are_isolated, values_from_empty_to_16_mib, many_small_keys,
+            readers_run_during_writes, compact_keeps_data);
+        #[test]
+        fn survives_reopen() {
+            if $persistent {
+                let dir = tempfile::tempdir().unwrap();
+                $crate::conformance::survives_reopen(&$open, dir.path());
+            }
+        }
+    };
+    (@tests $open:expr, $persistent:expr; $($name:ident),*) => {
+        $(
+            #[test]
+            fn $name() {
+                let dir = tempfile::tempdir().unwrap();
+                $crate::conformance::$name(&$open, dir.path());
+            }
+        )*
+    };
+}

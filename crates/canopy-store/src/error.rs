@@ -1,0 +1,55 @@
+//! The storage error: a kind callers can branch on, and a message for users.
+
+/// Result with [`StoreError`].
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// What kind of storage failure this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The store (file, directory, database) does not exist.
+    NotFound,
+    /// Another writer changed the store since the snapshot a batch was built on.
+    Conflict,
+    /// The store cannot be reached or locked now (server down, permissions).
+    Unavailable,
+    /// Stored data is not what canopy wrote: a damaged or foreign file.
+    Corrupted,
+    /// An operating-system I/O error.
+    Io,
+    /// The backend cannot do this (a key too long for it, a feature not built).
+    Unsupported,
+    /// A store URL or option that does not parse.
+    InvalidUrl,
+}
+
+/// A storage error.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct StoreError {
+    kind: ErrorKind,
+    message: String,
+}
+
+impl StoreError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> StoreError {
+        StoreError { kind, message: message.into() }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn corrupted(message: impl Into<String>) -> StoreError {
+        StoreError::new(ErrorKind::Corrupted, message)
+    }
+
+    pub fn io(context: impl std::fmt::Display, e: std::io::Error) -> StoreError {
+        let kind = match e.kind() {
+            std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+            std::io::ErrorKind::PermissionDenied => ErrorKind::Unavailable,
+            _ => ErrorKind::Io,
+        };
+        StoreError::new(kind, format!("{context}: {e}"))
+    }
+}

@@ -1,0 +1,253 @@
+//! The stored bytes of one fragment: a container's or list entry's metadata and
+//! inline children (leaves, leaf-lists, anydata), and for entries of
+//! user-ordered lists their order key.
+//!
+//! ```text
+//! fragment := 0x01 (version) flags:u8 [order:bytes if flags&1] meta count:varint child*
+//! child    := name:str kind:u8 body
+//! kind 1   leaf      value meta
+//! kind 2   leaf-list count:varint (value meta)*
+//! kind 3   anydata   json:str meta
+//! meta     := count:varint (name:str value:str)*
+//! value    := 's' str | 'n' str | 't' | 'f' | 'e'
+//! str      := len:varint bytes (UTF-8)      bytes := len:varint bytes
+//! ```
+//! Child containers and lists are not inside: they are fragments of their own.
+
+use canopy_core::{Container, LeafListEntry, Meta, Node, Value};
+
+use crate::error::{Result, StoreError};
+
+const VERSION: u8 = 1;
+const HAS_ORDER: u8 = 1;
+
+fn put_varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn put_value(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::String(s) => {
+            out.push(b's');
+            put_bytes(out, s.as_bytes());
+        }
+        Value::Number(n) => {
+            out.push(b'n');
+            put_bytes(out, n.as_bytes());
+        }
+        Value::Bool(true) => out.push(b't'),
+        Value::Bool(false) => out.push(b'f'),
+        Value::Empty => out.push(b'e'),
+    }
+}
+
+fn put_meta(out: &mut Vec<u8>, m: &Meta) {
+    put_varint(out, m.len() as u64);
+    for (k, v) in m {
+        put_bytes(out, k.as_bytes());
+        put_bytes(out, v.as_bytes());
+    }
+}
+
+/// Encodes the fragment of `c`: its metadata and inline children.
+pub fn encode(c: &Container, order: Option<&[u8]>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.push(VERSION);
+    out.push(if order.is_some() { HAS_ORDER } else { 0 });
+    if let Some(o) = order {
+        put_bytes(&mut out, o);
+    }
+    put_meta(&mut out, &c.meta);
+    let inline = c.children.iter().filter(|(_, n)| n.is_inline());
+    put_varint(&mut out, inline.clone().count() as u64);
+    for (name, node) in inline {
+        put_bytes(&mut out, name.as_bytes());
+        match node {
+            Node::Leaf { value, meta } => {
+                out.push(1);
+                put_value(&mut out, value);
+                put_meta(&mut out, meta);
+            }
+            Node::LeafList(entries) => {
+                out.push(2);
+                put_varint(&mut out, entries.len() as u64);
+                for e in entries {
+                    put_value(&mut out, &e.value);
+                    put_meta(&mut out, &e.meta);
+                }
+            }
+            Node::AnyData { value, meta } => {
+                out.push(3);
+                put_bytes(&mut out, value.to_string().as_bytes());
+                put_meta(&mut out, meta);
+            }
+            Node::Container(_) | Node::List(_) => unreachable!("filtered: not inline"),
+        }
+    }
+    out
+}
+
+/// A decoded fragment.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Decoded {
+    /// The container with its metadata and inline children only.
+    pub container: Container,
+    /// The order key, for entries of user-ordered lists.
+    pub order: Option<Vec<u8>>,
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn err(&self, what: &str) -> StoreError {
+        StoreError::corrupted(format!("fragment damaged at byte {}: {what}", self.pos))
+    }
+
+    fn byte(&mut self) -> Result<u8> {
+        let b = *self.b.get(self.pos).ok_or_else(|| self.err("truncated"))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn varint(&mut self) -> Result<u64> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            n |= u64::from(b & 0x7F) << shift;
+            if b < 0x80 {
+                return Ok(n);
+            }
+        }
+        Err(self.err("varint too long"))
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8]> {
+        let n = self.varint()? as usize;
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| self.err("truncated"))?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn str(&mut self) -> Result<String> {
+        let b = self.bytes()?;
+        String::from_utf8(b.to_vec()).map_err(|_| self.err("invalid UTF-8"))
+    }
+
+    fn value(&mut self) -> Result<Value> {
+        Ok(match self.byte()? {
+            b's' => Value::String(self.str()?),
+            b'n' => Value::Number(self.str()?),
+            b't' => Value::Bool(true),
+            b'f' => Value::Bool(false),
+            b'e' => Value::Empty,
+            _ => return Err(self.err("unknown value tag")),
+        })
+    }
+
+    fn meta(&mut self) -> Result<Meta> {
+        let n = self.varint()?;
+        let mut m = Meta::new();
+        for _ in 0..n {
+            let k = self.str()?;
+            m.insert(k, self.str()?);
+        }
+        Ok(m)
+    }
+}
+
+/// Decodes a fragment.
+///
+/// # Errors
+/// `Corrupted` when the bytes are not a fragment of a known version.
+pub fn decode(b: &[u8]) -> Result<Decoded> {
+    let mut r = Reader { b, pos: 0 };
+    let version = r.byte()?;
+    if version != VERSION {
+        return Err(r.err(&format!("unknown fragment version {version}")));
+    }
+    let flags = r.byte()?;
+    if flags & !HAS_ORDER != 0 {
+        return Err(r.err("unknown flags"));
+    }
+    let order = if flags & HAS_ORDER != 0 { Some(r.bytes()?.to_vec()) } else { None };
+    let mut c = Container { meta: r.meta()?, ..Container::default() };
+    let n = r.varint()?;
+    for _ in 0..n {
+        let name = r.str()?;
+        let node = match r.byte()? {
+            1 => {
+                let value = r.value()?;
+                Node::Leaf { value, meta: r.meta()? }
+            }
+            2 => {
+                let count = r.varint()?;
+                let mut v = Vec::with_capacity(count.min(1024) as usize);
+                for _ in 0..count {
+                    let value = r.value()?;
+                    v.push(LeafListEntry { value, meta: r.meta()? });
+                }
+                Node::LeafList(v)
+            }
+            3 => {
+                let text = r.bytes()?;
+                let value = serde_json::from_slice(text).map_err(|_| r.err("anydata is not JSON"))?;
+                Node::AnyData { value, meta: r.meta()? }
+            }
+            _ => return Err(r.err("unknown child kind")),
+        };
+        if c.children.insert(name, node).is_some() {
+            return Err(r.err("duplicate child"));
+        }
+    }
+    if r.pos != b.len() {
+        return Err(r.err("trailing bytes"));
+    }
+    Ok(Decoded { container: c, order })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_rejects_damage() {
+        let mut c = Container::default();
+        c.meta.insert("m:a".into(), "x".into());
+        c.children.insert("l".into(), Node::leaf(Value::String("v".into())));
+        c.children.insert("n".into(), Node::leaf(Value::Number("-1.5".into())));
+        c.children.insert("e".into(), Node::leaf(Value::Empty));
+        c.children.insert(
+            "ll".into(),
+            Node::LeafList(vec![LeafListEntry { value: Value::Bool(true), meta: [("m:o".into(), "1".into())].into() }]),
+        );
+        c.children.insert("any".into(), Node::AnyData { value: serde_json::json!({"a": [1, 2]}), meta: Meta::new() });
+        let enc = encode(&c, Some(&[0x83, 1, 2, 3]));
+        let d = decode(&enc).unwrap();
+        assert_eq!(d.container, c);
+        assert_eq!(d.order.as_deref(), Some(&[0x83, 1, 2, 3][..]));
+        for cut in 0..enc.len() {
+            assert!(decode(&enc[..cut]).is_err(), "truncated at {cut} accepted");
+        }
+        let mut extra = enc.clone();
+        extra.push(0);
+        assert!(decode(&extra).is_err());
+        for i in 0..enc.len() {
+            let mut bad = enc.clone();
+            bad[i] ^= 0xFF;
+            let _ = decode(&bad); // must not panic
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! How canopy lays data out in a backend's ordered key space.
+//!
+//! ```text
+//! 0x00 "format"            → format version of the layout (u32 BE)
+//! 0x00 "revision"          → u64 BE, maintained by the backend
+//! 0x00 "list" <schema path> → learned list info (schemaless keys/ordering)
+//! 0x10+ds <path key>        → fragment of one container or list entry
+//! 0x20+ds <list key> <order key> 0x00 → entry suffix (user-ordered lists: order index)
+//! ```
+//!
+//! A **path key** is the concatenation of its segments:
+//! `name 0x00 0x01` for a container; `name 0x00 0x01` + the entry key
+//! ([`canopy_core::keycode::entry_key`]) for a keyed list entry; `name 0x00 0x01
+//! 0x03 <order key> 0x00` for an entry of a keyless list. Names never contain
+//! `0x00`, entry keys start with a tag byte (`0x10`, `0x20`) and the order-key
+//! marker is `0x03`, all below the first byte of any name, so keys decode
+//! unambiguously, a node's key is a prefix of exactly its descendants' keys, and
+//! byte order is document order (children by name, entries by key or order).
+//! A node's key depends only on its path, never on its position, except in
+//! keyless lists, which have nothing else to identify entries.
+
+use canopy_core::keycode;
+use canopy_core::path::{Path, Selector};
+
+use crate::error::{Result, StoreError};
+
+/// Version of this layout, stored under [`FORMAT`].
+pub const FORMAT_VERSION: u32 = 1;
+/// Key of the layout version.
+pub const FORMAT: &[u8] = b"\x00format";
+/// Key of the store revision (maintained by backends).
+pub const REVISION: &[u8] = b"\x00revision";
+/// Prefix of learned list info records.
+pub const LIST_INFO: &[u8] = b"\x00list";
+
+const DATA: u8 = 0x10;
+const ORDER: u8 = 0x20;
+const ORDER_MARK: u8 = 0x03;
+
+/// The NMDA datastores (RFC 8342).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Datastore {
+    Running,
+    Startup,
+    Candidate,
+    Operational,
+}
+
+impl Datastore {
+    pub const ALL: [Datastore; 4] = [Datastore::Running, Datastore::Startup, Datastore::Candidate, Datastore::Operational];
+
+    fn code(self) -> u8 {
+        match self {
+            Datastore::Running => 1,
+            Datastore::Startup => 2,
+            Datastore::Candidate => 3,
+            Datastore::Operational => 4,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Datastore::Running => "running",
+            Datastore::Startup => "startup",
+            Datastore::Candidate => "candidate",
+            Datastore::Operational => "operational",
+        }
+    }
+}
+
+impl std::str::FromStr for Datastore {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Datastore, String> {
+        Datastore::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| format!("unknown datastore `{s}` (running, startup, candidate, operational)"))
+    }
+}
+
+/// The prefix of all fragments of a datastore; the key of its root fragment.
+pub fn data_prefix(ds: Datastore) -> Vec<u8> {
+    vec![DATA, ds.code()]
+}
+
+/// The prefix of a datastore's order index.
+pub fn order_prefix(ds: Datastore) -> Vec<u8> {
+    vec![ORDER, ds.code()]
+}
+
+/// Appends a name segment.
+pub fn push_name(out: &mut Vec<u8>, name: &str) {
+    keycode::push_escaped(out, name.as_bytes());
+}
+
+/// Appends the selector of a keyless-list entry.
+pub fn push_order(out: &mut Vec<u8>, order: &[u8]) {
+    out.push(ORDER_MARK);
+    out.extend_from_slice(order);
+    out.push(0);
+}
+
+/// The path key of `path` (relative: no datastore prefix). Keys must be in the
+/// list's key order. Keyless entries (positions) and leaf-list entries have no
+/// path key of their own.
+///
+/// # Errors
+/// `Unsupported` for a path with a position or leaf-list selector.
+pub fn path_key(path: &Path) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(path.segments.len() * 12);
+    for seg in &path.segments {
+        push_name(&mut out, &seg.name);
+        match &seg.selector {
+            Selector::None => {}
+            Selector::Keys(keys) => {
+                for (_, v) in keys {
+                    keycode::push_key_value(&mut out, v);
+                }
+            }
+            Selector::Position(_) | Selector::Value(_) => {
+                return Err(StoreError::new(
+                    crate::ErrorKind::Unsupported,
+                    format!("{path}: positions and leaf-list entries have no storage key of their own"),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One decoded segment of a path key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RawSelector {
+    None,
+    /// Key values, in stored (key) order.
+    Keys(Vec<String>),
+    /// Order key of a keyless-list entry.
+    Order(Vec<u8>),
+}
+
+/// One decoded segment of a path key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawSegment {
+    pub name: String,
+    pub selector: RawSelector,
+}
+
+/// Decodes a path key into its segments.
+///
+/// # Errors
+/// `Corrupted` when the bytes are not a path key.
+pub fn decode_path_key(key: &[u8]) -> Result<Vec<RawSegment>> {
+    let bad = || StoreError::corrupted(format!("malformed fragment key {}", hex(key)));
+    let mut pos = 0;
+    let mut out = Vec::new();
+    while pos < key.len() {
+        let name = String::from_utf8(keycode::read_escaped(key, &mut pos).ok_or_else(bad)?).map_err(|_| bad())?;
+        let selector = match key.get(pos) {
+            Some(0x10) | Some(0x20) => {
+                let mut vals = Vec::new();
+                while matches!(key.get(pos), Some(0x10) | Some(0x20)) {
+                    vals.push(keycode::read_key_value(key, &mut pos).ok_or_else(bad)?);
+                }
+                RawSelector::Keys(vals)
+            }
+            Some(&ORDER_MARK) => {
+                let end = key[pos + 1..].iter().position(|&b| b == 0).ok_or_else(bad)? + pos + 1;
+                let order = key[pos + 1..end].to_vec();
+                pos = end + 1;
+                RawSelector::Order(order)
+            }
+            _ => RawSelector::None,
+        };
+        out.push(RawSegment { name, selector });
+    }
+    Ok(out)
+}
+
+/// Length of the first segment of a path key (name and selector), so callers can
+/// walk keys segment by segment.
+///
+/// # Errors
+/// `Corrupted` when the bytes are not a path key.
+pub fn first_segment_len(key: &[u8]) -> Result<usize> {
+    let bad = || StoreError::corrupted(format!("malformed fragment key {}", hex(key)));
+    let mut pos = 0;
+    keycode::read_escaped(key, &mut pos).ok_or_else(bad)?;
+    match key.get(pos) {
+        Some(0x10) | Some(0x20) => {
+            while matches!(key.get(pos), Some(0x10) | Some(0x20)) {
+                keycode::read_key_value(key, &mut pos).ok_or_else(bad)?;
+            }
+        }
+        Some(&ORDER_MARK) => {
+            pos = key[pos + 1..].iter().position(|&b| b == 0).ok_or_else(bad)? + pos + 2;
+        }
+        _ => {}
+    }
+    Ok(pos)
+}
+
+/// Hex form of bytes for messages.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_sort_in_document_order() {
+        let paths = [
+            "/m:c",
+            "/m:c/a",
+            "/m:c/lst[k='10']",
+            "/m:c/lst[k='10']/x",
+            "/m:c/lst[k='9']",
+            "/m:c/lst[k='a']",
+            "/m:c/lst[k='a b']",
+            "/m:c/lst2[k1='1'][k2='x']",
+            "/m:c/z",
+            "/m:d",
+        ];
+        let mut keys: Vec<(Vec<u8>, &str)> = paths.iter().map(|p| (path_key(&p.parse().unwrap()).unwrap(), *p)).collect();
+        keys.sort();
+        let order: Vec<&str> = keys.iter().map(|k| k.1).collect();
+        assert_eq!(
+            order,
+            [
+                "/m:c",
+                "/m:c/a",
+                "/m:c/lst[k='9']",
+                "/m:c/lst[k='10']",
+                "/m:c/lst[k='10']/x",
+                "/m:c/lst[k='a']",
+                "/m:c/lst[k='a b']",
+                "/m:c/lst2[k1='1'][k2='x']",
+                "/m:c/z",
+                "/m:d"
+            ]
+        );
+        let d = decode_path_key(&path_key(&"/m:c/lst2[k1='1'][k2='x']/y".parse().unwrap()).unwrap()).unwrap();
+        assert_eq!(d.len(), 3);
+        assert_eq!(d[1].selector, RawSelector::Keys(vec!["1".into(), "x".into()]));
+        let mut k = b"x\x00\x01".to_vec();
+        push_order(&mut k, &[0x83, 0x80, 1, 1]);
+        assert_eq!(decode_path_key(&k).unwrap()[0].selector, RawSelector::Order(vec![0x83, 0x80, 1, 1]));
+        assert_eq!(first_segment_len(&k).unwrap(), k.len());
+    }
+
+    #[test]
+    fn garbage_keys_are_errors() {
+        for bad in [&b"abc"[..], b"a\x00\x05", b"a\x00\x01\x10\x00", b"a\x00\x01\x03\x01"] {
+            assert!(decode_path_key(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! An in-memory backend: the reference the conformance suite is checked against
+//! and a store for tests. Snapshots are copy-on-write clones of the map.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::{Arc, RwLock};
+
+use crate::backend::{Backend, Batch, BatchOp, Snapshot};
+use crate::error::{ErrorKind, Result, StoreError};
+
+type Map = Arc<BTreeMap<Vec<u8>, Vec<u8>>>;
+
+/// An in-memory ordered map. Nothing survives the process.
+#[derive(Default)]
+pub struct MemoryBackend {
+    state: RwLock<(Map, u64)>,
+}
+
+impl MemoryBackend {
+    pub fn new() -> MemoryBackend {
+        MemoryBackend::default()
+    }
+}
+
+struct MemorySnapshot {
+    map: Map,
+    revision: u64,
+}
+
+impl Snapshot for MemorySnapshot {
+    fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.map.get(key).cloned())
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
+        let range = self.map.range::<[u8], _>((Bound::Included(start), hi));
+        if reverse {
+            for (k, v) in range.rev() {
+                if !visit(k, v)? {
+                    break;
+                }
+            }
+        } else {
+            for (k, v) in range {
+                if !visit(k, v)? {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Backend for MemoryBackend {
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        let g = self.state.read().map_err(|_| StoreError::new(ErrorKind::Unavailable, "memory store lock poisoned"))?;
+        Ok(Box::new(MemorySnapshot { map: g.0.clone(), revision: g.1 }))
+    }
+
+    fn apply(&self, batch: &Batch) -> Result<u64> {
+        let mut g = self.state.write().map_err(|_| StoreError::new(ErrorKind::Unavailable, "memory store lock poisoned"))?;
+        if let Some(expect) = batch.expect_revision {
+            if expect != g.1 {
+                return Err(StoreError::new(
+                    ErrorKind::Conflict,
+                    format!("the store changed (revision {} , expected {expect})", g.1),
+                ));
+            }
+        }
+        let mut map = (*g.0).clone();
+        for op in &batch.ops {
+            match op {
+                BatchOp::Put(k, v) => {
+                    map.insert(k.clone(), v.clone());
+                }
+                BatchOp::Delete(k) => {
+                    map.remove(k);
+                }
+                BatchOp::DeletePrefix(p) => {
+                    let doomed: Vec<Vec<u8>> = map.range(p.clone()..).take_while(|(k, _)| k.starts_with(p)).map(|(k, _)| k.clone()).collect();
+                    for k in doomed {
+                        map.remove(&k);
+                    }
+                }
+            }
+        }
+        g.0 = Arc::new(map);
+        g.1 += 1;
+        Ok(g.1)
+    }
+}
