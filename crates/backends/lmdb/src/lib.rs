@@ -1,0 +1,453 @@
+//! canopy's default embedded backend: LMDB through `heed`.
+//!
+//! One LMDB environment per store directory (`data.mdb`, `lock.mdb`), one
+//! unnamed database of ordered byte keys. LMDB gives snapshots (MVCC read
+//! transactions), one writer at a time across processes, and crash safety by
+//! copy-on-write pages with two meta pages.
+//!
+//! * `sync=commit` (default): every commit is flushed before `apply` returns.
+//! * `sync=off`: commits are not flushed (`MDB_NOSYNC`); they survive a crash of
+//!   the process, and are flushed by [`Backend::flush`], on close, and by the
+//!   operating system. A crash of the machine may lose recent commits.
+//! * The memory map grows as data grows: a commit that fills it doubles it and
+//!   runs again.
+
+#![allow(unsafe_code)] // heed marks opening and resizing a memory map `unsafe`; see SAFETY notes.
+
+use std::fs;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::{RwLock, RwLockReadGuard};
+
+use canopy_store::backend::{Backend, Batch, BatchOp, Snapshot, SyncMode};
+use canopy_store::error::{ErrorKind, Result, StoreError};
+use canopy_store::keys::{FORMAT, FORMAT_VERSION, REVISION};
+use canopy_store::StoreUrl;
+use heed::types::Bytes;
+use heed::{CompactionOption, Database, EnvFlags, EnvOpenOptions, MdbError, WithoutTls};
+
+/// Read transactions are not tied to threads (`MDB_NOTLS`): a thread may hold
+/// several snapshots, and snapshots may move between threads.
+type Env = heed::Env<WithoutTls>;
+
+type Db = Database<Bytes, Bytes>;
+
+/// The smallest map: 1 GiB of address space (not of disk).
+const MIN_MAP: usize = 1 << 30;
+const DATA_FILE: &str = "data.mdb";
+
+struct Inner {
+    env: Env,
+    db: Db,
+}
+
+/// An LMDB store.
+pub struct LmdbBackend {
+    dir: PathBuf,
+    sync: SyncMode,
+    /// Readers and writers hold it shared; resizing and compaction hold it
+    /// exclusively (LMDB requires that no transaction of this process is open
+    /// while the map is resized or the environment closed).
+    inner: RwLock<Option<Inner>>,
+}
+
+fn lmdb_err(dir: &Path, what: &str, e: heed::Error) -> StoreError {
+    let kind = match &e {
+        heed::Error::Mdb(MdbError::Invalid) | heed::Error::Mdb(MdbError::Corrupted) | heed::Error::Mdb(MdbError::PageNotFound) => {
+            ErrorKind::Corrupted
+        }
+        heed::Error::Mdb(MdbError::VersionMismatch) => ErrorKind::Unsupported,
+        heed::Error::Mdb(MdbError::BadValSize) => ErrorKind::Unsupported,
+        heed::Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+        heed::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => ErrorKind::Unavailable,
+        heed::Error::EnvAlreadyOpened => ErrorKind::Unavailable,
+        _ => ErrorKind::Io,
+    };
+    let hint = match kind {
+        ErrorKind::Corrupted => " (the file is damaged or is not an LMDB store)",
+        _ => "",
+    };
+    StoreError::new(kind, format!("lmdb store {}: {what}: {e}{hint}", dir.display()))
+}
+
+fn poisoned() -> StoreError {
+    StoreError::new(ErrorKind::Unavailable, "lmdb store lock poisoned by a panic")
+}
+
+fn page_round(n: usize) -> usize {
+    let page = 4096;
+    n.div_ceil(page) * page
+}
+
+impl LmdbBackend {
+    /// Opens the store a URL names (`lmdb:DIR?sync=commit|off`, or a bare directory).
+    ///
+    /// # Errors
+    /// `InvalidUrl` for unknown parameters; see [`LmdbBackend::open`].
+    pub fn open_url(url: &StoreUrl) -> Result<LmdbBackend> {
+        url.check_params(&["sync"])?;
+        LmdbBackend::open(Path::new(&url.location), url.sync_mode()?)
+    }
+
+    /// Opens or creates the store in directory `dir`.
+    ///
+    /// # Errors
+    /// `Corrupted` for a damaged or foreign `data.mdb` (including a truncated
+    /// one), `Unsupported` for a store of a newer layout, `Unavailable` when the
+    /// directory cannot be used or the store is already open in this process.
+    pub fn open(dir: &Path, sync: SyncMode) -> Result<LmdbBackend> {
+        if dir.exists() && !dir.is_dir() {
+            return Err(StoreError::new(ErrorKind::Unavailable, format!("lmdb store {}: not a directory", dir.display())));
+        }
+        fs::create_dir_all(dir).map_err(|e| StoreError::io(format!("lmdb store {}", dir.display()), e))?;
+        let file_len = fs::metadata(dir.join(DATA_FILE)).map(|m| m.len() as usize).unwrap_or(0);
+        let inner = open_env(dir, sync, page_round((file_len * 2).max(MIN_MAP)))?;
+        check_not_truncated(dir, &inner.env, file_len)?;
+        let b = LmdbBackend { dir: dir.to_path_buf(), sync, inner: RwLock::new(Some(inner)) };
+        b.init_format()?;
+        Ok(b)
+    }
+
+    /// Writes the layout version into a new store; refuses a store of another.
+    fn init_format(&self) -> Result<()> {
+        let g = self.read()?;
+        let inner = g.as_ref().expect("open");
+        let rtxn = inner.env.read_txn().map_err(|e| lmdb_err(&self.dir, "read", e))?;
+        let found = inner.db.get(&rtxn, FORMAT).map_err(|e| lmdb_err(&self.dir, "read", e))?.map(<[u8]>::to_vec);
+        let empty = inner.db.is_empty(&rtxn).map_err(|e| lmdb_err(&self.dir, "read", e))?;
+        drop(rtxn);
+        match found {
+            Some(v) => {
+                let v: [u8; 4] = v.as_slice().try_into().map_err(|_| {
+                    StoreError::corrupted(format!("lmdb store {}: format record damaged", self.dir.display()))
+                })?;
+                let v = u32::from_be_bytes(v);
+                if v != FORMAT_VERSION {
+                    return Err(StoreError::new(
+                        ErrorKind::Unsupported,
+                        format!(
+                            "lmdb store {}: layout version {v}; this canopy reads version {FORMAT_VERSION}",
+                            self.dir.display()
+                        ),
+                    ));
+                }
+                Ok(())
+            }
+            None if empty => {
+                let mut wtxn = inner.env.write_txn().map_err(|e| lmdb_err(&self.dir, "write", e))?;
+                inner.db.put(&mut wtxn, FORMAT, &FORMAT_VERSION.to_be_bytes()).map_err(|e| lmdb_err(&self.dir, "write", e))?;
+                wtxn.commit().map_err(|e| lmdb_err(&self.dir, "commit", e))
+            }
+            None => Err(StoreError::corrupted(format!(
+                "lmdb store {}: holds data but no canopy format record (not a canopy store?)",
+                self.dir.display()
+            ))),
+        }
+    }
+
+    fn read(&self) -> Result<RwLockReadGuard<'_, Option<Inner>>> {
+        self.inner.read().map_err(|_| poisoned())
+    }
+
+    /// Doubles the memory map (after `MDB_MAP_FULL`) or adopts the size another
+    /// process set (`MDB_MAP_RESIZED`, `grow == false`).
+    fn resize(&self, grow: bool) -> Result<()> {
+        let g = self.inner.write().map_err(|_| poisoned())?;
+        let inner = g.as_ref().expect("open");
+        let new = if grow { page_round(inner.env.info().map_size * 2) } else { 0 };
+        // SAFETY: we hold the exclusive lock, so no transaction of this process is open.
+        unsafe { inner.env.resize(new) }.map_err(|e| lmdb_err(&self.dir, "resize the map", e))
+    }
+
+    fn try_apply(&self, batch: &Batch) -> std::result::Result<u64, heed::Error> {
+        let g = self.inner.read().map_err(|_| heed::Error::Mdb(MdbError::Panic))?;
+        let inner = g.as_ref().expect("open");
+        let mut wtxn = inner.env.write_txn()?;
+        let rev = read_revision(&inner.db, &wtxn)?;
+        if let Some(expect) = batch.expect_revision {
+            if expect != rev {
+                // Reported as a conflict by the caller.
+                return Err(heed::Error::Mdb(MdbError::Other(i32::MIN)));
+            }
+        }
+        for op in &batch.ops {
+            match op {
+                BatchOp::Put(k, v) => inner.db.put(&mut wtxn, k, v)?,
+                BatchOp::Delete(k) => {
+                    inner.db.delete(&mut wtxn, k)?;
+                }
+                BatchOp::DeletePrefix(p) => {
+                    let end = canopy_store::backend::prefix_end(p);
+                    let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+                    inner.db.delete_range(&mut wtxn, &(Bound::Included(p.as_slice()), hi))?;
+                }
+            }
+        }
+        inner.db.put(&mut wtxn, REVISION, &(rev + 1).to_be_bytes())?;
+        wtxn.commit()?;
+        Ok(rev + 1)
+    }
+}
+
+fn read_revision(db: &Db, txn: &heed::RoTxn) -> std::result::Result<u64, heed::Error> {
+    Ok(match db.get(txn, REVISION)? {
+        Some(b) if b.len() == 8 => u64::from_be_bytes(b.try_into().expect("8 bytes")),
+        Some(_) => return Err(heed::Error::Mdb(MdbError::Corrupted)),
+        None => 0,
+    })
+}
+
+fn open_env(dir: &Path, sync: SyncMode, map_size: usize) -> Result<Inner> {
+    let mut opts = EnvOpenOptions::new().read_txn_without_tls();
+    opts.map_size(map_size).max_dbs(0).max_readers(126);
+    if sync == SyncMode::Off {
+        // SAFETY: NO_SYNC only changes when LMDB flushes; see the module doc.
+        unsafe { opts.flags(EnvFlags::NO_SYNC) };
+    }
+    // SAFETY: the map is only modified through LMDB; canopy never writes the
+    // file otherwise, and LMDB's lock file coordinates processes.
+    let env = unsafe { opts.open(dir) }.map_err(|e| lmdb_err(dir, "open", e))?;
+    let mut wtxn = env.write_txn().map_err(|e| lmdb_err(dir, "open", e))?;
+    let db: Db = env.create_database(&mut wtxn, None).map_err(|e| lmdb_err(dir, "open the database", e))?;
+    wtxn.commit().map_err(|e| lmdb_err(dir, "open", e))?;
+    Ok(Inner { env, db })
+}
+
+/// A file shorter than the pages its meta page claims would make LMDB read past
+/// the end of the map (SIGBUS): refuse it.
+fn check_not_truncated(dir: &Path, env: &Env, file_len: usize) -> Result<()> {
+    let info = env.info();
+    let page = env.stat().page_size as usize;
+    let needed = (info.last_page_number + 1) * page;
+    if file_len != 0 && needed > file_len {
+        return Err(StoreError::corrupted(format!(
+            "lmdb store {}: {DATA_FILE} is truncated ({file_len} bytes, its pages need {needed})",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+struct LmdbSnapshot<'a> {
+    // Field order matters: the transaction must end before the guard is released.
+    txn: heed::RoTxn<'a, WithoutTls>,
+    db: Db,
+    revision: u64,
+    dir: &'a Path,
+    _guard: &'a RwLockReadGuard<'a, Option<Inner>>,
+}
+
+impl Snapshot for LmdbSnapshot<'_> {
+    fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db.get(&self.txn, key).map(|v| v.map(<[u8]>::to_vec)).map_err(|e| lmdb_err(self.dir, "read", e))
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
+        let range = (Bound::Included(start), hi);
+        let err = |e| lmdb_err(self.dir, "scan", e);
+        if reverse {
+            for item in self.db.rev_range(&self.txn, &range).map_err(err)? {
+                let (k, v) = item.map_err(err)?;
+                if !visit(k, v)? {
+                    break;
+                }
+            }
+        } else {
+            for item in self.db.range(&self.txn, &range).map_err(err)? {
+                let (k, v) = item.map_err(err)?;
+                if !visit(k, v)? {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A snapshot that owns its read guard: the guard lives in a box the snapshot
+/// borrows, so both drop together (transaction first).
+struct OwnedSnapshot<'a> {
+    snap: Option<LmdbSnapshot<'a>>,
+    guard: *mut RwLockReadGuard<'a, Option<Inner>>,
+}
+
+impl Drop for OwnedSnapshot<'_> {
+    fn drop(&mut self) {
+        self.snap = None;
+        // SAFETY: `guard` came from Box::into_raw in `snapshot` and nothing borrows it now.
+        drop(unsafe { Box::from_raw(self.guard) });
+    }
+}
+
+impl Snapshot for OwnedSnapshot<'_> {
+    fn revision(&self) -> u64 {
+        self.snap.as_ref().expect("live").revision()
+    }
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.snap.as_ref().expect("live").get(key)
+    }
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        self.snap.as_ref().expect("live").scan(start, end, reverse, visit)
+    }
+}
+
+impl Backend for LmdbBackend {
+    fn kind(&self) -> &'static str {
+        "lmdb"
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        for _ in 0..3 {
+            let guard: *mut RwLockReadGuard<'_, Option<Inner>> = Box::into_raw(Box::new(self.read()?));
+            // SAFETY: the box stays alive until OwnedSnapshot drops it, after the
+            // transaction that borrows it.
+            let g: &RwLockReadGuard<'_, Option<Inner>> = unsafe { &*guard };
+            let inner = g.as_ref().expect("open");
+            match inner.env.read_txn() {
+                Ok(txn) => {
+                    let revision = match read_revision(&inner.db, &txn) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            drop(txn);
+                            // SAFETY: as above; nothing borrows the guard any more.
+                            drop(unsafe { Box::from_raw(guard) });
+                            return Err(lmdb_err(&self.dir, "read the revision", e));
+                        }
+                    };
+                    let snap = LmdbSnapshot { txn, db: inner.db, revision, dir: &self.dir, _guard: g };
+                    return Ok(Box::new(OwnedSnapshot { snap: Some(snap), guard }));
+                }
+                Err(heed::Error::Mdb(MdbError::MapResized)) => {
+                    // SAFETY: as above.
+                    drop(unsafe { Box::from_raw(guard) });
+                    self.resize(false)?;
+                }
+                Err(e) => {
+                    // SAFETY: as above.
+                    drop(unsafe { Box::from_raw(guard) });
+                    return Err(lmdb_err(&self.dir, "begin a read", e));
+                }
+            }
+        }
+        Err(StoreError::new(ErrorKind::Unavailable, format!("lmdb store {}: map keeps being resized", self.dir.display())))
+    }
+
+    fn apply(&self, batch: &Batch) -> Result<u64> {
+        loop {
+            match self.try_apply(batch) {
+                Ok(rev) => return Ok(rev),
+                Err(heed::Error::Mdb(MdbError::MapFull)) => self.resize(true)?,
+                Err(heed::Error::Mdb(MdbError::MapResized)) => self.resize(false)?,
+                Err(heed::Error::Mdb(MdbError::Other(i32::MIN))) => {
+                    return Err(StoreError::new(
+                        ErrorKind::Conflict,
+                        format!("lmdb store {}: another writer committed first", self.dir.display()),
+                    ))
+                }
+                Err(heed::Error::Mdb(MdbError::BadValSize)) => {
+                    let longest = batch.ops.iter().map(|op| match op {
+                        BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::DeletePrefix(k) => k.len(),
+                    });
+                    return Err(StoreError::new(
+                        ErrorKind::Unsupported,
+                        format!(
+                            "lmdb store {}: a key of {} bytes is longer than LMDB allows ({} bytes): shorten the path or its key values",
+                            self.dir.display(),
+                            longest.max().unwrap_or(0),
+                            self.max_key_size()
+                        ),
+                    ));
+                }
+                Err(e) => return Err(lmdb_err(&self.dir, "commit", e)),
+            }
+        }
+    }
+
+    fn sync_mode(&self) -> SyncMode {
+        self.sync
+    }
+
+    fn disk_size(&self) -> Result<u64> {
+        let mut total = 0;
+        for name in [DATA_FILE, "lock.mdb"] {
+            if let Ok(m) = fs::metadata(self.dir.join(name)) {
+                total += m.len();
+            }
+        }
+        Ok(total)
+    }
+
+    fn compact(&self) -> Result<()> {
+        let mut g = self.inner.write().map_err(|_| poisoned())?;
+        let inner = g.take().expect("open");
+        let tmp = self.dir.join("compact.mdb.tmp");
+        let _ = fs::remove_file(&tmp);
+        let copied = inner.env.copy_to_path(&tmp, CompactionOption::Enabled);
+        let map = inner.env.info().map_size;
+        let closing = inner.env.prepare_for_closing();
+        closing.wait();
+        let result = copied.map_err(|e| lmdb_err(&self.dir, "compact", e)).and_then(|f| {
+            f.sync_all().map_err(|e| StoreError::io("compact: sync the copy", e))?;
+            fs::rename(&tmp, self.dir.join(DATA_FILE)).map_err(|e| StoreError::io("compact: replace data.mdb", e))?;
+            fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io("compact: sync dir", e))
+        });
+        // Reopen whatever is there now: the compacted file, or the old one if
+        // compaction failed before the rename.
+        let _ = fs::remove_file(&tmp);
+        *g = Some(open_env(&self.dir, self.sync, map)?);
+        result
+    }
+
+    fn check(&self) -> Result<Vec<String>> {
+        let g = self.read()?;
+        let inner = g.as_ref().expect("open");
+        let mut problems = Vec::new();
+        let file_len = fs::metadata(self.dir.join(DATA_FILE)).map(|m| m.len() as usize).unwrap_or(0);
+        if let Err(e) = check_not_truncated(&self.dir, &inner.env, file_len) {
+            problems.push(e.to_string());
+        }
+        Ok(problems)
+    }
+
+    fn flush(&self) -> Result<()> {
+        let g = self.read()?;
+        g.as_ref().expect("open").env.force_sync().map_err(|e| lmdb_err(&self.dir, "flush", e))
+    }
+}
+
+impl LmdbBackend {
+    fn max_key_size(&self) -> usize {
+        self.read().ok().and_then(|g| g.as_ref().map(|i| i.env.max_key_size())).unwrap_or(0)
+    }
+}
+
+impl Drop for LmdbBackend {
+    fn drop(&mut self) {
+        if let Ok(mut g) = self.inner.write() {
+            if let Some(inner) = g.take() {
+                if self.sync == SyncMode::Off {
+                    let _ = inner.env.force_sync();
+                }
+                let closing = inner.env.prepare_for_closing();
+                closing.wait();
+            }
+        }
+    }
+}
