@@ -313,3 +313,109 @@ impl Container {
         info.keys.iter().map(|k| self.key_text(k)).collect()
     }
 }
+
+/// A borrowed view of one node of a tree, as [`Container::lookup`] finds it.
+///
+/// Lists and leaf-lists appear as a whole ([`NodeRef::List`], [`NodeRef::LeafList`])
+/// when a path names them without a selector; their entries are separate nodes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NodeRef<'a> {
+    /// The datastore root (the empty path).
+    Root(&'a Container),
+    Container(&'a Container),
+    /// A list as a whole.
+    List(&'a List),
+    /// One list entry.
+    Entry(&'a Container),
+    Leaf(&'a Value, &'a Meta),
+    /// A leaf-list as a whole.
+    LeafList(&'a [LeafListEntry]),
+    /// One leaf-list entry.
+    LeafListEntry(&'a LeafListEntry),
+    AnyData(&'a serde_json::Value, &'a Meta),
+}
+
+impl<'a> NodeRef<'a> {
+    /// The container behind the root, a container or a list entry: the nodes
+    /// that have children.
+    pub fn container(&self) -> Option<&'a Container> {
+        match *self {
+            NodeRef::Root(c) | NodeRef::Container(c) | NodeRef::Entry(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The value of a leaf or leaf-list entry.
+    pub fn value(&self) -> Option<&'a Value> {
+        match *self {
+            NodeRef::Leaf(v, _) => Some(v),
+            NodeRef::LeafListEntry(e) => Some(&e.value),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a key name as written in a path (`k`, or `m:k`) names the key leaf `key`.
+fn key_name_matches(written: &str, key: &str) -> bool {
+    written == key || written.split_once(':').is_some_and(|(_, local)| local == key)
+}
+
+impl List {
+    /// The entry a path selector picks, with its position key: `Keys` in any
+    /// order (matched by name against [`ListInfo::keys`]), or a 1-based
+    /// `Position` among all entries in document order.
+    pub fn find(&self, selector: &crate::path::Selector) -> Option<(&[u8], &Container)> {
+        use crate::path::Selector;
+        match selector {
+            Selector::Keys(kv) => {
+                if self.info.keys.is_empty() || kv.len() != self.info.keys.len() {
+                    return None;
+                }
+                let values: Option<Vec<String>> = self
+                    .info
+                    .keys
+                    .iter()
+                    .map(|k| kv.iter().find(|(name, _)| key_name_matches(name, k)).map(|(_, v)| v.clone()))
+                    .collect();
+                let pos = self.pos_of(&values?)?;
+                self.entries.get_key_value(&pos).map(|(p, e)| (p.as_slice(), e))
+            }
+            Selector::Position(n) => self.entries_with_pos().nth(usize::try_from(*n).ok()?.checked_sub(1)?),
+            Selector::None | Selector::Value(_) => None,
+        }
+    }
+
+    /// The entry at a position key, mutably. Callers must not change key leaves.
+    pub fn get_at_mut(&mut self, pos: &[u8]) -> Option<&mut Container> {
+        self.entries.get_mut(pos)
+    }
+}
+
+impl Container {
+    /// The node at `path` below this container (taken as the root), if present.
+    /// Key selectors may list the keys in any order; a `Position` selects the
+    /// Nth entry of a list or leaf-list in document order.
+    pub fn lookup(&self, path: &crate::path::Path) -> Option<NodeRef<'_>> {
+        use crate::path::Selector;
+        let mut cur = NodeRef::Root(self);
+        for seg in &path.segments {
+            let node = cur.container()?.children.get(&seg.name)?;
+            cur = match (node, &seg.selector) {
+                (Node::Container(c), Selector::None) => NodeRef::Container(c),
+                (Node::Leaf { value, meta }, Selector::None) => NodeRef::Leaf(value, meta),
+                (Node::AnyData { value, meta }, Selector::None) => NodeRef::AnyData(value, meta),
+                (Node::List(l), Selector::None) => NodeRef::List(l),
+                (Node::LeafList(v), Selector::None) => NodeRef::LeafList(v),
+                (Node::List(l), sel) => NodeRef::Entry(l.find(sel)?.1),
+                (Node::LeafList(v), Selector::Value(s)) => {
+                    NodeRef::LeafListEntry(v.iter().find(|e| e.value.as_text() == *s)?)
+                }
+                (Node::LeafList(v), Selector::Position(n)) => {
+                    NodeRef::LeafListEntry(v.get(usize::try_from(*n).ok()?.checked_sub(1)?)?)
+                }
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+}
