@@ -8,7 +8,9 @@
 //! value holding both quote kinds doubles the quote that delimits it (`'it''s'`),
 //! as XPath 2.0 does. `Display` and `FromStr` round-trip.
 
+pub mod eval;
 pub mod query;
+mod syntax;
 
 use std::fmt;
 use std::str::FromStr;
@@ -191,12 +193,6 @@ impl FromStr for Path {
     /// # Errors
     /// [`Error::Path`] naming the byte position of the first thing that is wrong.
     fn from_str(s: &str) -> Result<Path> {
-        let q = query::Query::parse(s)?;
-        q.to_instance_path().ok_or_else(|| Error::Path {
-            input: s.to_string(),
-            pos: 0,
-            reason: "not an instance identifier (only `/name[key='value']...` steps are allowed here; use a query for XPath)"
-                .into(),
-        })
+        query::Query::parse_instance(s)
     }
 }
