@@ -278,7 +278,8 @@ impl Query {
 /// becomes one document.
 pub fn select(root: &Container, paths: &[Path]) -> Container {
     let mut out = Container::default();
-    for p in paths {
+    // Checked first, so that a missing node leaves no empty ancestors behind.
+    for p in paths.iter().filter(|p| root.lookup(p).is_some()) {
         copy_path(root, &mut out, &p.segments);
     }
     out
@@ -349,5 +350,209 @@ fn copy_path(src: &Container, out: &mut Container, segs: &[Segment]) {
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::tree::{Insert, ListInfo};
+    use crate::value::Value;
+
+    fn s(v: &str) -> Node {
+        Node::leaf(Value::String(v.into()))
+    }
+
+    fn n(v: &str) -> Node {
+        Node::leaf(Value::Number(v.into()))
+    }
+
+    pub(crate) fn cont(children: Vec<(&str, Node)>) -> Container {
+        Container { meta: Default::default(), children: children.into_iter().map(|(k, v)| (k.to_string(), v)).collect() }
+    }
+
+    fn list(info: ListInfo, entries: Vec<Container>) -> Node {
+        let mut l = List::new(info);
+        for e in entries {
+            l.insert(e, &Insert::Last).unwrap();
+        }
+        Node::List(l)
+    }
+
+    fn leaf_list(values: &[&str]) -> Node {
+        Node::LeafList(
+            values.iter().map(|v| LeafListEntry { value: Value::String(v.to_string()), meta: Default::default() }).collect(),
+        )
+    }
+
+    /// `m:top` holds a keyed list `dev` (entries 1, 2, 10 in that order: integer
+    /// keys sort numerically), a leaf-list, a keyless list and a two-key list;
+    /// `other:top2` holds another `dev` list.
+    pub(crate) fn sample() -> Container {
+        let dev = |id: &str, name: &str, extra: Vec<(&str, Node)>| {
+            let mut c = cont(vec![("id", s(id)), ("name", s(name))]);
+            c.children.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
+            c
+        };
+        let top = cont(vec![
+            (
+                "dev",
+                list(
+                    ListInfo::keyed(["id"]),
+                    vec![
+                        dev("10", "c", vec![("sub", Node::Container(cont(vec![("x", s("1"))])))]),
+                        dev("1", "a", vec![("mtu", n("1500"))]),
+                        dev("2", "b", vec![("mtu", n("9000"))]),
+                    ],
+                ),
+            ),
+            ("ll", leaf_list(&["x", "y", "z"])),
+            ("log", list(ListInfo::keyless(), vec![cont(vec![("msg", s("m1"))]), cont(vec![("msg", s("m2"))]), cont(vec![("msg", s("m3"))])])),
+            ("pair", list(ListInfo::keyed(["k1", "k2"]), vec![cont(vec![("k1", s("5")), ("k2", s("a")), ("v", s("five"))])])),
+        ]);
+        let top2 = cont(vec![("dev", list(ListInfo::keyed(["id"]), vec![dev("7", "q", vec![])]))]);
+        cont(vec![("m:top", Node::Container(top)), ("other:top2", Node::Container(top2)), ("plain", s("p"))])
+    }
+
+    fn eval(query: &str) -> Vec<String> {
+        let q = Query::parse(query).unwrap();
+        q.evaluate(&sample()).iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn selects_in_document_order() {
+        assert_eq!(eval("/m:top/dev"), ["/m:top/dev[id='1']", "/m:top/dev[id='2']", "/m:top/dev[id='10']"]);
+        assert_eq!(eval("/m:top/ll"), ["/m:top/ll[.='x']", "/m:top/ll[.='y']", "/m:top/ll[.='z']"]);
+        assert_eq!(eval("/m:top/log"), ["/m:top/log[1]", "/m:top/log[2]", "/m:top/log[3]"]);
+        assert_eq!(eval("/m:top/pair"), ["/m:top/pair[k1='5'][k2='a']"]);
+        assert_eq!(eval("/plain"), ["/plain"]);
+        assert_eq!(eval("/"), ["/"]);
+        assert_eq!(
+            eval("//dev"),
+            ["/m:top/dev[id='1']", "/m:top/dev[id='2']", "/m:top/dev[id='10']", "/other:top2/dev[id='7']"]
+        );
+        assert_eq!(eval("/m:top/*").len(), 3 + 3 + 3 + 1);
+        assert_eq!(eval("/m:top/*")[3], "/m:top/ll[.='x']");
+    }
+
+    #[test]
+    fn predicates_filter() {
+        assert_eq!(eval("//dev[@id='7']"), ["/other:top2/dev[id='7']"]);
+        assert_eq!(eval("/m:top/dev[name='a' or name='c']/id"), ["/m:top/dev[id='1']/id", "/m:top/dev[id='10']/id"]);
+        assert_eq!(eval("/m:top/dev[name!='a']/name"), ["/m:top/dev[id='2']/name", "/m:top/dev[id='10']/name"]);
+        assert_eq!(eval("/m:top/dev[sub]"), ["/m:top/dev[id='10']"]);
+        assert_eq!(eval("/m:top/dev[sub/x='1']"), ["/m:top/dev[id='10']"]);
+        assert_eq!(eval("/m:top/dev[nothing]"), Vec::<String>::new());
+        assert_eq!(eval("/m:top/ll[.='y']"), ["/m:top/ll[.='y']"]);
+        assert_eq!(eval("/m:top/log[msg='m3']"), ["/m:top/log[3]"]);
+        assert_eq!(eval("/m:top/pair[k2='a' and k1='5']/v"), ["/m:top/pair[k1='5'][k2='a']/v"]);
+        assert_eq!(eval("//*[x='1']"), ["/m:top/dev[id='10']/sub"]);
+        assert_eq!(eval("/m:top/dev[name=../ll]"), Vec::<String>::new());
+        assert_eq!(eval("/m:top/dev[sub/x=../pair/k1 or id=../ll]"), Vec::<String>::new());
+        assert_eq!(eval("/m:top/dev[id=../log/msg or ../ll='z']").len(), 3);
+    }
+
+    #[test]
+    fn comparisons_follow_xpath() {
+        assert_eq!(eval("/m:top/dev[mtu > 1000]/id").len(), 2);
+        assert_eq!(eval("/m:top/dev[mtu >= 9000]"), ["/m:top/dev[id='2']"]);
+        assert_eq!(eval("/m:top/dev[2000 > mtu]"), ["/m:top/dev[id='1']"]);
+        // A number makes `=` numeric; a string literal keeps it textual.
+        assert_eq!(eval("/m:top/dev[mtu = 1500.0]"), ["/m:top/dev[id='1']"]);
+        assert_eq!(eval("/m:top/dev[mtu = '1500.0']"), Vec::<String>::new());
+        assert_eq!(eval("/m:top/dev[id < 3]").len(), 2);
+        // Text that is not a number never compares as one.
+        assert_eq!(eval("/m:top/dev[name > 0]"), Vec::<String>::new());
+        assert_eq!(eval("/m:top/dev[name < 'b']"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn positions_count_per_context_and_after_earlier_predicates() {
+        assert_eq!(eval("/m:top/ll[2]"), ["/m:top/ll[.='y']"]);
+        assert_eq!(eval("/m:top/log[2]"), ["/m:top/log[2]"]);
+        assert_eq!(eval("//dev[1]"), ["/m:top/dev[id='1']", "/other:top2/dev[id='7']"]);
+        assert_eq!(eval("/m:top/dev[name!='a'][1]"), ["/m:top/dev[id='2']"]);
+        assert_eq!(eval("/m:top/dev[1][name='b']"), Vec::<String>::new());
+        assert_eq!(eval("/m:top/dev[3]/name"), ["/m:top/dev[id='10']/name"]);
+    }
+
+    #[test]
+    fn parent_self_and_duplicates() {
+        assert_eq!(eval("/m:top/dev[id='1']/.."), ["/m:top"]);
+        assert_eq!(eval("/m:top/dev/.."), ["/m:top"]);
+        assert_eq!(eval("/m:top/.."), ["/"]);
+        assert_eq!(eval("/.."), Vec::<String>::new());
+        assert_eq!(eval("/m:top/./ll/./.[.='z']"), ["/m:top/ll[.='z']"]);
+        assert_eq!(eval("//dev/../dev[id='7']"), ["/other:top2/dev[id='7']"]);
+        assert_eq!(eval("m:top/ll[.='z']"), ["/m:top/ll[.='z']"]);
+    }
+
+    #[test]
+    fn names_match_canonically_and_by_local_name() {
+        assert_eq!(eval("/m:top/m:dev[m:id='2']"), ["/m:top/dev[id='2']"]);
+        assert_eq!(eval("/top/dev[@id='2']"), ["/m:top/dev[id='2']"]);
+        assert_eq!(eval("/x:top"), Vec::<String>::new());
+        assert_eq!(eval("/m:top/x:dev"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn evaluated_paths_look_up_the_selected_nodes() {
+        let tree = sample();
+        let q = Query::parse("//*").unwrap();
+        let all = q.evaluate(&tree);
+        assert!(all.len() > 20);
+        for p in &all {
+            let node = tree.lookup(p).unwrap_or_else(|| panic!("{p}"));
+            let want_entry = matches!(p.last().map(|s| &s.selector), Some(Selector::Keys(_) | Selector::Position(_)));
+            match node {
+                NodeRef::Entry(_) => assert!(want_entry, "{p}"),
+                NodeRef::LeafListEntry(e) => assert_eq!(p.last().unwrap().selector, Selector::Value(e.value.to_string())),
+                NodeRef::Container(_) | NodeRef::Leaf(..) => assert_eq!(p.last().unwrap().selector, Selector::None),
+                other => panic!("{p}: {other:?}"),
+            }
+        }
+    }
+
+    fn paths(list: &[&str]) -> Vec<Path> {
+        list.iter().map(|p| p.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn select_keeps_ancestors_and_keys() {
+        let tree = sample();
+        let got = select(&tree, &paths(&["/m:top/dev[id='2']/name"]));
+        let want = cont(vec![(
+            "m:top",
+            Node::Container(cont(vec![(
+                "dev",
+                list(ListInfo::keyed(["id"]), vec![cont(vec![("id", s("2")), ("name", s("b"))])]),
+            )])),
+        )]);
+        assert_eq!(got, want);
+        // A selected entry comes whole, also when a deeper path follows it.
+        let got = select(&tree, &paths(&["/m:top/dev[id='10']", "/m:top/dev[id='10']/sub/x"]));
+        let Some(Node::Container(top)) = got.children.get("m:top") else { panic!("{got:?}") };
+        let Some(Node::List(dev)) = top.children.get("dev") else { panic!() };
+        assert_eq!(dev.len(), 1);
+        assert_eq!(dev.entries().next().unwrap().children.len(), 3);
+        // The root selects everything.
+        assert_eq!(select(&tree, &[Path::root()]), tree);
+        assert_eq!(select(&tree, &paths(&["/nothing", "/m:top/dev[id='99']"])), Container::default());
+    }
+
+    #[test]
+    fn select_gathers_leaf_list_values_and_keyless_entries_in_source_order() {
+        let tree = sample();
+        let got = select(&tree, &paths(&["/m:top/ll[.='z']", "/m:top/ll[.='x']", "/m:top/log[3]/msg", "/m:top/log[1]"]));
+        let Some(Node::Container(top)) = got.children.get("m:top") else { panic!("{got:?}") };
+        assert_eq!(top.children["ll"], leaf_list(&["x", "z"]));
+        let Some(Node::List(log)) = top.children.get("log") else { panic!() };
+        let msgs: Vec<String> = log.entries().map(|e| e.key_text("msg").unwrap()).collect();
+        assert_eq!(msgs, ["m1", "m3"]);
+        // A result tree holds what the query selected (predicates on keys still hold).
+        let q = Query::parse("/m:top/dev[id > 1]/name").unwrap();
+        assert_eq!(q.evaluate(&tree).len(), 2);
+        let sel = select(&tree, &q.evaluate(&tree));
+        assert_eq!(q.evaluate(&sel), q.evaluate(&tree));
     }
 }

@@ -492,3 +492,171 @@ fn write_operand(out: &mut String, o: &Operand) {
         Operand::Number(n) => out.push_str(n),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn q(s: &str) -> Query {
+        Query::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    fn name(n: &str) -> Step {
+        Step { axis: Axis::Child, test: NodeTest::Name(n.into()), predicates: Vec::new() }
+    }
+
+    fn eq(k: &str, v: &str) -> Expr {
+        Expr::Cmp(Operand::Path(vec![name(k)]), CmpOp::Eq, Operand::Literal(v.into()))
+    }
+
+    #[test]
+    fn parses_location_paths() {
+        assert_eq!(q("/"), Query { absolute: true, steps: vec![] });
+        assert_eq!(q("/a/m:b"), Query { absolute: true, steps: vec![name("a"), name("m:b")] });
+        let d = q("//b");
+        assert_eq!(d.steps.len(), 1);
+        assert_eq!(d.steps[0].axis, Axis::Descendant);
+        let r = q("a/*/../.");
+        assert!(!r.absolute);
+        assert_eq!(r.steps[1].test, NodeTest::Any);
+        assert_eq!(r.steps[2].axis, Axis::Parent);
+        assert_eq!(r.steps[3].axis, Axis::SelfNode);
+        assert_eq!(q(" / a / b "), q("/a/b"));
+        assert_eq!(q("/a.b-c_d/_x"), Query { absolute: true, steps: vec![name("a.b-c_d"), name("_x")] });
+    }
+
+    #[test]
+    fn spellings_of_one_predicate_are_equal() {
+        let want = q("/l[k='v']");
+        assert_eq!(want.steps[0].predicates, vec![eq("k", "v")]);
+        for s in ["/l[k=\"v\"]", "/l[ k = 'v' ]", "/l[@k='v']", "/l [k='v']", "/l[(k='v')]"] {
+            assert_eq!(q(s), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn literals_double_their_quote() {
+        assert_eq!(q("/l[k='it''s']").steps[0].predicates, vec![eq("k", "it's")]);
+        assert_eq!(q("/l[k=\"say \"\"hi\"\"\"]").steps[0].predicates, vec![eq("k", "say \"hi\"")]);
+        assert_eq!(q("/l[k='a]/b\"c']").steps[0].predicates, vec![eq("k", "a]/b\"c")]);
+    }
+
+    #[test]
+    fn and_binds_tighter_than_or() {
+        let p = &q("/l[a='1' or b='2' and c='3']").steps[0].predicates[0];
+        let want = Expr::Or(Box::new(eq("a", "1")), Box::new(Expr::And(Box::new(eq("b", "2")), Box::new(eq("c", "3")))));
+        assert_eq!(*p, want);
+        let p = &q("/l[(a='1' or b='2') and c='3']").steps[0].predicates[0];
+        let want = Expr::And(Box::new(Expr::Or(Box::new(eq("a", "1")), Box::new(eq("b", "2")))), Box::new(eq("c", "3")));
+        assert_eq!(*p, want);
+    }
+
+    #[test]
+    fn comparisons_and_other_predicates() {
+        let p = &q("/l[k1 > 5]").steps[0].predicates[0];
+        assert_eq!(*p, Expr::Cmp(Operand::Path(vec![name("k1")]), CmpOp::Gt, Operand::Number("5".into())));
+        let ops = [("=", CmpOp::Eq), ("!=", CmpOp::Ne), ("<", CmpOp::Lt), (">", CmpOp::Gt), ("<=", CmpOp::Le), (">=", CmpOp::Ge)];
+        for (text, op) in ops {
+            let p = &q(&format!("/l[a{text}-1.5]")).steps[0].predicates[0];
+            assert_eq!(*p, Expr::Cmp(Operand::Path(vec![name("a")]), op, Operand::Number("-1.5".into())), "{text}");
+        }
+        let p = &q("/l['v' = k]").steps[0].predicates[0];
+        assert_eq!(*p, Expr::Cmp(Operand::Literal("v".into()), CmpOp::Eq, Operand::Path(vec![name("k")])));
+        let p = &q("/ll[.='v']").steps[0].predicates[0];
+        assert!(matches!(p, Expr::Cmp(Operand::Path(s), CmpOp::Eq, _) if s[0].axis == Axis::SelfNode));
+        assert_eq!(q("/l[k]").steps[0].predicates, vec![Expr::Exists(vec![name("k")])]);
+        assert_eq!(q("/l[3]").steps[0].predicates, vec![Expr::Position(3)]);
+        assert_eq!(q("/l[k1='1'][k2='a']").steps[0].predicates, vec![eq("k1", "1"), eq("k2", "a")]);
+        let p = &q("/l[../x/y = a//b]").steps[0].predicates[0];
+        assert!(matches!(p, Expr::Cmp(Operand::Path(l), _, Operand::Path(r)) if l.len() == 3 && r[1].axis == Axis::Descendant));
+        // `and`/`or` are keywords only where an operator may stand.
+        assert_eq!(q("/l[and='x' and or]").steps[0].predicates.len(), 1);
+    }
+
+    #[test]
+    fn prints_canonically() {
+        for (input, want) in [
+            ("/", "/"),
+            ("/a/b", "/a/b"),
+            ("//m:b [ @k = \"v\" ]", "//m:b[k='v']"),
+            ("/l[k=\"it's\"]", "/l[k=\"it's\"]"),
+            ("/l[k='a''\"']", "/l[k='a''\"']"),
+            ("/l[a='1' or (b='2' and c='3')]", "/l[a='1' or b='2' and c='3']"),
+            ("/l[(a='1' or b='2') and c='3']", "/l[(a='1' or b='2') and c='3']"),
+            ("/l[a='1' or (b='2' or c='3')]", "/l[a='1' or (b='2' or c='3')]"),
+            ("/l[ 5 <= k ][2]", "/l[5<=k][2]"),
+            ("a/../.[x]", "a/../.[x]"),
+        ] {
+            let parsed = q(input);
+            assert_eq!(parsed.to_string(), want, "{input}");
+            assert_eq!(q(want), parsed, "{want}");
+        }
+    }
+
+    #[test]
+    fn errors_carry_position_and_reason() {
+        for (input, pos, needle) in [
+            ("", 0, "empty query"),
+            ("/a[k='v]", 5, "unterminated string literal"),
+            ("/a[k='v'", 8, "expected `]`"),
+            ("/a[k='v' x]", 9, "expected `]`"),
+            ("/a/#", 3, "unexpected character `#`"),
+            ("/a/é", 3, "unexpected character `é`"),
+            ("/a//", 4, "`//` must be followed by a name"),
+            ("/a/", 3, "expected a name"),
+            ("/a//b]", 5, "unexpected character `]` after the path"),
+            ("/a[]", 2, "empty predicate"),
+            ("/a[k=]", 5, "expected a value after `=`"),
+            ("/a[k='1' and]", 12, "after `and`"),
+            ("/a[k='1' or ]", 12, "after `or`"),
+            ("/a[(k='1']", 9, "expected `)`"),
+            ("/a[k!'1']", 4, "expected `=` after `!`"),
+            ("/a[0]", 3, "position"),
+            ("/a[1.5]", 3, "position"),
+            ("/a['v']", 3, "a string alone"),
+            ("/a[/b='1']", 3, "absolute paths"),
+            ("/m:", 3, "empty name after the prefix `m:`"),
+            ("/:a", 1, "empty name"),
+            ("/a//..", 4, "`//` must be followed by a name"),
+            ("/@", 2, "expected a name after `@`"),
+            ("/a[k='1']]", 9, "unexpected character `]`"),
+        ] {
+            match Query::parse(input) {
+                Err(Error::Path { input: i, pos: p, reason }) => {
+                    assert_eq!(i, input);
+                    assert_eq!(p, pos, "{input}: {reason}");
+                    assert!(reason.contains(needle), "{input}: {reason:?} lacks {needle:?}");
+                }
+                other => panic!("{input}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("/a[{}k{}]", "(".repeat(10_000), ")".repeat(10_000));
+        assert!(matches!(Query::parse(&deep), Err(Error::Path { reason, .. }) if reason.contains("nested")));
+        let deep = format!("/a{}", "[b".repeat(10_000));
+        assert!(Query::parse(&deep).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_any_string(s in any::<String>()) {
+            let _ = Query::parse(&s);
+        }
+
+        #[test]
+        fn query_syntax_soup_parses_or_errors_and_reprints(s in "[/\\[\\]()'\"=<>!@*. a-c:0-9#é-]{0,30}|(and|or|/|//|\\[|\\]|'x'|k|m:k|\\.|\\.\\.|=|3| ){0,12}") {
+            match Query::parse(&s) {
+                Ok(parsed) => {
+                    let printed = parsed.to_string();
+                    prop_assert_eq!(Query::parse(&printed).ok(), Some(parsed), "{} printed as {}", s, printed);
+                }
+                Err(Error::Path { pos, .. }) => prop_assert!(pos <= s.len() && s.is_char_boundary(pos)),
+                Err(e) => prop_assert!(false, "unexpected error kind {e:?}"),
+            }
+        }
+    }
+}
