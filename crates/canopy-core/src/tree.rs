@@ -419,3 +419,69 @@ impl Container {
         Some(cur)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::Path;
+
+    fn leaf(v: &str) -> Node {
+        Node::leaf(Value::String(v.into()))
+    }
+
+    fn tree() -> Container {
+        let mut pair = List::new(ListInfo::keyed(["k1", "k2"]));
+        for (k1, k2) in [("5", "a"), ("5", "b")] {
+            let e =
+                Container { meta: Meta::new(), children: [("k1".into(), leaf(k1)), ("k2".into(), leaf(k2))].into() };
+            pair.insert(e, &Insert::Last).unwrap();
+        }
+        let ll = Node::LeafList(
+            ["x", "y"].map(|v| LeafListEntry { value: Value::String(v.into()), meta: Meta::new() }).to_vec(),
+        );
+        let top =
+            Container { meta: Meta::new(), children: [("pair".into(), Node::List(pair)), ("ll".into(), ll)].into() };
+        Container { meta: Meta::new(), children: [("m:top".into(), Node::Container(top))].into() }
+    }
+
+    fn at<'a>(t: &'a Container, p: &str) -> Option<NodeRef<'a>> {
+        t.lookup(&p.parse::<Path>().unwrap())
+    }
+
+    #[test]
+    fn lookup_finds_each_kind_of_node() {
+        let t = tree();
+        assert!(matches!(at(&t, "/"), Some(NodeRef::Root(_))));
+        assert!(matches!(at(&t, "/m:top"), Some(NodeRef::Container(_))));
+        assert!(matches!(at(&t, "/m:top/pair"), Some(NodeRef::List(l)) if l.len() == 2));
+        assert!(matches!(at(&t, "/m:top/ll"), Some(NodeRef::LeafList(v)) if v.len() == 2));
+        let Some(NodeRef::Entry(e)) = at(&t, "/m:top/pair[k1='5'][k2='b']") else { panic!() };
+        assert_eq!(e.key_text("k2").as_deref(), Some("b"));
+        // Keys in another order, or prefixed, find the same entry.
+        assert_eq!(at(&t, "/m:top/pair[k2='b'][m:k1='5']"), Some(NodeRef::Entry(e)));
+        assert_eq!(at(&t, "/m:top/pair[2]"), Some(NodeRef::Entry(e)));
+        let Some(NodeRef::Leaf(v, _)) = at(&t, "/m:top/pair[k1='5'][k2='a']/k2") else { panic!() };
+        assert_eq!(v.as_text(), "a");
+        assert_eq!(at(&t, "/m:top/ll[.='y']").and_then(|n| n.value().cloned()), Some(Value::String("y".into())));
+        assert_eq!(at(&t, "/m:top/ll[1]").and_then(|n| n.value().cloned()), Some(Value::String("x".into())));
+    }
+
+    #[test]
+    fn lookup_misses_are_none() {
+        let t = tree();
+        for p in [
+            "/top",
+            "/m:top/pair[k1='5']",
+            "/m:top/pair[k1='5'][k2='c']",
+            "/m:top/pair[k1='5'][k3='a']",
+            "/m:top/pair[3]",
+            "/m:top/pair[k1='5'][k2='a']/nothing",
+            "/m:top/ll[.='z']",
+            "/m:top/ll[3]",
+            "/m:top/ll/x",
+            "/m:top[k='1']",
+        ] {
+            assert_eq!(at(&t, p), None, "{p}");
+        }
+    }
+}

@@ -368,7 +368,10 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn cont(children: Vec<(&str, Node)>) -> Container {
-        Container { meta: Default::default(), children: children.into_iter().map(|(k, v)| (k.to_string(), v)).collect() }
+        Container {
+            meta: Default::default(),
+            children: children.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        }
     }
 
     fn list(info: ListInfo, entries: Vec<Container>) -> Node {
@@ -381,7 +384,10 @@ pub(crate) mod tests {
 
     fn leaf_list(values: &[&str]) -> Node {
         Node::LeafList(
-            values.iter().map(|v| LeafListEntry { value: Value::String(v.to_string()), meta: Default::default() }).collect(),
+            values
+                .iter()
+                .map(|v| LeafListEntry { value: Value::String(v.to_string()), meta: Default::default() })
+                .collect(),
         )
     }
 
@@ -407,8 +413,17 @@ pub(crate) mod tests {
                 ),
             ),
             ("ll", leaf_list(&["x", "y", "z"])),
-            ("log", list(ListInfo::keyless(), vec![cont(vec![("msg", s("m1"))]), cont(vec![("msg", s("m2"))]), cont(vec![("msg", s("m3"))])])),
-            ("pair", list(ListInfo::keyed(["k1", "k2"]), vec![cont(vec![("k1", s("5")), ("k2", s("a")), ("v", s("five"))])])),
+            (
+                "log",
+                list(
+                    ListInfo::keyless(),
+                    vec![cont(vec![("msg", s("m1"))]), cont(vec![("msg", s("m2"))]), cont(vec![("msg", s("m3"))])],
+                ),
+            ),
+            (
+                "pair",
+                list(ListInfo::keyed(["k1", "k2"]), vec![cont(vec![("k1", s("5")), ("k2", s("a")), ("v", s("five"))])]),
+            ),
         ]);
         let top2 = cont(vec![("dev", list(ListInfo::keyed(["id"]), vec![dev("7", "q", vec![])]))]);
         cont(vec![("m:top", Node::Container(top)), ("other:top2", Node::Container(top2)), ("plain", s("p"))])
@@ -506,7 +521,9 @@ pub(crate) mod tests {
             let want_entry = matches!(p.last().map(|s| &s.selector), Some(Selector::Keys(_) | Selector::Position(_)));
             match node {
                 NodeRef::Entry(_) => assert!(want_entry, "{p}"),
-                NodeRef::LeafListEntry(e) => assert_eq!(p.last().unwrap().selector, Selector::Value(e.value.to_string())),
+                NodeRef::LeafListEntry(e) => {
+                    assert_eq!(p.last().unwrap().selector, Selector::Value(e.value.to_string()))
+                }
                 NodeRef::Container(_) | NodeRef::Leaf(..) => assert_eq!(p.last().unwrap().selector, Selector::None),
                 other => panic!("{p}: {other:?}"),
             }
@@ -543,7 +560,8 @@ pub(crate) mod tests {
     #[test]
     fn select_gathers_leaf_list_values_and_keyless_entries_in_source_order() {
         let tree = sample();
-        let got = select(&tree, &paths(&["/m:top/ll[.='z']", "/m:top/ll[.='x']", "/m:top/log[3]/msg", "/m:top/log[1]"]));
+        let got =
+            select(&tree, &paths(&["/m:top/ll[.='z']", "/m:top/ll[.='x']", "/m:top/log[3]/msg", "/m:top/log[1]"]));
         let Some(Node::Container(top)) = got.children.get("m:top") else { panic!("{got:?}") };
         assert_eq!(top.children["ll"], leaf_list(&["x", "z"]));
         let Some(Node::List(log)) = top.children.get("log") else { panic!() };

@@ -187,8 +187,10 @@ impl Query {
 
     /// A planning helper for the engine: the deepest instance path `P` such
     /// that every node this query can select, and every node its predicates
-    /// look at, lies at or below `P`, so that loading `P`'s subtree suffices to
-    /// evaluate the query.
+    /// look at, lies at or below `P`, so that loading `P`'s subtree (with its
+    /// ancestors' key leaves, as [`crate::select`] builds it) suffices to
+    /// evaluate the query. Key equalities that a key lookup already guarantees
+    /// need no data.
     ///
     /// Leading child steps extend `P`: a plain name without predicates (a
     /// container), or a list (`list_info(schema path)` is `Some`) whose
@@ -205,6 +207,8 @@ impl Query {
     /// engine should qualify such names from its schema before planning.
     pub fn instance_prefix(&self, list_info: &dyn Fn(&str) -> Option<ListInfo>) -> Path {
         let mut p = Path::root();
+        // The least depth that a node read by a predicate of the prefix steps lies at.
+        let mut least = i64::MAX;
         for step in &self.steps {
             let (Axis::Child, NodeTest::Name(written)) = (&step.axis, &step.test) else { break };
             let name = canonical_name(written, p.module());
@@ -212,25 +216,29 @@ impl Query {
             let selector = match list_info(&schema_path) {
                 Some(info) => {
                     let module = name.split_once(':').map(|(m, _)| m).or(p.module());
-                    match key_pin(&step.predicates, &info, module) {
-                        Some(sel) => sel,
-                        None => break,
+                    let Some(sel) = key_pin(&step.predicates, &info, module) else { break };
+                    // Key equalities hold by the key lookup; anything else reads the entry.
+                    let depth = p.segments.len() as i64 + 1;
+                    for c in step.predicates.iter().flat_map(conjuncts) {
+                        if !pins_key(c, &info, module) {
+                            least = least.min(expr_min_depth(c, depth));
+                        }
                     }
+                    sel
                 }
                 None if step.predicates.is_empty() => Selector::None,
                 None => break,
             };
             p.segments.push(Segment { name, selector });
         }
-        // Every node reached lies below the ancestor at the least depth the walk reaches.
-        let m = p.segments.len() as i64;
-        let mut least = m;
-        let mut d = 0;
-        for (i, step) in self.steps.iter().enumerate() {
+        // Every node reached after the prefix lies below the ancestor at the
+        // least depth the rest of the walk (and its predicates) reaches.
+        let m = p.segments.len();
+        least = least.min(m as i64);
+        let mut d = m as i64;
+        for step in &self.steps[m..] {
             d = step_depth(step, d);
-            if i as i64 >= m {
-                least = least.min(d);
-            }
+            least = least.min(d);
             for e in &step.predicates {
                 least = least.min(expr_min_depth(e, d));
             }
@@ -320,6 +328,15 @@ fn key_pin(preds: &[Expr], info: &ListInfo, module: Option<&str>) -> Option<Sele
     Some(Selector::Keys(info.keys.iter().cloned().zip(values?).collect()))
 }
 
+/// Whether conjunct `c` is one that [`key_pin`] took as pinning a key of `info`.
+fn pins_key(c: &Expr, info: &ListInfo, module: Option<&str>) -> bool {
+    if info.keys.is_empty() {
+        // A keyless list is pinned only by a lone `[N]`.
+        return matches!(c, Expr::Position(_));
+    }
+    matches!(key_equality(c), Some((KeyRef::Leaf(k), _, true)) if info.keys.contains(&canonical_name(k, module)))
+}
+
 /// The depth after `step` from depth `d`; a lower bound for `//`.
 fn step_depth(step: &Step, d: i64) -> i64 {
     match step.axis {
@@ -351,5 +368,92 @@ fn expr_min_depth(e: &Expr, d: i64) -> i64 {
         Expr::Cmp(a, _, b) => operand_min(a).min(operand_min(b)),
         Expr::Exists(steps) => path_min(steps),
         Expr::Position(_) => d,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::eval::tests::sample;
+
+    fn lists(schema_path: &str) -> Option<ListInfo> {
+        match schema_path {
+            "/m:top/dev" | "/other:top2/dev" => Some(ListInfo::keyed(["id"])),
+            "/m:top/pair" => Some(ListInfo::keyed(["k1", "k2"])),
+            "/m:top/log" => Some(ListInfo::keyless()),
+            _ => None,
+        }
+    }
+
+    fn prefix(query: &str) -> String {
+        let q = Query::parse(query).unwrap();
+        let p = q.instance_prefix(&lists);
+        // Sound on the sample tree: everything selected lies below the prefix.
+        for r in q.evaluate(&sample()) {
+            assert!(p.is_prefix_of(&r), "{query}: {r} is not below {p}");
+        }
+        p.to_string()
+    }
+
+    #[test]
+    fn instance_prefix_pins_keys_in_any_spelling() {
+        let pinned = "/m:top/pair[k1='5'][k2='a']/v";
+        for q in [
+            "/m:top/pair[k1='5' and k2='a']/v",
+            "/m:top/pair[k2='a'][k1='5']/v",
+            "/m:top/pair[@k1='5'][k2='a']/v",
+            "/m:top/m:pair['a'=k2][m:k1=\"5\"]/v",
+        ] {
+            assert_eq!(prefix(q), pinned, "{q}");
+        }
+        assert_eq!(prefix("/m:top/dev[id='10']/sub/x"), "/m:top/dev[id='10']/sub/x");
+        assert_eq!(prefix("/m:top/log[2]/msg"), "/m:top/log[2]/msg");
+    }
+
+    #[test]
+    fn instance_prefix_stops_where_the_query_fans_out() {
+        for (q, want) in [
+            ("/m:top/pair[k1='5']/v", "/m:top"),
+            ("/m:top/pair[k1='5' or k2='a']/v", "/m:top"),
+            ("/m:top/pair[k1=5][k2='a']/v", "/m:top"),
+            ("/m:top/pair/v", "/m:top"),
+            ("/m:top/dev[id='1' and id!='2']/name", "/m:top/dev[id='1']"),
+            ("/m:top/pair[ (k2='a' and v) and @k1 = '5' ]/v", "/m:top/pair[k1='5'][k2='a']"),
+            ("/m:top/pair[k1='5'][1][k2='a']/v", "/m:top/pair[k1='5'][k2='a']"),
+            ("/m:top/dev[name='a']/id", "/m:top"),
+            ("/m:top/ll[.='x']", "/m:top"),
+            ("/m:top/log[msg='m1']", "/m:top"),
+            ("//dev[@id='7']", "/"),
+            ("/m:top/*/name", "/m:top"),
+            ("/m:top/./dev", "/m:top"),
+            ("m:top/dev[id='1']", "/m:top/dev[id='1']"),
+            ("/", "/"),
+        ] {
+            assert_eq!(prefix(q), want, "{q}");
+        }
+    }
+
+    #[test]
+    fn instance_prefix_climbs_with_parent_steps() {
+        for (q, want) in [
+            ("/m:top/dev[id='1']/../ll", "/m:top"),
+            ("/m:top/dev[id='10']/sub/../name", "/m:top/dev[id='10']"),
+            ("/m:top/dev[id='1']/name[../../ll='x']", "/m:top"),
+            ("/m:top/dev[id='1'][../ll='x']/name", "/m:top"),
+            ("/m:top/dev[id='10']/sub[x=../../../plain]", "/"),
+            ("/m:top/dev[id='10']/sub/x[.=../../name]", "/m:top/dev[id='10']"),
+            ("/m:top/..", "/"),
+        ] {
+            assert_eq!(prefix(q), want, "{q}");
+        }
+    }
+
+    #[test]
+    fn to_instance_path_accepts_only_instance_identifiers() {
+        let ok = Query::parse("/m:top/m:pair[k2='a' and k1='5']/v").unwrap().to_instance_path().unwrap();
+        assert_eq!(ok.to_string(), "/m:top/pair[k2='a'][k1='5']/v");
+        for q in ["//dev", "/m:top/*", "/m:top/dev[id>'1']", "m:top", "/m:top/.."] {
+            assert_eq!(Query::parse(q).unwrap().to_instance_path(), None, "{q}");
+        }
     }
 }

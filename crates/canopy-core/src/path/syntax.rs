@@ -545,10 +545,12 @@ mod tests {
     #[test]
     fn and_binds_tighter_than_or() {
         let p = &q("/l[a='1' or b='2' and c='3']").steps[0].predicates[0];
-        let want = Expr::Or(Box::new(eq("a", "1")), Box::new(Expr::And(Box::new(eq("b", "2")), Box::new(eq("c", "3")))));
+        let want =
+            Expr::Or(Box::new(eq("a", "1")), Box::new(Expr::And(Box::new(eq("b", "2")), Box::new(eq("c", "3")))));
         assert_eq!(*p, want);
         let p = &q("/l[(a='1' or b='2') and c='3']").steps[0].predicates[0];
-        let want = Expr::And(Box::new(Expr::Or(Box::new(eq("a", "1")), Box::new(eq("b", "2")))), Box::new(eq("c", "3")));
+        let want =
+            Expr::And(Box::new(Expr::Or(Box::new(eq("a", "1")), Box::new(eq("b", "2")))), Box::new(eq("c", "3")));
         assert_eq!(*p, want);
     }
 
@@ -556,7 +558,14 @@ mod tests {
     fn comparisons_and_other_predicates() {
         let p = &q("/l[k1 > 5]").steps[0].predicates[0];
         assert_eq!(*p, Expr::Cmp(Operand::Path(vec![name("k1")]), CmpOp::Gt, Operand::Number("5".into())));
-        let ops = [("=", CmpOp::Eq), ("!=", CmpOp::Ne), ("<", CmpOp::Lt), (">", CmpOp::Gt), ("<=", CmpOp::Le), (">=", CmpOp::Ge)];
+        let ops = [
+            ("=", CmpOp::Eq),
+            ("!=", CmpOp::Ne),
+            ("<", CmpOp::Lt),
+            (">", CmpOp::Gt),
+            ("<=", CmpOp::Le),
+            (">=", CmpOp::Ge),
+        ];
         for (text, op) in ops {
             let p = &q(&format!("/l[a{text}-1.5]")).steps[0].predicates[0];
             assert_eq!(*p, Expr::Cmp(Operand::Path(vec![name("a")]), op, Operand::Number("-1.5".into())), "{text}");
@@ -569,7 +578,9 @@ mod tests {
         assert_eq!(q("/l[3]").steps[0].predicates, vec![Expr::Position(3)]);
         assert_eq!(q("/l[k1='1'][k2='a']").steps[0].predicates, vec![eq("k1", "1"), eq("k2", "a")]);
         let p = &q("/l[../x/y = a//b]").steps[0].predicates[0];
-        assert!(matches!(p, Expr::Cmp(Operand::Path(l), _, Operand::Path(r)) if l.len() == 3 && r[1].axis == Axis::Descendant));
+        assert!(
+            matches!(p, Expr::Cmp(Operand::Path(l), _, Operand::Path(r)) if l.len() == 3 && r[1].axis == Axis::Descendant)
+        );
         // `and`/`or` are keywords only where an operator may stand.
         assert_eq!(q("/l[and='x' and or]").steps[0].predicates.len(), 1);
     }
