@@ -166,8 +166,11 @@ fn descendants_or_self<'a>(ctx: &ItemRef<'a>, out: &mut Vec<ItemRef<'a>>) {
 /// Sorts nodes into document order and drops repeats.
 fn sort_unique(nodes: &mut Vec<ItemRef<'_>>) {
     if nodes.len() > 1 {
-        nodes.sort_by_cached_key(|n| n.order());
-        nodes.dedup_by(|a, b| a.order() == b.order());
+        // Equal order keys are the same node.
+        let mut keyed: Vec<_> = nodes.drain(..).map(|n| (n.order(), n)).collect();
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        keyed.dedup_by(|a, b| a.0 == b.0);
+        nodes.extend(keyed.into_iter().map(|(_, n)| n));
     }
 }
 

@@ -5,6 +5,17 @@
 //! `and`/`or` (and parentheses), comparisons `= != < > <= >=` between a relative
 //! path (a child leaf `k`, `@k` as ONAP CPS writes it, `.`, or deeper `a/b`) and a
 //! literal or number, existence tests (`[k]`), and positions (`[3]`).
+//!
+//! Literals take either quote; inside one, the delimiting quote is doubled
+//! (`'it''s'`), as [`crate::path::write_literal`] writes it. Whitespace may stand
+//! between tokens. `@k` is read as the child `k`. Parsing never panics; errors
+//! name the byte offset of the first offending character. `Display` prints a
+//! canonical form that parses back to an equal [`Query`].
+//!
+//! [`Query::evaluate`] runs a query over a tree (`path::eval`),
+//! [`Query::to_instance_path`] / [`Query::parse_instance`] turn one into an
+//! instance identifier, and [`Query::instance_prefix`] plans which subtree a
+//! query needs.
 
 use crate::error::{Error, Result};
 use crate::path::{canonical_name, syntax, Path, Segment, Selector};
