@@ -14,7 +14,9 @@ pub mod tree;
 pub mod value;
 
 pub use error::{Error, Result};
+pub use path::eval::select;
+pub use path::query::Query;
 pub use path::{Path, Segment, Selector};
 pub use schema::{Schema, Schemaless};
-pub use tree::{Container, Insert, LeafListEntry, List, ListInfo, Name, Node};
+pub use tree::{Container, Insert, LeafListEntry, List, ListInfo, Name, Node, NodeRef};
 pub use value::{Meta, Value};

@@ -8,7 +8,9 @@
 //! value holding both quote kinds doubles the quote that delimits it (`'it''s'`),
 //! as XPath 2.0 does. `Display` and `FromStr` round-trip.
 
+pub mod eval;
 pub mod query;
+mod syntax;
 
 use std::fmt;
 use std::str::FromStr;
@@ -191,12 +193,146 @@ impl FromStr for Path {
     /// # Errors
     /// [`Error::Path`] naming the byte position of the first thing that is wrong.
     fn from_str(s: &str) -> Result<Path> {
-        let q = query::Query::parse(s)?;
-        q.to_instance_path().ok_or_else(|| Error::Path {
-            input: s.to_string(),
-            pos: 0,
-            reason: "not an instance identifier (only `/name[key='value']...` steps are allowed here; use a query for XPath)"
-                .into(),
+        query::Query::parse_instance(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn p(s: &str) -> Path {
+        s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    fn seg(name: &str, selector: Selector) -> Segment {
+        Segment { name: name.into(), selector }
+    }
+
+    fn keys(kv: &[(&str, &str)]) -> Selector {
+        Selector::Keys(kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    #[test]
+    fn parses_instance_identifiers() {
+        assert_eq!(p("/"), Path::root());
+        let want = Path {
+            segments: vec![
+                seg("m:cont", Selector::None),
+                seg("lst", keys(&[("k1", "1"), ("k2", "a")])),
+                seg("x:ll", Selector::Value("v".into())),
+            ],
+        };
+        for s in [
+            "/m:cont/lst[k1='1'][k2='a']/x:ll[.='v']",
+            "/m:cont/m:lst[k1='1' and k2='a']/x:ll[.=\"v\"]",
+            "/m:cont/lst[@k1='1'][ @m:k2 = \"a\" ]/x:ll[.='v']",
+            "/m:cont/lst[k1='1'][ 'a'=k2 ]/x:ll[ . = 'v' ]",
+        ] {
+            assert_eq!(p(s), want, "{s}");
+        }
+        assert_eq!(p("/a/lst[3]/b").segments[1], seg("lst", Selector::Position(3)));
+        // Keys stay as written; a prefix equal to the list's module is dropped.
+        assert_eq!(p("/m:l[m:b='2'][a='1']").segments[0].selector, keys(&[("b", "2"), ("a", "1")]));
+        // The first segment keeps its prefix; unprefixed names are fine anywhere.
+        assert_eq!(p("/m:a/m:b/c/x:d/x:e").to_string(), "/m:a/b/c/x:d/e");
+        assert_eq!(p("/a/b").to_string(), "/a/b");
+        assert_eq!(p("/l[k=5]").segments[0].selector, keys(&[("k", "5")]));
+    }
+
+    #[test]
+    fn malformed_paths_point_at_the_problem() {
+        let cases: &[(&str, usize, &str)] = &[
+            ("", 0, "empty"),
+            ("a/b", 0, "starts with `/`"),
+            ("/a/*", 3, "`*` is not allowed"),
+            ("/a/*/b", 3, "`*` is not allowed"),
+            ("/a//b", 2, "`//` is not allowed"),
+            ("//b", 0, "`//` is not allowed"),
+            ("/a/../b", 3, "`..` is not allowed"),
+            ("/a/./b", 3, "`.` is not allowed"),
+            ("/a/l[k!='v']", 4, "only key equalities"),
+            ("/a/l[k>'5']", 4, "only key equalities"),
+            ("/a/l[k='1' or k='2']", 4, "only key equalities"),
+            ("/a/l[k='1'][k]", 11, "only key equalities"),
+            ("/a/l[x/k='1']", 4, "only key equalities"),
+            ("/a/l[k=j]", 4, "only key equalities"),
+            ("/a/l[k='1'][2]", 11, "position"),
+            ("/a/l[2][k='1']", 7, "position"),
+            ("/a/l[k='1'][k='2']", 11, "key `k` is given twice"),
+            ("/a/ll[.='1'][.='2']", 12, "leaf-list entry"),
+            ("/a/l[k='1']/x[.='v'][k='2']", 20, "leaf-list entry"),
+            ("/a/l[k='1]", 7, "unterminated string literal"),
+            ("/a/l[k='1'", 10, "expected `]`"),
+            ("/a/l[k='1' k2='2']", 11, "expected `]`"),
+            ("/a/", 3, "expected a name"),
+            ("/a/b#", 4, "unexpected character `#`"),
+            ("/a/b/", 5, "expected a name"),
+            ("/a[k='1']]", 9, "unexpected character `]`"),
+            ("/a[]", 2, "empty predicate"),
+            ("/a[0]", 3, "position"),
+            ("/m:/b", 3, "empty name"),
+            ("/a[k= ]", 6, "expected a value"),
+            ("/a/ü", 3, "unexpected character `ü`"),
+        ];
+        assert!(cases.len() >= 20);
+        for &(input, pos, needle) in cases {
+            match input.parse::<Path>() {
+                Err(Error::Path { input: i, pos: got, reason }) => {
+                    assert_eq!(i, input);
+                    assert_eq!(got, pos, "{input}: {reason}");
+                    assert!(reason.contains(needle), "{input}: {reason:?} lacks {needle:?}");
+                }
+                other => panic!("{input} parsed: {other:?}"),
+            }
+        }
+    }
+
+    fn ident() -> impl Strategy<Value = String> {
+        "[A-Za-z_][A-Za-z0-9_.-]{0,6}".prop_filter("not a keyword clash", |s| is_valid_name(s))
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![any::<String>(), "[ '\"\\]\\[/=a-c é]{0,8}"]
+    }
+
+    /// Arbitrary canonical paths: a prefix is kept only where the module changes.
+    fn path() -> impl Strategy<Value = Path> {
+        let segment = (
+            proptest::option::of(prop_oneof![Just("m".to_string()), Just("x".to_string()), ident()]),
+            ident(),
+            prop_oneof![
+                Just(Selector::None),
+                proptest::collection::vec((ident(), value()), 1..4).prop_map(|kv| {
+                    // Distinct key names, as a list has.
+                    let mut seen = std::collections::BTreeSet::new();
+                    Selector::Keys(kv.into_iter().filter(|(k, _)| seen.insert(k.clone())).collect())
+                }),
+                value().prop_map(Selector::Value),
+                (1u64..u64::MAX).prop_map(Selector::Position),
+            ],
+        );
+        proptest::collection::vec(segment, 0..5).prop_map(|segs| {
+            let mut path = Path::root();
+            for (prefix, local, selector) in segs {
+                let written = match prefix {
+                    Some(m) => format!("{m}:{local}"),
+                    None => local,
+                };
+                let name = canonical_name(&written, path.module());
+                path.segments.push(Segment { name, selector });
+            }
+            path
         })
+    }
+
+    proptest! {
+        #[test]
+        fn display_and_from_str_round_trip(path in path()) {
+            let text = path.to_string();
+            let back: Path = text.parse().map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+            prop_assert_eq!(back, path);
+        }
     }
 }

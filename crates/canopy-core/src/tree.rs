@@ -313,3 +313,175 @@ impl Container {
         info.keys.iter().map(|k| self.key_text(k)).collect()
     }
 }
+
+/// A borrowed view of one node of a tree, as [`Container::lookup`] finds it.
+///
+/// Lists and leaf-lists appear as a whole ([`NodeRef::List`], [`NodeRef::LeafList`])
+/// when a path names them without a selector; their entries are separate nodes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NodeRef<'a> {
+    /// The datastore root (the empty path).
+    Root(&'a Container),
+    Container(&'a Container),
+    /// A list as a whole.
+    List(&'a List),
+    /// One list entry.
+    Entry(&'a Container),
+    Leaf(&'a Value, &'a Meta),
+    /// A leaf-list as a whole.
+    LeafList(&'a [LeafListEntry]),
+    /// One leaf-list entry.
+    LeafListEntry(&'a LeafListEntry),
+    AnyData(&'a serde_json::Value, &'a Meta),
+}
+
+impl<'a> NodeRef<'a> {
+    /// The container behind the root, a container or a list entry: the nodes
+    /// that have children.
+    pub fn container(&self) -> Option<&'a Container> {
+        match *self {
+            NodeRef::Root(c) | NodeRef::Container(c) | NodeRef::Entry(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The value of a leaf or leaf-list entry.
+    pub fn value(&self) -> Option<&'a Value> {
+        match *self {
+            NodeRef::Leaf(v, _) => Some(v),
+            NodeRef::LeafListEntry(e) => Some(&e.value),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a key name as written in a path (`k`, or `m:k`) names the key leaf `key`.
+fn key_name_matches(written: &str, key: &str) -> bool {
+    written == key || written.split_once(':').is_some_and(|(_, local)| local == key)
+}
+
+impl List {
+    /// The entry a path selector picks, with its position key: `Keys` in any
+    /// order (matched by name against [`ListInfo::keys`]), or a 1-based
+    /// `Position` among all entries in document order.
+    pub fn find(&self, selector: &crate::path::Selector) -> Option<(&[u8], &Container)> {
+        use crate::path::Selector;
+        match selector {
+            Selector::Keys(kv) => {
+                if self.info.keys.is_empty() || kv.len() != self.info.keys.len() {
+                    return None;
+                }
+                let values: Option<Vec<String>> = self
+                    .info
+                    .keys
+                    .iter()
+                    .map(|k| kv.iter().find(|(name, _)| key_name_matches(name, k)).map(|(_, v)| v.clone()))
+                    .collect();
+                let pos = self.pos_of(&values?)?;
+                self.entries.get_key_value(&pos).map(|(p, e)| (p.as_slice(), e))
+            }
+            Selector::Position(n) => self.entries_with_pos().nth(usize::try_from(*n).ok()?.checked_sub(1)?),
+            Selector::None | Selector::Value(_) => None,
+        }
+    }
+
+    /// The entry at a position key, mutably. Callers must not change key leaves.
+    pub fn get_at_mut(&mut self, pos: &[u8]) -> Option<&mut Container> {
+        self.entries.get_mut(pos)
+    }
+}
+
+impl Container {
+    /// The node at `path` below this container (taken as the root), if present.
+    /// Key selectors may list the keys in any order; a `Position` selects the
+    /// Nth entry of a list or leaf-list in document order.
+    pub fn lookup(&self, path: &crate::path::Path) -> Option<NodeRef<'_>> {
+        use crate::path::Selector;
+        let mut cur = NodeRef::Root(self);
+        for seg in &path.segments {
+            let node = cur.container()?.children.get(&seg.name)?;
+            cur = match (node, &seg.selector) {
+                (Node::Container(c), Selector::None) => NodeRef::Container(c),
+                (Node::Leaf { value, meta }, Selector::None) => NodeRef::Leaf(value, meta),
+                (Node::AnyData { value, meta }, Selector::None) => NodeRef::AnyData(value, meta),
+                (Node::List(l), Selector::None) => NodeRef::List(l),
+                (Node::LeafList(v), Selector::None) => NodeRef::LeafList(v),
+                (Node::List(l), sel) => NodeRef::Entry(l.find(sel)?.1),
+                (Node::LeafList(v), Selector::Value(s)) => {
+                    NodeRef::LeafListEntry(v.iter().find(|e| e.value.as_text() == *s)?)
+                }
+                (Node::LeafList(v), Selector::Position(n)) => {
+                    NodeRef::LeafListEntry(v.get(usize::try_from(*n).ok()?.checked_sub(1)?)?)
+                }
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::Path;
+
+    fn leaf(v: &str) -> Node {
+        Node::leaf(Value::String(v.into()))
+    }
+
+    fn tree() -> Container {
+        let mut pair = List::new(ListInfo::keyed(["k1", "k2"]));
+        for (k1, k2) in [("5", "a"), ("5", "b")] {
+            let e =
+                Container { meta: Meta::new(), children: [("k1".into(), leaf(k1)), ("k2".into(), leaf(k2))].into() };
+            pair.insert(e, &Insert::Last).unwrap();
+        }
+        let ll = Node::LeafList(
+            ["x", "y"].map(|v| LeafListEntry { value: Value::String(v.into()), meta: Meta::new() }).to_vec(),
+        );
+        let top =
+            Container { meta: Meta::new(), children: [("pair".into(), Node::List(pair)), ("ll".into(), ll)].into() };
+        Container { meta: Meta::new(), children: [("m:top".into(), Node::Container(top))].into() }
+    }
+
+    fn at<'a>(t: &'a Container, p: &str) -> Option<NodeRef<'a>> {
+        t.lookup(&p.parse::<Path>().unwrap())
+    }
+
+    #[test]
+    fn lookup_finds_each_kind_of_node() {
+        let t = tree();
+        assert!(matches!(at(&t, "/"), Some(NodeRef::Root(_))));
+        assert!(matches!(at(&t, "/m:top"), Some(NodeRef::Container(_))));
+        assert!(matches!(at(&t, "/m:top/pair"), Some(NodeRef::List(l)) if l.len() == 2));
+        assert!(matches!(at(&t, "/m:top/ll"), Some(NodeRef::LeafList(v)) if v.len() == 2));
+        let Some(NodeRef::Entry(e)) = at(&t, "/m:top/pair[k1='5'][k2='b']") else { panic!() };
+        assert_eq!(e.key_text("k2").as_deref(), Some("b"));
+        // Keys in another order, or prefixed, find the same entry.
+        assert_eq!(at(&t, "/m:top/pair[k2='b'][m:k1='5']"), Some(NodeRef::Entry(e)));
+        assert_eq!(at(&t, "/m:top/pair[2]"), Some(NodeRef::Entry(e)));
+        let Some(NodeRef::Leaf(v, _)) = at(&t, "/m:top/pair[k1='5'][k2='a']/k2") else { panic!() };
+        assert_eq!(v.as_text(), "a");
+        assert_eq!(at(&t, "/m:top/ll[.='y']").and_then(|n| n.value().cloned()), Some(Value::String("y".into())));
+        assert_eq!(at(&t, "/m:top/ll[1]").and_then(|n| n.value().cloned()), Some(Value::String("x".into())));
+    }
+
+    #[test]
+    fn lookup_misses_are_none() {
+        let t = tree();
+        for p in [
+            "/top",
+            "/m:top/pair[k1='5']",
+            "/m:top/pair[k1='5'][k2='c']",
+            "/m:top/pair[k1='5'][k3='a']",
+            "/m:top/pair[3]",
+            "/m:top/pair[k1='5'][k2='a']/nothing",
+            "/m:top/ll[.='z']",
+            "/m:top/ll[3]",
+            "/m:top/ll/x",
+            "/m:top[k='1']",
+        ] {
+            assert_eq!(at(&t, p), None, "{p}");
+        }
+    }
+}

@@ -5,10 +5,21 @@
 //! `and`/`or` (and parentheses), comparisons `= != < > <= >=` between a relative
 //! path (a child leaf `k`, `@k` as ONAP CPS writes it, `.`, or deeper `a/b`) and a
 //! literal or number, existence tests (`[k]`), and positions (`[3]`).
+//!
+//! Literals take either quote; inside one, the delimiting quote is doubled
+//! (`'it''s'`), as [`crate::path::write_literal`] writes it. Whitespace may stand
+//! between tokens. `@k` is read as the child `k`. Parsing never panics; errors
+//! name the byte offset of the first offending character. `Display` prints a
+//! canonical form that parses back to an equal [`Query`].
+//!
+//! [`Query::evaluate`] runs a query over a tree (`path::eval`),
+//! [`Query::to_instance_path`] / [`Query::parse_instance`] turn one into an
+//! instance identifier, and [`Query::instance_prefix`] plans which subtree a
+//! query needs.
 
-use crate::error::Result;
-use crate::path::Path;
-use crate::tree::Name;
+use crate::error::{Error, Result};
+use crate::path::{canonical_name, syntax, Path, Segment, Selector};
+use crate::tree::{ListInfo, Name};
 
 /// How a step moves from its context node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,14 +100,371 @@ impl Query {
     ///
     /// # Errors
     /// [`crate::Error::Path`] naming the byte position of the first thing that is wrong.
-    pub fn parse(_input: &str) -> Result<Query> {
-        todo!("query parser")
+    pub fn parse(input: &str) -> Result<Query> {
+        syntax::parse(input).map(|(q, _)| q)
+    }
+
+    /// Parses an instance identifier (see [`Query::to_instance_path`]); what
+    /// `FromStr for Path` does.
+    ///
+    /// # Errors
+    /// [`crate::Error::Path`] naming the byte position of the first thing that is
+    /// wrong: a syntax error, or the step or predicate that is query-only (`*`,
+    /// `//`, a comparison other than a key equality, ...).
+    pub fn parse_instance(input: &str) -> Result<Path> {
+        let (q, spans) = syntax::parse(input)?;
+        q.instance_path().map_err(|e| {
+            let span = spans.get(e.step).cloned().unwrap_or_default();
+            let pos = match e.at {
+                At::Sep => span.sep,
+                At::Start => span.start,
+                At::Pred(j) => span.preds.get(j).copied().unwrap_or(span.start),
+            };
+            Error::Path { input: input.to_string(), pos, reason: e.reason }
+        })
     }
 
     /// The instance identifier this query is, if it is one: absolute, child axis
-    /// only, no `*`, and predicates that are only key equalities on child leaves,
-    /// `.` equality, or a position.
+    /// only, no `*`, and predicates that are only key equalities on child leaves
+    /// (`[k='v']`, `[@k="v"]`, `['v'=k]`, several joined by `and`), `.` equality,
+    /// or a position. Names are canonicalised (a prefix equal to the parent's
+    /// module is dropped); keys stay in the order written.
     pub fn to_instance_path(&self) -> Option<Path> {
-        todo!("to_instance_path")
+        self.instance_path().ok()
+    }
+
+    fn instance_path(&self) -> std::result::Result<Path, NotInstance> {
+        let fail = |step, at, reason: &str| Err(NotInstance { step, at, reason: reason.to_string() });
+        if !self.absolute {
+            return fail(0, At::Start, "an instance identifier is absolute: it starts with `/`");
+        }
+        let mut path = Path::root();
+        for (i, step) in self.steps.iter().enumerate() {
+            match step.axis {
+                Axis::Child => {}
+                Axis::Descendant => return fail(i, At::Sep, "`//` is not allowed in an instance identifier"),
+                Axis::Parent => return fail(i, At::Start, "`..` is not allowed in an instance identifier"),
+                Axis::SelfNode => return fail(i, At::Start, "`.` is not allowed as a step of an instance identifier"),
+            }
+            let NodeTest::Name(written) = &step.test else {
+                return fail(i, At::Start, "`*` is not allowed in an instance identifier");
+            };
+            let name = canonical_name(written, path.module());
+            let module = name.split_once(':').map(|(m, _)| m).or(path.module()).map(str::to_string);
+            let mut keys: Vec<(Name, String)> = Vec::new();
+            let mut value = None;
+            let mut position = None;
+            for (j, pred) in step.predicates.iter().enumerate() {
+                let bad = |reason: &str| fail(i, At::Pred(j), reason);
+                if position.is_some() || (matches!(pred, Expr::Position(_)) && (!keys.is_empty() || value.is_some())) {
+                    return bad("a position `[N]` cannot be combined with other predicates in an instance identifier");
+                }
+                if let Expr::Position(n) = pred {
+                    position = Some(*n);
+                    continue;
+                }
+                for c in conjuncts(pred) {
+                    match key_equality(c) {
+                        Some((KeyRef::SelfNode, v, _)) if value.is_none() && keys.is_empty() => value = Some(v),
+                        Some((KeyRef::SelfNode, ..)) => {
+                            return bad("`[.='v']` names one leaf-list entry and cannot be combined with keys or another `[.='v']`")
+                        }
+                        Some((KeyRef::Leaf(_), ..)) if value.is_some() => {
+                            return bad("`[.='v']` names one leaf-list entry and cannot be combined with keys")
+                        }
+                        Some((KeyRef::Leaf(k), v, _)) => {
+                            let k = canonical_name(k, module.as_deref());
+                            if keys.iter().any(|(n, _)| *n == k) {
+                                return fail(i, At::Pred(j), &format!("key `{k}` is given twice"));
+                            }
+                            keys.push((k, v));
+                        }
+                        None => return bad(
+                            "only key equalities such as `[k='v']`, `[.='v']` or a position `[N]` are allowed in an instance identifier (use a query for other predicates)",
+                        ),
+                    }
+                }
+            }
+            let selector = match (position, value) {
+                (Some(n), _) => Selector::Position(n),
+                (_, Some(v)) => Selector::Value(v),
+                _ if !keys.is_empty() => Selector::Keys(keys),
+                _ => Selector::None,
+            };
+            path.segments.push(Segment { name, selector });
+        }
+        Ok(path)
+    }
+
+    /// A planning helper for the engine: the deepest instance path `P` such
+    /// that every node this query can select, and every node its predicates
+    /// look at, lies at or below `P`, so that loading `P`'s subtree (with its
+    /// ancestors' key leaves, as [`crate::select`] builds it) suffices to
+    /// evaluate the query. Key equalities that a key lookup already guarantees
+    /// need no data.
+    ///
+    /// Leading child steps extend `P`: a plain name without predicates (a
+    /// container), or a list (`list_info(schema path)` is `Some`) whose
+    /// predicates pin every key by equality to a string literal, in any
+    /// spelling (`[k1='5' and k2='a']`, `[k2='a'][k1='5']`, `[@k1='5']...`;
+    /// keys come out in [`ListInfo::keys`] order), or a keyless list with a lone
+    /// position `[N]`. `//`, `*`, `.`, `..` and any other predicate end `P`, and
+    /// `P` is shortened to the least depth that later `..` steps (in the path or
+    /// in predicates) climb to.
+    ///
+    /// Names are resolved as written: an unprefixed name stands for the node in
+    /// the parent's module. Evaluation also matches an unprefixed name against
+    /// a child of another module by its local part (ONAP CPS spelling); the
+    /// engine should qualify such names from its schema before planning.
+    pub fn instance_prefix(&self, list_info: &dyn Fn(&str) -> Option<ListInfo>) -> Path {
+        let mut p = Path::root();
+        // The least depth that a node read by a predicate of the prefix steps lies at.
+        let mut least = i64::MAX;
+        for step in &self.steps {
+            let (Axis::Child, NodeTest::Name(written)) = (&step.axis, &step.test) else { break };
+            let name = canonical_name(written, p.module());
+            let schema_path = if p.is_root() { format!("/{name}") } else { format!("{}/{name}", p.schema_path()) };
+            let selector = match list_info(&schema_path) {
+                Some(info) => {
+                    let module = name.split_once(':').map(|(m, _)| m).or(p.module());
+                    let Some(sel) = key_pin(&step.predicates, &info, module) else { break };
+                    // Key equalities hold by the key lookup; anything else reads the entry.
+                    let depth = p.segments.len() as i64 + 1;
+                    for c in step.predicates.iter().flat_map(conjuncts) {
+                        if !pins_key(c, &info, module) {
+                            least = least.min(expr_min_depth(c, depth));
+                        }
+                    }
+                    sel
+                }
+                None if step.predicates.is_empty() => Selector::None,
+                None => break,
+            };
+            p.segments.push(Segment { name, selector });
+        }
+        // Every node reached after the prefix lies below the ancestor at the
+        // least depth the rest of the walk (and its predicates) reaches.
+        let m = p.segments.len();
+        least = least.min(m as i64);
+        let mut d = m as i64;
+        for step in &self.steps[m..] {
+            d = step_depth(step, d);
+            least = least.min(d);
+            for e in &step.predicates {
+                least = least.min(expr_min_depth(e, d));
+            }
+        }
+        p.segments.truncate(least.max(0) as usize);
+        p
+    }
+}
+
+/// Why a query is not an instance identifier, and where.
+struct NotInstance {
+    step: usize,
+    at: At,
+    reason: String,
+}
+
+/// Which part of a step an error points at.
+enum At {
+    /// The `/` or `//` before it.
+    Sep,
+    /// The step itself.
+    Start,
+    /// Its predicate with this index.
+    Pred(usize),
+}
+
+/// The left side of a key equality.
+enum KeyRef<'a> {
+    /// A child leaf by name (as written).
+    Leaf(&'a str),
+    /// `.`
+    SelfNode,
+}
+
+/// The operands of a conjunction (`a and (b and c)` → `a`, `b`, `c`).
+fn conjuncts(e: &Expr) -> Vec<&Expr> {
+    match e {
+        Expr::And(l, r) => {
+            let mut v = conjuncts(l);
+            v.extend(conjuncts(r));
+            v
+        }
+        _ => vec![e],
+    }
+}
+
+/// `k='v'`, `'v'=k`, `.='v'` and the same with a number: the key, the value
+/// text, and whether the value was a string literal (a number compares
+/// numerically, so `[k=5]` also matches `k='05'`).
+fn key_equality(e: &Expr) -> Option<(KeyRef<'_>, String, bool)> {
+    let Expr::Cmp(a, CmpOp::Eq, b) = e else { return None };
+    let (steps, value) = match (a, b) {
+        (Operand::Path(s), v) | (v, Operand::Path(s)) if !matches!(v, Operand::Path(_)) => (s, v),
+        _ => return None,
+    };
+    let key = match steps.as_slice() {
+        [Step { axis: Axis::Child, test: NodeTest::Name(n), predicates }] if predicates.is_empty() => KeyRef::Leaf(n),
+        [Step { axis: Axis::SelfNode, predicates, .. }] if predicates.is_empty() => KeyRef::SelfNode,
+        _ => return None,
+    };
+    match value {
+        Operand::Literal(v) => Some((key, v.clone(), true)),
+        Operand::Number(v) => Some((key, v.clone(), false)),
+        Operand::Path(_) => None,
+    }
+}
+
+/// The selector of the one entry of a list that `preds` pin, if they do.
+fn key_pin(preds: &[Expr], info: &ListInfo, module: Option<&str>) -> Option<Selector> {
+    if info.keys.is_empty() {
+        return match preds {
+            [Expr::Position(n)] => Some(Selector::Position(*n)),
+            _ => None,
+        };
+    }
+    let mut values: Vec<Option<String>> = vec![None; info.keys.len()];
+    for c in preds.iter().flat_map(conjuncts) {
+        if let Some((KeyRef::Leaf(k), v, true)) = key_equality(c) {
+            let k = canonical_name(k, module);
+            if let Some(i) = info.keys.iter().position(|x| *x == k) {
+                // Two different values for one key select nothing; any prefix is sound then.
+                values[i].get_or_insert(v);
+            }
+        }
+    }
+    let values: Option<Vec<String>> = values.into_iter().collect();
+    Some(Selector::Keys(info.keys.iter().cloned().zip(values?).collect()))
+}
+
+/// Whether conjunct `c` is one that [`key_pin`] took as pinning a key of `info`.
+fn pins_key(c: &Expr, info: &ListInfo, module: Option<&str>) -> bool {
+    if info.keys.is_empty() {
+        // A keyless list is pinned only by a lone `[N]`.
+        return matches!(c, Expr::Position(_));
+    }
+    matches!(key_equality(c), Some((KeyRef::Leaf(k), _, true)) if info.keys.contains(&canonical_name(k, module)))
+}
+
+/// The depth after `step` from depth `d`; a lower bound for `//`.
+fn step_depth(step: &Step, d: i64) -> i64 {
+    match step.axis {
+        Axis::Child | Axis::Descendant => d + 1,
+        Axis::Parent => d - 1,
+        Axis::SelfNode => d,
+    }
+}
+
+/// The least depth the paths in `e` reach from a context node at depth `d`.
+fn expr_min_depth(e: &Expr, d: i64) -> i64 {
+    let path_min = |steps: &[Step]| {
+        let (mut least, mut depth) = (d, d);
+        for step in steps {
+            depth = step_depth(step, depth);
+            least = least.min(depth);
+            for p in &step.predicates {
+                least = least.min(expr_min_depth(p, depth));
+            }
+        }
+        least
+    };
+    let operand_min = |o: &Operand| match o {
+        Operand::Path(steps) => path_min(steps),
+        _ => d,
+    };
+    match e {
+        Expr::Or(l, r) | Expr::And(l, r) => expr_min_depth(l, d).min(expr_min_depth(r, d)),
+        Expr::Cmp(a, _, b) => operand_min(a).min(operand_min(b)),
+        Expr::Exists(steps) => path_min(steps),
+        Expr::Position(_) => d,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::path::eval::tests::sample;
+
+    fn lists(schema_path: &str) -> Option<ListInfo> {
+        match schema_path {
+            "/m:top/dev" | "/other:top2/dev" => Some(ListInfo::keyed(["id"])),
+            "/m:top/pair" => Some(ListInfo::keyed(["k1", "k2"])),
+            "/m:top/log" => Some(ListInfo::keyless()),
+            _ => None,
+        }
+    }
+
+    fn prefix(query: &str) -> String {
+        let q = Query::parse(query).unwrap();
+        let p = q.instance_prefix(&lists);
+        // Sound on the sample tree: everything selected lies below the prefix.
+        for r in q.evaluate(&sample()) {
+            assert!(p.is_prefix_of(&r), "{query}: {r} is not below {p}");
+        }
+        p.to_string()
+    }
+
+    #[test]
+    fn instance_prefix_pins_keys_in_any_spelling() {
+        let pinned = "/m:top/pair[k1='5'][k2='a']/v";
+        for q in [
+            "/m:top/pair[k1='5' and k2='a']/v",
+            "/m:top/pair[k2='a'][k1='5']/v",
+            "/m:top/pair[@k1='5'][k2='a']/v",
+            "/m:top/m:pair['a'=k2][m:k1=\"5\"]/v",
+        ] {
+            assert_eq!(prefix(q), pinned, "{q}");
+        }
+        assert_eq!(prefix("/m:top/dev[id='10']/sub/x"), "/m:top/dev[id='10']/sub/x");
+        assert_eq!(prefix("/m:top/log[2]/msg"), "/m:top/log[2]/msg");
+    }
+
+    #[test]
+    fn instance_prefix_stops_where_the_query_fans_out() {
+        for (q, want) in [
+            ("/m:top/pair[k1='5']/v", "/m:top"),
+            ("/m:top/pair[k1='5' or k2='a']/v", "/m:top"),
+            ("/m:top/pair[k1=5][k2='a']/v", "/m:top"),
+            ("/m:top/pair/v", "/m:top"),
+            ("/m:top/dev[id='1' and id!='2']/name", "/m:top/dev[id='1']"),
+            ("/m:top/pair[ (k2='a' and v) and @k1 = '5' ]/v", "/m:top/pair[k1='5'][k2='a']"),
+            ("/m:top/pair[k1='5'][1][k2='a']/v", "/m:top/pair[k1='5'][k2='a']"),
+            ("/m:top/dev[name='a']/id", "/m:top"),
+            ("/m:top/ll[.='x']", "/m:top"),
+            ("/m:top/log[msg='m1']", "/m:top"),
+            ("//dev[@id='7']", "/"),
+            ("/m:top/*/name", "/m:top"),
+            ("/m:top/./dev", "/m:top"),
+            ("m:top/dev[id='1']", "/m:top/dev[id='1']"),
+            ("/", "/"),
+        ] {
+            assert_eq!(prefix(q), want, "{q}");
+        }
+    }
+
+    #[test]
+    fn instance_prefix_climbs_with_parent_steps() {
+        for (q, want) in [
+            ("/m:top/dev[id='1']/../ll", "/m:top"),
+            ("/m:top/dev[id='10']/sub/../name", "/m:top/dev[id='10']"),
+            ("/m:top/dev[id='1']/name[../../ll='x']", "/m:top"),
+            ("/m:top/dev[id='1'][../ll='x']/name", "/m:top"),
+            ("/m:top/dev[id='10']/sub[x=../../../plain]", "/"),
+            ("/m:top/dev[id='10']/sub/x[.=../../name]", "/m:top/dev[id='10']"),
+            ("/m:top/..", "/"),
+        ] {
+            assert_eq!(prefix(q), want, "{q}");
+        }
+    }
+
+    #[test]
+    fn to_instance_path_accepts_only_instance_identifiers() {
+        let ok = Query::parse("/m:top/m:pair[k2='a' and k1='5']/v").unwrap().to_instance_path().unwrap();
+        assert_eq!(ok.to_string(), "/m:top/pair[k2='a'][k1='5']/v");
+        for q in ["//dev", "/m:top/*", "/m:top/dev[id>'1']", "m:top", "/m:top/.."] {
+            assert_eq!(Query::parse(q).unwrap().to_instance_path(), None, "{q}");
+        }
     }
 }
