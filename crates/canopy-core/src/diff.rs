@@ -143,7 +143,11 @@ fn added_node(path: &Path, node: &Node, out: &mut Vec<Change>) {
             for (i, e) in l.entries().enumerate() {
                 let sel = entry_selector(l, e, i);
                 let place = place_after(&l.info, prev.clone());
-                out.push(Change::Created { path: with_selector(path, sel.clone()), node: Subtree::Entry(e.clone()), place });
+                out.push(Change::Created {
+                    path: with_selector(path, sel.clone()),
+                    node: Subtree::Entry(e.clone()),
+                    place,
+                });
                 prev = Some(sel);
             }
         }
@@ -152,7 +156,11 @@ fn added_node(path: &Path, node: &Node, out: &mut Vec<Change>) {
             for e in v {
                 let sel = Selector::Value(e.value.as_text().into_owned());
                 let place = Some(prev.clone().map_or(Place::First, Place::After));
-                out.push(Change::Created { path: with_selector(path, sel.clone()), node: Subtree::Value(e.clone()), place });
+                out.push(Change::Created {
+                    path: with_selector(path, sel.clone()),
+                    node: Subtree::Value(e.clone()),
+                    place,
+                });
                 prev = Some(sel);
             }
         }
@@ -466,7 +474,9 @@ fn apply_one(root: &mut Container, change: &Change) -> Result<()> {
                     Some(Place::First) => 0,
                     Some(Place::After(Selector::Value(a))) => {
                         ll.iter().position(|x| x.value.as_text() == a.as_str()).map(|i| i + 1).ok_or_else(|| {
-                            Error::NotFound { path: format!("{} (insert anchor)", with_selector(path, Selector::Value(a.clone()))) }
+                            Error::NotFound {
+                                path: format!("{} (insert anchor)", with_selector(path, Selector::Value(a.clone()))),
+                            }
                         })?
                     }
                     Some(_) => return Err(Error::invalid(path, "bad leaf-list anchor")),
@@ -521,7 +531,9 @@ fn apply_one(root: &mut Container, change: &Change) -> Result<()> {
 /// The list info a created entry implies when its list does not exist yet.
 fn entry_list_info(sel: &Selector, place: &Option<Place>) -> ListInfo {
     match sel {
-        Selector::Keys(k) => ListInfo { keys: k.iter().map(|(n, _)| n.clone()).collect(), user_ordered: place.is_some() },
+        Selector::Keys(k) => {
+            ListInfo { keys: k.iter().map(|(n, _)| n.clone()).collect(), user_ordered: place.is_some() }
+        }
         _ => ListInfo::keyless(),
     }
 }

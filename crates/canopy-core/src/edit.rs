@@ -92,6 +92,8 @@ fn list_info_for(schema: &dyn Schema, schema_path: &str, sel: &Selector) -> List
 /// [`Error::Exists`] (create of an existing node), [`Error::Invalid`] (a value that
 /// does not fit the path, keys that disagree with the path).
 pub fn apply_edit(root: &mut Container, edit: &Edit, schema: &dyn Schema) -> Result<Vec<Change>> {
+    let path = canonical_path(root, &edit.path, schema);
+    let edit = &Edit { path, ..edit.clone() };
     let mut out = Vec::new();
     match edit.op {
         Operation::Delete | Operation::Remove => {
@@ -444,7 +446,11 @@ fn put_leaf_list_entry(
         None => {
             let i = target_index(ll, insert.unwrap_or(&Insert::Last))?;
             let entry = LeafListEntry { value: Value::String(v.to_string()), meta };
-            out.push(Change::Created { path: path.clone(), node: Subtree::Value(entry.clone()), place: Some(place_at(ll, i)) });
+            out.push(Change::Created {
+                path: path.clone(),
+                node: Subtree::Value(entry.clone()),
+                place: Some(place_at(ll, i)),
+            });
             ll.insert(i, entry);
         }
         Some(i) => {
@@ -603,7 +609,11 @@ fn remove_node(root: &mut Container, path: &Path, out: &mut Vec<Change>) -> Resu
             } else {
                 Place::After(Selector::Value(ll[i - 1].value.as_text().into_owned()))
             };
-            removed.push(Change::Deleted { path: path.clone(), node: Subtree::Value(ll[i].clone()), place: Some(place) });
+            removed.push(Change::Deleted {
+                path: path.clone(),
+                node: Subtree::Value(ll[i].clone()),
+                place: Some(place),
+            });
         }
         (sel, Node::List(l)) => {
             let vals = selector_values(&l.info, sel).ok_or_else(|| Error::NotFound { path: path.to_string() })?;
@@ -617,4 +627,35 @@ fn remove_node(root: &mut Container, path: &Path, out: &mut Vec<Change>) -> Resu
     diff::remove_at(parent, path)?;
     out.extend(removed);
     Ok(())
+}
+
+/// `path` with the keys of every list entry in its list's key order: the order
+/// of the list in `root` if it exists, else the schema's, else as written.
+pub fn canonical_path(root: &Container, path: &Path, schema: &dyn Schema) -> Path {
+    let mut out = Path::root();
+    let mut cur = Some(root);
+    for seg in &path.segments {
+        let here = out.child(seg.name.clone(), Selector::None);
+        let node = cur.and_then(|c| c.children.get(&seg.name));
+        let selector = match &seg.selector {
+            Selector::Keys(keys) => {
+                let info = match node {
+                    Some(Node::List(l)) => Some(l.info.clone()),
+                    _ => schema.list_info(&here.schema_path()),
+                };
+                match info.and_then(|i| diff::ordered_key_values(&i, keys).map(|v| (i, v))) {
+                    Some((i, vals)) => Selector::Keys(i.keys.into_iter().zip(vals).collect()),
+                    None => seg.selector.clone(),
+                }
+            }
+            other => other.clone(),
+        };
+        cur = match (node, &selector) {
+            (Some(Node::Container(c)), Selector::None) => Some(c),
+            (Some(Node::List(l)), sel) => selector_values(&l.info, sel).and_then(|v| l.get(&v)),
+            _ => None,
+        };
+        out.segments.push(crate::path::Segment { name: seg.name.clone(), selector });
+    }
+    out
 }

@@ -57,9 +57,13 @@ fn container_strategy(depth: u32) -> BoxedStrategy<Container> {
         }),
     ];
     if depth == 0 {
-        return prop::collection::btree_map(prop::sample::select(vec!["a", "b", "c"]).prop_map(String::from), leafish, 0..3)
-            .prop_map(|children| Container { meta: Meta::new(), children })
-            .boxed();
+        return prop::collection::btree_map(
+            prop::sample::select(vec!["a", "b", "c"]).prop_map(String::from),
+            leafish,
+            0..3,
+        )
+        .prop_map(|children| Container { meta: Meta::new(), children })
+        .boxed();
     }
     let inner = container_strategy(depth - 1);
     let node = prop_oneof![
@@ -70,7 +74,14 @@ fn container_strategy(depth: u32) -> BoxedStrategy<Container> {
         1 => list_strategy(ListInfo::keyless(), inner),
     ];
     // Names fix the node kind, as a schema would: a-c leaf-ish, d-h anything.
-    (prop::collection::btree_map(prop::sample::select(vec!["a", "b", "d", "e", "f"]).prop_map(String::from), node, 0..4), meta_strategy())
+    (
+        prop::collection::btree_map(
+            prop::sample::select(vec!["a", "b", "d", "e", "f"]).prop_map(String::from),
+            node,
+            0..4,
+        ),
+        meta_strategy(),
+    )
         .prop_map(|(children, meta)| Container { meta, children })
         .boxed()
 }
@@ -162,10 +173,18 @@ fn leaf(s: &str) -> Node {
 fn create_delete_remove_semantics() {
     let s = schema();
     let mut t = Container::default();
-    let ch = apply_edit(&mut t, &Edit { op: Operation::Create, path: p("/m:c/x"), value: Some(leaf("1")), insert: None }, &s)
-        .unwrap();
+    let ch = apply_edit(
+        &mut t,
+        &Edit { op: Operation::Create, path: p("/m:c/x"), value: Some(leaf("1")), insert: None },
+        &s,
+    )
+    .unwrap();
     assert_eq!(ch.len(), 2, "container /m:c and leaf x created: {ch:?}");
-    let again = apply_edit(&mut t, &Edit { op: Operation::Create, path: p("/m:c/x"), value: Some(leaf("2")), insert: None }, &s);
+    let again = apply_edit(
+        &mut t,
+        &Edit { op: Operation::Create, path: p("/m:c/x"), value: Some(leaf("2")), insert: None },
+        &s,
+    );
     assert!(matches!(again, Err(Error::Exists { .. })), "{again:?}");
     let gone = apply_edit(&mut t, &Edit::delete(p("/m:c/y")), &s);
     assert!(matches!(gone, Err(Error::NotFound { .. })), "{gone:?}");
@@ -199,7 +218,12 @@ fn user_ordered_insert_positions() {
     let put = |t: &mut Container, k: &str, at: Insert| {
         apply_edit(
             t,
-            &Edit { op: Operation::Merge, path: p(&format!("/m:u[k='{k}']")), value: Some(Node::Container(Container::default())), insert: Some(at) },
+            &Edit {
+                op: Operation::Merge,
+                path: p(&format!("/m:u[k='{k}']")),
+                value: Some(Node::Container(Container::default())),
+                insert: Some(at),
+            },
             &s,
         )
         .unwrap()
@@ -224,7 +248,12 @@ fn user_ordered_insert_positions() {
     assert_eq!(order(&back), order(&before));
     let missing = apply_edit(
         &mut t,
-        &Edit { op: Operation::Merge, path: p("/m:u[k='z']"), value: Some(Node::Container(Container::default())), insert: Some(Insert::After(vec!["nope".into()])) },
+        &Edit {
+            op: Operation::Merge,
+            path: p("/m:u[k='z']"),
+            value: Some(Node::Container(Container::default())),
+            insert: Some(Insert::After(vec!["nope".into()])),
+        },
         &s,
     );
     assert!(matches!(missing, Err(Error::NotFound { .. })), "{missing:?}");
@@ -235,9 +264,19 @@ fn leaf_list_entries() {
     let s = schema();
     let mut t = Container::default();
     for v in ["x", "y"] {
-        apply_edit(&mut t, &Edit { op: Operation::Merge, path: p(&format!("/m:ll[.='{v}']")), value: None, insert: None }, &s).unwrap();
+        apply_edit(
+            &mut t,
+            &Edit { op: Operation::Merge, path: p(&format!("/m:ll[.='{v}']")), value: None, insert: None },
+            &s,
+        )
+        .unwrap();
     }
-    apply_edit(&mut t, &Edit { op: Operation::Merge, path: p("/m:ll[.='w']"), value: None, insert: Some(Insert::First) }, &s).unwrap();
+    apply_edit(
+        &mut t,
+        &Edit { op: Operation::Merge, path: p("/m:ll[.='w']"), value: None, insert: Some(Insert::First) },
+        &s,
+    )
+    .unwrap();
     let Some(Node::LeafList(ll)) = t.children.get("m:ll") else { panic!() };
     let vals: Vec<_> = ll.iter().map(|e| e.value.as_text().into_owned()).collect();
     assert_eq!(vals, ["w", "x", "y"]);

@@ -60,7 +60,8 @@ pub fn put_get_delete_revision(open: Opener, dir: &Path) {
 
 pub fn scans_in_order_with_bounds(open: Opener, dir: &Path) {
     let b = open(dir);
-    let keys: Vec<Vec<u8>> = [&b"\x10a"[..], b"\x10ab", b"\x10b", b"\x10b\x00", b"\x10b\xff", b"\x10c"].iter().map(|k| k.to_vec()).collect();
+    let keys: Vec<Vec<u8>> =
+        [&b"\x10a"[..], b"\x10ab", b"\x10b", b"\x10b\x00", b"\x10b\xff", b"\x10c"].iter().map(|k| k.to_vec()).collect();
     let mut batch = Batch::default();
     for k in keys.iter().rev() {
         batch.put(k.clone(), k.clone());

@@ -47,7 +47,8 @@ pub enum Datastore {
 }
 
 impl Datastore {
-    pub const ALL: [Datastore; 4] = [Datastore::Running, Datastore::Startup, Datastore::Candidate, Datastore::Operational];
+    pub const ALL: [Datastore; 4] =
+        [Datastore::Running, Datastore::Startup, Datastore::Candidate, Datastore::Operational];
 
     fn code(self) -> u8 {
         match self {
@@ -222,7 +223,8 @@ mod tests {
             "/m:c/z",
             "/m:d",
         ];
-        let mut keys: Vec<(Vec<u8>, &str)> = paths.iter().map(|p| (path_key(&p.parse().unwrap()).unwrap(), *p)).collect();
+        let mut keys: Vec<(Vec<u8>, &str)> =
+            paths.iter().map(|p| (path_key(&p.parse().unwrap()).unwrap(), *p)).collect();
         keys.sort();
         let order: Vec<&str> = keys.iter().map(|k| k.1).collect();
         assert_eq!(

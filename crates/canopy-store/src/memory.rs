@@ -73,7 +73,8 @@ impl Backend for MemoryBackend {
     }
 
     fn apply(&self, batch: &Batch) -> Result<u64> {
-        let mut g = self.state.write().map_err(|_| StoreError::new(ErrorKind::Unavailable, "memory store lock poisoned"))?;
+        let mut g =
+            self.state.write().map_err(|_| StoreError::new(ErrorKind::Unavailable, "memory store lock poisoned"))?;
         if let Some(expect) = batch.expect_revision {
             if expect != g.1 {
                 return Err(StoreError::new(
@@ -92,7 +93,8 @@ impl Backend for MemoryBackend {
                     map.remove(k);
                 }
                 BatchOp::DeletePrefix(p) => {
-                    let doomed: Vec<Vec<u8>> = map.range(p.clone()..).take_while(|(k, _)| k.starts_with(p)).map(|(k, _)| k.clone()).collect();
+                    let doomed: Vec<Vec<u8>> =
+                        map.range(p.clone()..).take_while(|(k, _)| k.starts_with(p)).map(|(k, _)| k.clone()).collect();
                     for k in doomed {
                         map.remove(&k);
                     }

@@ -53,9 +53,9 @@ pub struct LmdbBackend {
 
 fn lmdb_err(dir: &Path, what: &str, e: heed::Error) -> StoreError {
     let kind = match &e {
-        heed::Error::Mdb(MdbError::Invalid) | heed::Error::Mdb(MdbError::Corrupted) | heed::Error::Mdb(MdbError::PageNotFound) => {
-            ErrorKind::Corrupted
-        }
+        heed::Error::Mdb(MdbError::Invalid)
+        | heed::Error::Mdb(MdbError::Corrupted)
+        | heed::Error::Mdb(MdbError::PageNotFound) => ErrorKind::Corrupted,
         heed::Error::Mdb(MdbError::VersionMismatch) => ErrorKind::Unsupported,
         heed::Error::Mdb(MdbError::BadValSize) => ErrorKind::Unsupported,
         heed::Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => ErrorKind::NotFound,
@@ -97,7 +97,10 @@ impl LmdbBackend {
     /// directory cannot be used or the store is already open in this process.
     pub fn open(dir: &Path, sync: SyncMode) -> Result<LmdbBackend> {
         if dir.exists() && !dir.is_dir() {
-            return Err(StoreError::new(ErrorKind::Unavailable, format!("lmdb store {}: not a directory", dir.display())));
+            return Err(StoreError::new(
+                ErrorKind::Unavailable,
+                format!("lmdb store {}: not a directory", dir.display()),
+            ));
         }
         fs::create_dir_all(dir).map_err(|e| StoreError::io(format!("lmdb store {}", dir.display()), e))?;
         let file_len = fs::metadata(dir.join(DATA_FILE)).map(|m| m.len() as usize).unwrap_or(0);
@@ -135,7 +138,10 @@ impl LmdbBackend {
             }
             None if empty => {
                 let mut wtxn = inner.env.write_txn().map_err(|e| lmdb_err(&self.dir, "write", e))?;
-                inner.db.put(&mut wtxn, FORMAT, &FORMAT_VERSION.to_be_bytes()).map_err(|e| lmdb_err(&self.dir, "write", e))?;
+                inner
+                    .db
+                    .put(&mut wtxn, FORMAT, &FORMAT_VERSION.to_be_bytes())
+                    .map_err(|e| lmdb_err(&self.dir, "write", e))?;
                 wtxn.commit().map_err(|e| lmdb_err(&self.dir, "commit", e))
             }
             None => Err(StoreError::corrupted(format!(
@@ -346,7 +352,10 @@ impl Backend for LmdbBackend {
                 }
             }
         }
-        Err(StoreError::new(ErrorKind::Unavailable, format!("lmdb store {}: map keeps being resized", self.dir.display())))
+        Err(StoreError::new(
+            ErrorKind::Unavailable,
+            format!("lmdb store {}: map keeps being resized", self.dir.display()),
+        ))
     }
 
     fn apply(&self, batch: &Batch) -> Result<u64> {

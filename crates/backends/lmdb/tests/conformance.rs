@@ -5,7 +5,9 @@ use canopy_store::{Backend, SyncMode};
 mod sync_commit {
     use super::*;
     canopy_store::conformance_tests!(
-        |dir: &std::path::Path| -> Box<dyn Backend> { Box::new(canopy_lmdb::LmdbBackend::open(dir, SyncMode::Commit).unwrap()) },
+        |dir: &std::path::Path| -> Box<dyn Backend> {
+            Box::new(canopy_lmdb::LmdbBackend::open(dir, SyncMode::Commit).unwrap())
+        },
         persistent = true
     );
 }
@@ -13,7 +15,9 @@ mod sync_commit {
 mod sync_off {
     use super::*;
     canopy_store::conformance_tests!(
-        |dir: &std::path::Path| -> Box<dyn Backend> { Box::new(canopy_lmdb::LmdbBackend::open(dir, SyncMode::Off).unwrap()) },
+        |dir: &std::path::Path| -> Box<dyn Backend> {
+            Box::new(canopy_lmdb::LmdbBackend::open(dir, SyncMode::Off).unwrap())
+        },
         persistent = true
     );
 }
