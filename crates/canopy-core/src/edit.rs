@@ -93,18 +93,52 @@ fn list_info_for(schema: &dyn Schema, schema_path: &str, sel: &Selector) -> List
 /// does not fit the path, keys that disagree with the path).
 pub fn apply_edit(root: &mut Container, edit: &Edit, schema: &dyn Schema) -> Result<Vec<Change>> {
     let path = canonical_path(root, &edit.path, schema);
-    let edit = &Edit { path, ..edit.clone() };
+    let edit = Edit { path, ..edit.clone() };
     let mut out = Vec::new();
+    match apply_inner(root, &edit, schema, &mut out) {
+        Ok(()) => Ok(out),
+        Err(e) => {
+            // Undo what the edit did before it failed, then drop lists and
+            // leaf-lists it created empty on the way.
+            diff::apply(root, &diff::invert(&out)).expect("undoing an edit's own changes");
+            prune_empty(root, &edit.path);
+            Err(e)
+        }
+    }
+}
+
+/// Removes empty lists and leaf-lists along `path` (they carry no data).
+fn prune_empty(root: &mut Container, path: &Path) {
+    let mut cur = root;
+    for seg in &path.segments {
+        if matches!(cur.children.get(&seg.name), Some(Node::List(l)) if l.is_empty())
+            || matches!(cur.children.get(&seg.name), Some(Node::LeafList(v)) if v.is_empty())
+        {
+            cur.children.remove(&seg.name);
+            return;
+        }
+        cur = match (cur.children.get_mut(&seg.name), &seg.selector) {
+            (Some(Node::Container(c)), Selector::None) => c,
+            (Some(Node::List(l)), sel) => match selector_values(&l.info, sel).and_then(|v| l.get_mut(&v)) {
+                Some(c) => c,
+                None => return,
+            },
+            _ => return,
+        };
+    }
+}
+
+fn apply_inner(root: &mut Container, edit: &Edit, schema: &dyn Schema, out: &mut Vec<Change>) -> Result<()> {
     match edit.op {
         Operation::Delete | Operation::Remove => {
             if !exists(root, &edit.path) {
                 return if edit.op == Operation::Delete {
                     Err(Error::NotFound { path: edit.path.to_string() })
                 } else {
-                    Ok(out)
+                    Ok(())
                 };
             }
-            remove_node(root, &edit.path, &mut out)?;
+            remove_node(root, &edit.path, out)?;
         }
         Operation::Create | Operation::Merge | Operation::Replace => {
             if edit.op == Operation::Create && exists(root, &edit.path) {
@@ -116,21 +150,21 @@ pub fn apply_edit(root: &mut Container, edit: &Edit, schema: &dyn Schema) -> Res
                     return Err(Error::invalid("/", "the root takes an object"));
                 };
                 if edit.op == Operation::Replace {
-                    diff::diff_container(&Path::root(), root, &c, &mut out);
+                    diff::diff_container(&Path::root(), root, &c, out);
                     *root = c;
                 } else {
-                    merge_container(&Path::root(), root, c, &mut out, schema)?;
+                    merge_container(&Path::root(), root, c, out, schema)?;
                 }
-                return Ok(out);
+                return Ok(());
             }
             let parent_path = edit.path.parent().expect("not root");
-            let parent = ensure_container(root, &parent_path, &mut out, schema)?;
+            let parent = ensure_container(root, &parent_path, out, schema)?;
             let seg = edit.path.last().expect("not root").clone();
             let replace = edit.op == Operation::Replace;
-            put_child(parent, &edit.path, &seg.selector, value, replace, edit.insert.as_ref(), &mut out, schema)?;
+            put_child(parent, &edit.path, &seg.selector, value, replace, edit.insert.as_ref(), out, schema)?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The value of a merge/replace/create edit, with a leaf-list entry's default.

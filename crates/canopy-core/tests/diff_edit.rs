@@ -285,3 +285,34 @@ fn leaf_list_entries() {
     assert_eq!(ll.len(), 2);
     assert_eq!(Selector::Value("w".into()), p("/m:ll[.='w']").segments[0].selector);
 }
+
+#[test]
+fn failed_edit_leaves_tree_unchanged() {
+    let s = schema();
+    let mut t = Container::default();
+    apply_edit(&mut t, &Edit::merge(p("/m:c/x"), leaf("1")), &s).unwrap();
+    let before = t.clone();
+    // Merging a container where a leaf is and creating list entries on the way
+    // fails at the end: the entry created on the way is undone.
+    let bad = Edit {
+        op: Operation::Merge,
+        path: p("/m:c/lst[k='1']/x/y"),
+        value: Some(leaf("v")),
+        insert: None,
+    };
+    let mut t2 = t.clone();
+    apply_edit(&mut t2, &Edit::merge(p("/m:c/lst[k='1']/x"), leaf("leaf")), &s).unwrap();
+    let before2 = t2.clone();
+    assert!(apply_edit(&mut t2, &bad, &s).is_err());
+    assert_eq!(t2, before2);
+    let ins = Edit {
+        op: Operation::Merge,
+        path: p("/m:c/u[k='9']"),
+        value: Some(Node::Container(Container::default())),
+        insert: Some(Insert::After(vec!["missing".into()])),
+    };
+    let mut s2 = schema();
+    s2.lists.insert("/m:c/u".into(), ListInfo { keys: vec!["k".into()], user_ordered: true });
+    assert!(apply_edit(&mut t, &ins, &s2).is_err());
+    assert_eq!(t, before, "the empty list made on the way is gone");
+}

@@ -1,0 +1,262 @@
+//! Turning a transaction's diff into one backend batch.
+//!
+//! Work is proportional to the change: a modified leaf rewrites its one
+//! fragment; a created subtree writes its fragments; a deleted subtree is one
+//! prefix delete (a whole deleted list too); a moved user-ordered entry rewrites
+//! its fragment and its order-index record. Keyless lists, whose entries have no
+//! identity but their place, are rewritten whole when anything in them changes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use canopy_core::diff::{Change, Subtree};
+use canopy_core::keycode;
+use canopy_core::path::{Path, Selector};
+use canopy_core::tree::{Container, List, Node};
+use canopy_store::fragment;
+use canopy_store::keys::{self, Datastore};
+use canopy_store::{Batch, Snapshot};
+
+use crate::error::Result;
+use crate::load::node_key;
+
+/// Collects the writes of one commit.
+struct Writer<'a> {
+    ds: Datastore,
+    snap: &'a dyn Snapshot,
+    tree: &'a Container,
+    prefix_deletes: BTreeSet<Vec<u8>>,
+    order_deletes: BTreeSet<Vec<u8>>,
+    puts: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+/// The path of the outermost keyless list `path` passes through, if any.
+fn keyless_list(path: &Path) -> Option<Path> {
+    let i = path.segments.iter().position(|s| matches!(s.selector, Selector::Position(_)))?;
+    let mut p = Path { segments: path.segments[..=i].to_vec() };
+    p.segments[i].selector = Selector::None;
+    Some(p)
+}
+
+fn is_fragment_node(s: &Subtree) -> bool {
+    matches!(s, Subtree::Entry(_) | Subtree::Node(Node::Container(_)))
+}
+
+/// The list that the entry at `path` belongs to, in `tree`.
+fn list_of<'t>(tree: &'t Container, entry: &Path) -> Option<&'t List> {
+    let parent = canopy_core::edit::container_ref(tree, &entry.parent()?)?;
+    match parent.children.get(&entry.last()?.name) {
+        Some(Node::List(l)) => Some(l),
+        _ => None,
+    }
+}
+
+/// The relative key of the list an entry path belongs to (`parent key + name`).
+fn list_key(entry: &Path) -> Option<Vec<u8>> {
+    let parent = entry.parent()?;
+    let mut k = keys::path_key(&parent).ok()?;
+    keys::push_name(&mut k, &entry.last()?.name);
+    Some(k)
+}
+
+impl Writer<'_> {
+    fn data_key(&self, rel: &[u8]) -> Vec<u8> {
+        let mut k = keys::data_prefix(self.ds);
+        k.extend_from_slice(rel);
+        k
+    }
+
+    fn order_key(&self, list_rel: &[u8], order: &[u8]) -> Vec<u8> {
+        let mut k = keys::order_prefix(self.ds);
+        k.extend_from_slice(list_rel);
+        k.extend_from_slice(order);
+        k.push(0);
+        k
+    }
+
+    fn delete_prefix(&mut self, rel: Vec<u8>) {
+        self.prefix_deletes.insert(rel);
+    }
+
+    /// The order key a user-ordered entry had before this commit.
+    fn stored_order(&self, rel: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(match self.snap.get(&self.data_key(rel))? {
+            Some(v) => fragment::decode(&v)?.order,
+            None => None,
+        })
+    }
+
+    /// Writes container `c` at `rel` and everything below it.
+    fn write_subtree(&mut self, rel: &[u8], c: &Container, order: Option<&[u8]>) {
+        self.puts.insert(self.data_key(rel), fragment::encode(c, order));
+        for (name, child) in &c.children {
+            let mut child_rel = rel.to_vec();
+            keys::push_name(&mut child_rel, name);
+            match child {
+                Node::Container(cc) => self.write_subtree(&child_rel, cc, None),
+                Node::List(l) => self.write_list_entries(&child_rel, l),
+                _ => {}
+            }
+        }
+    }
+
+    fn write_list_entries(&mut self, list_rel: &[u8], l: &List) {
+        for (pos, e) in l.entries_with_pos() {
+            let mut er = list_rel.to_vec();
+            if l.info.keys.is_empty() {
+                keys::push_order(&mut er, pos);
+                self.write_subtree(&er, e, None);
+            } else {
+                let suffix = keycode::entry_key(&l.keys_of(e).unwrap_or_default());
+                er.extend_from_slice(&suffix);
+                if l.info.user_ordered {
+                    self.puts.insert(self.order_key(list_rel, pos), suffix);
+                    self.write_subtree(&er, e, Some(pos));
+                } else {
+                    self.write_subtree(&er, e, None);
+                }
+            }
+        }
+    }
+
+    /// Rewrites the one fragment at `path` (its own content, not its children).
+    fn write_fragment(&mut self, path: &Path) {
+        let Some(rel) = node_key(self.tree, path) else { return };
+        let Some(c) = canopy_core::edit::container_ref(self.tree, path) else { return };
+        let order = match (path.last().map(|s| &s.selector), list_of(self.tree, path)) {
+            (Some(Selector::Keys(_)), Some(l)) if l.info.user_ordered => {
+                l.keys_of(c).ok().and_then(|k| l.pos_of(&k))
+            }
+            _ => None,
+        };
+        self.puts.insert(self.data_key(&rel), fragment::encode(c, order.as_deref()));
+    }
+}
+
+/// The batch that stores `changes`, given the tree after them (`tree`, which
+/// must hold every node the changes touch) and the snapshot they were made on.
+pub(crate) fn batch_for(
+    changes: &[Change],
+    tree: &Container,
+    ds: Datastore,
+    snap: &dyn Snapshot,
+    learned: &[(String, canopy_core::ListInfo)],
+) -> Result<Batch> {
+    let mut w = Writer {
+        ds,
+        snap,
+        tree,
+        prefix_deletes: BTreeSet::new(),
+        order_deletes: BTreeSet::new(),
+        puts: BTreeMap::new(),
+    };
+    let mut keyless: BTreeSet<Path> = BTreeSet::new();
+    let mut created: Vec<&Path> = Vec::new();
+    let mut dirty: BTreeSet<Path> = BTreeSet::new();
+    let mut whole_lists_gone: BTreeSet<Path> = BTreeSet::new();
+    for c in changes {
+        let p = c.path();
+        if let Some(kl) = keyless_list(p) {
+            keyless.insert(kl);
+            continue;
+        }
+        match c {
+            Change::Created { node, .. } if is_fragment_node(node) => created.push(p),
+            Change::Deleted { node, .. } if is_fragment_node(node) => {
+                let entry = matches!(node, Subtree::Entry(_));
+                if entry && list_of(tree, p).is_none() {
+                    // The whole list is gone: one prefix delete covers it.
+                    let mut lp = p.clone();
+                    lp.segments.last_mut().expect("entry").selector = Selector::None;
+                    whole_lists_gone.insert(lp);
+                    continue;
+                }
+                let rel = keys::path_key(p)?;
+                if entry && list_of(tree, p).is_some_and(|l| l.info.user_ordered) {
+                    if let (Some(order), Some(lk)) = (w.stored_order(&rel)?, list_key(p)) {
+                        let ok = w.order_key(&lk, &order);
+                        w.order_deletes.insert(ok);
+                    }
+                }
+                w.delete_prefix(rel);
+            }
+            Change::Moved { .. } if matches!(p.last().map(|s| &s.selector), Some(Selector::Keys(_))) => {
+                let rel = keys::path_key(p)?;
+                if let (Some(order), Some(lk)) = (w.stored_order(&rel)?, list_key(p)) {
+                    let ok = w.order_key(&lk, &order);
+                    w.order_deletes.insert(ok);
+                }
+                if let (Some(l), Some(lk)) = (list_of(tree, p), list_key(p)) {
+                    let keys: Vec<String> = canopy_core::diff::selector_values(&l.info, &p.last().expect("entry").selector)
+                        .unwrap_or_default();
+                    if let Some(pos) = l.pos_of(&keys) {
+                        let ok = w.order_key(&lk, &pos);
+                        w.puts.insert(ok, keycode::entry_key(&keys));
+                    }
+                }
+                dirty.insert(p.clone());
+            }
+            Change::Meta { .. } if !matches!(p.last().map(|s| &s.selector), Some(Selector::Value(_))) => {
+                dirty.insert(p.clone());
+            }
+            _ => {
+                dirty.insert(p.parent().unwrap_or_default());
+            }
+        }
+    }
+    for lp in &whole_lists_gone {
+        let mut rel = keys::path_key(&lp.parent().unwrap_or_default())?;
+        keys::push_name(&mut rel, &lp.last().expect("list").name);
+        w.delete_prefix(rel);
+    }
+    for kl in &keyless {
+        let parent = kl.parent().unwrap_or_default();
+        let Some(mut rel) = node_key(tree, &parent).or_else(|| keys::path_key(&parent).ok()) else { continue };
+        keys::push_name(&mut rel, &kl.last().expect("list").name);
+        w.delete_prefix(rel.clone());
+        if let Some(Node::List(l)) =
+            canopy_core::edit::container_ref(tree, &parent).and_then(|c| c.children.get(&kl.last().expect("list").name))
+        {
+            w.write_list_entries(&rel, l);
+        }
+    }
+    for p in created {
+        if keyless.iter().any(|k| k.is_prefix_of(p)) {
+            continue;
+        }
+        let (Some(rel), Some(c)) = (node_key(tree, p), canopy_core::edit::container_ref(tree, p)) else { continue };
+        let mut order = None;
+        if let (Some(Selector::Keys(_)), Some(l)) = (p.last().map(|s| &s.selector), list_of(tree, p)) {
+            if l.info.user_ordered {
+                let keys = l.keys_of(c).unwrap_or_default();
+                order = l.pos_of(&keys);
+                if let (Some(pos), Some(lk)) = (&order, list_key(p)) {
+                    let ok = w.order_key(&lk, pos);
+                    w.puts.insert(ok, keycode::entry_key(&keys));
+                }
+            }
+        }
+        w.write_subtree(&rel, c, order.as_deref());
+    }
+    for p in &dirty {
+        w.write_fragment(p);
+    }
+    let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+    for rel in &w.prefix_deletes {
+        batch.delete_prefix(w.data_key(rel));
+        let mut ok = keys::order_prefix(ds);
+        ok.extend_from_slice(rel);
+        batch.delete_prefix(ok);
+    }
+    for k in w.order_deletes {
+        batch.delete(k);
+    }
+    for (k, v) in w.puts {
+        batch.put(k, v);
+    }
+    for (schema_path, info) in learned {
+        let mut k = keys::LIST_INFO.to_vec();
+        k.extend_from_slice(schema_path.as_bytes());
+        batch.put(k, crate::schema::encode_list_info(info));
+    }
+    Ok(batch)
+}

@@ -1,0 +1,36 @@
+//! The library's error: data errors (with their path), storage errors (with
+//! their kind), and misuse.
+
+use canopy_store::ErrorKind;
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Bad data, path, edit or JSON: the user's to fix.
+    #[error(transparent)]
+    Data(#[from] canopy_core::Error),
+    /// The storage layer failed or refused.
+    #[error(transparent)]
+    Store(#[from] canopy_store::StoreError),
+    /// An operation that does not fit its arguments.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl Error {
+    /// Whether the error is about the user's input or setup (exit status 1 in
+    /// the CLI) rather than an internal failure (exit status 2).
+    pub fn is_user_error(&self) -> bool {
+        match self {
+            Error::Data(_) | Error::Usage(_) => true,
+            Error::Store(e) => matches!(
+                e.kind(),
+                ErrorKind::InvalidUrl | ErrorKind::NotFound | ErrorKind::Unsupported | ErrorKind::Conflict | ErrorKind::Corrupted | ErrorKind::Unavailable
+            ),
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! canopy: one datastore for hierarchical configuration and state data.
+//!
+//! ```no_run
+//! use canopy::{Store, Value};
+//! let store = Store::open("lmdb:./canopy-data")?;
+//! let running = store.running();
+//! running.set("/m:system/hostname", Value::String("r1".into()))?;
+//! let tree = running.get("/m:system", Default::default())?;
+//! # Ok::<(), canopy::Error>(())
+//! ```
+//!
+//! A [`Store`] is opened by URL; a [`Session`] works on one datastore; every
+//! write is a transaction that returns its diff ([`Commit`]). Without `cache=on`
+//! reads and writes touch only the fragments they need; with it, each
+//! datastore's tree stays in memory and writes go through as diffs.
+
+mod check;
+mod commit;
+pub mod error;
+mod load;
+pub mod open;
+mod schema;
+mod store;
+
+pub use canopy_core::diff::{Change, Place, Subtree};
+pub use canopy_core::edit::{Edit, Operation};
+pub use canopy_core::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};
+pub use canopy_core::{json, Meta, Path, Value};
+pub use canopy_store::keys::Datastore;
+pub use error::{Error, Result};
+pub use store::{Commit, Options, ReadOptions, Session, Store};

@@ -1,0 +1,377 @@
+//! Loading stored fragments into a (partial) tree.
+//!
+//! Uncached transactions and reads work on a *sparse* tree: only the fragments
+//! an operation needs are read (point gets for merges, one range scan for a
+//! subtree), and placed into an in-memory [`Container`] where edits and queries
+//! run. Placing is idempotent, and a fragment is read at most once per
+//! transaction: after an edit has changed the tree, reading the old stored
+//! version again would bring deleted data back.
+
+use std::collections::HashSet;
+
+use canopy_core::diff::selector_values;
+use canopy_core::keycode;
+use canopy_core::path::{Path, Selector};
+use canopy_core::tree::{Container, List, ListInfo, Node};
+use canopy_core::{Schema, Schemaless};
+use canopy_store::fragment::{self, Decoded};
+use canopy_store::keys::{self, Datastore, RawSegment, RawSelector};
+use canopy_store::{Snapshot, StoreError};
+
+use crate::error::Result;
+
+/// Reads fragments of one datastore from one snapshot into a tree.
+pub(crate) struct Loader<'a> {
+    snap: &'a dyn Snapshot,
+    schema: &'a Schemaless,
+    data: Vec<u8>,
+    order: Vec<u8>,
+    /// Relative keys already read (present or not).
+    seen: HashSet<Vec<u8>>,
+    /// Relative keys read and found absent.
+    absent: HashSet<Vec<u8>>,
+    /// Prefixes read whole by a range scan.
+    ranges: Vec<Vec<u8>>,
+}
+
+impl<'a> Loader<'a> {
+    pub fn new(snap: &'a dyn Snapshot, ds: Datastore, schema: &'a Schemaless) -> Loader<'a> {
+        Loader {
+            snap,
+            schema,
+            data: keys::data_prefix(ds),
+            order: keys::order_prefix(ds),
+            seen: HashSet::new(),
+            absent: HashSet::new(),
+            ranges: Vec::new(),
+        }
+    }
+
+    fn covered(&self, rel: &[u8]) -> bool {
+        self.seen.contains(rel) || self.ranges.iter().any(|r| rel.starts_with(r))
+    }
+
+    /// Reads the fragment at `rel` (unless read before) and places it. Returns
+    /// whether the node is in the tree now... as far as storage says: `false`
+    /// when it is not stored.
+    pub fn fragment(&mut self, root: &mut Container, rel: &[u8]) -> Result<bool> {
+        if self.covered(rel) {
+            return Ok(!self.absent.contains(rel));
+        }
+        self.seen.insert(rel.to_vec());
+        let mut key = self.data.clone();
+        key.extend_from_slice(rel);
+        match self.snap.get(&key)? {
+            Some(v) => {
+                let d = fragment::decode(&v).map_err(|e| corrupt(rel, e))?;
+                place(root, rel, d, self.schema)?;
+                Ok(true)
+            }
+            None => {
+                self.absent.insert(rel.to_vec());
+                Ok(false)
+            }
+        }
+    }
+
+    /// Reads every fragment under `rel` (a node's key, or a list's name prefix)
+    /// with one range scan and places them. Returns how many were read.
+    pub fn range(&mut self, root: &mut Container, rel: &[u8]) -> Result<usize> {
+        if self.ranges.iter().any(|r| rel.starts_with(r)) {
+            return Ok(0);
+        }
+        let mut prefix = self.data.clone();
+        prefix.extend_from_slice(rel);
+        let dl = self.data.len();
+        let mut n = 0;
+        let mut err = None;
+        let seen = &self.seen;
+        let ranges = &self.ranges;
+        let schema = self.schema;
+        let snap = self.snap;
+        snap.scan_prefix(&prefix, false, &mut |k, v| {
+            let rel_k = &k[dl..];
+            // Read before (and perhaps changed since): keep the tree's version.
+            if seen.contains(rel_k) || ranges.iter().any(|r| rel_k.starts_with(r)) {
+                return Ok(true);
+            }
+            let placed = fragment::decode(v).map_err(|e| corrupt(rel_k, e)).and_then(|d| place(root, rel_k, d, schema));
+            if let Err(e) = placed {
+                err = Some(e);
+                return Ok(false);
+            }
+            n += 1;
+            Ok(true)
+        })?;
+        if let Some(e) = err {
+            return Err(e.into());
+        }
+        self.ranges.push(rel.to_vec());
+        Ok(n)
+    }
+
+    /// Whether anything is stored under `rel` (read without placing).
+    pub fn any_under(&self, rel: &[u8]) -> Result<bool> {
+        let mut prefix = self.data.clone();
+        prefix.extend_from_slice(rel);
+        Ok(self.snap.first_with_prefix(&prefix, false)?.is_some())
+    }
+
+    /// Loads the ancestors of `path` and the nodes on the way, resolving
+    /// positions in keyless lists (whose lists are read whole). Returns the
+    /// relative key of `path`'s node when it has one.
+    pub fn path(&mut self, root: &mut Container, path: &Path) -> Result<Option<Vec<u8>>> {
+        self.fragment(root, &[])?;
+        let mut rel = Vec::new();
+        let mut cur_path = Path::root();
+        for seg in &path.segments {
+            let list_rel = {
+                let mut r = rel.clone();
+                keys::push_name(&mut r, &seg.name);
+                r
+            };
+            cur_path = cur_path.child(seg.name.clone(), seg.selector.clone());
+            match &seg.selector {
+                Selector::None => {
+                    rel = list_rel;
+                    self.fragment(root, &rel)?;
+                }
+                Selector::Keys(keys) => {
+                    rel = list_rel;
+                    for (_, v) in keys {
+                        keycode::push_key_value(&mut rel, v);
+                    }
+                    self.fragment(root, &rel)?;
+                }
+                Selector::Position(p) => {
+                    self.range(root, &list_rel)?;
+                    let order = match root_lookup_list(root, &cur_path) {
+                        Some(l) => l.entries_with_pos().nth((*p as usize).saturating_sub(1)).map(|(k, _)| k.to_vec()),
+                        None => None,
+                    };
+                    match order {
+                        Some(o) => {
+                            rel = list_rel;
+                            keys::push_order(&mut rel, &o);
+                        }
+                        None => return Ok(None),
+                    }
+                }
+                Selector::Value(_) => return Ok(None),
+            }
+        }
+        Ok(Some(rel))
+    }
+
+    /// Loads the first and last entries of the user-ordered list at `list_rel`
+    /// and, for an entry whose order key is `around`, its neighbours.
+    pub fn order_edges(&mut self, root: &mut Container, list_rel: &[u8], around: Option<&[u8]>) -> Result<()> {
+        let mut prefix = self.order.clone();
+        prefix.extend_from_slice(list_rel);
+        let mut wanted = Vec::new();
+        for reverse in [false, true] {
+            if let Some((_, suffix)) = self.snap.first_with_prefix(&prefix, reverse)? {
+                wanted.push(suffix);
+            }
+        }
+        if let Some(o) = around {
+            let mut at = prefix.clone();
+            at.extend_from_slice(o);
+            at.push(0);
+            let mut prev = None;
+            self.snap.scan(&prefix, Some(&at), true, &mut |_, v| {
+                prev = Some(v.to_vec());
+                Ok(false)
+            })?;
+            let mut after = at.clone();
+            after.push(0);
+            let end = canopy_store::backend::prefix_end(&prefix);
+            let mut next = None;
+            self.snap.scan(&after, end.as_deref(), false, &mut |_, v| {
+                next = Some(v.to_vec());
+                Ok(false)
+            })?;
+            wanted.extend(prev);
+            wanted.extend(next);
+        }
+        for suffix in wanted {
+            let mut rel = list_rel.to_vec();
+            rel.extend_from_slice(&suffix);
+            self.fragment(root, &rel)?;
+        }
+        Ok(())
+    }
+}
+
+fn corrupt(rel: &[u8], e: StoreError) -> StoreError {
+    StoreError::corrupted(format!("fragment {}: {e}", describe_key(rel)))
+}
+
+/// A readable form of a relative key for messages: the path when it decodes.
+pub(crate) fn describe_key(rel: &[u8]) -> String {
+    match keys::decode_path_key(rel) {
+        Ok(segs) if !segs.is_empty() => {
+            let mut s = String::new();
+            for seg in segs {
+                s.push('/');
+                s.push_str(&seg.name);
+                match seg.selector {
+                    RawSelector::None => {}
+                    RawSelector::Keys(v) => s.push_str(&format!("{v:?}")),
+                    RawSelector::Order(o) => s.push_str(&format!("[order {}]", keys::hex(&o))),
+                }
+            }
+            s
+        }
+        Ok(_) => "/".into(),
+        Err(_) => keys::hex(rel),
+    }
+}
+
+fn root_lookup_list<'t>(root: &'t Container, list_entry_path: &Path) -> Option<&'t List> {
+    let parent = list_entry_path.parent()?;
+    let c = canopy_core::edit::container_ref(root, &parent)?;
+    match c.children.get(&list_entry_path.last()?.name) {
+        Some(Node::List(l)) => Some(l),
+        _ => None,
+    }
+}
+
+/// Places a decoded fragment at relative key `rel` into `root`. Its ancestors
+/// must be in the tree already (document order guarantees it for range scans;
+/// point loads go top-down). A node already in the tree is left as it is.
+pub(crate) fn place(root: &mut Container, rel: &[u8], d: Decoded, schema: &dyn Schema) -> canopy_store::Result<()> {
+    if rel.is_empty() {
+        root.meta = d.container.meta;
+        for (k, v) in d.container.children {
+            root.children.entry(k).or_insert(v);
+        }
+        return Ok(());
+    }
+    let segs = keys::decode_path_key(rel)?;
+    let orphan = || StoreError::corrupted(format!("fragment {} has no parent fragment", describe_key(rel)));
+    let mut cur = root;
+    let mut schema_path = String::new();
+    let n = segs.len();
+    for (i, RawSegment { name, selector }) in segs.into_iter().enumerate() {
+        schema_path.push('/');
+        schema_path.push_str(&name);
+        let last = i + 1 == n;
+        match selector {
+            RawSelector::None => {
+                if last {
+                    match cur.children.get(&name) {
+                        None => {
+                            cur.children.insert(name, Node::Container(d.container));
+                        }
+                        Some(Node::Container(_)) => {}
+                        Some(_) => {
+                            return Err(StoreError::corrupted(format!(
+                                "fragment {}: a container where another kind of node is stored",
+                                describe_key(rel)
+                            )))
+                        }
+                    }
+                    return Ok(());
+                }
+                cur = match cur.children.get_mut(&name) {
+                    Some(Node::Container(c)) => c,
+                    _ => return Err(orphan()),
+                };
+            }
+            RawSelector::Keys(vals) => {
+                let info = schema.list_info(&schema_path).ok_or_else(|| {
+                    StoreError::corrupted(format!("list {schema_path} is stored without its key names"))
+                })?;
+                if info.keys.len() != vals.len() {
+                    return Err(StoreError::corrupted(format!(
+                        "fragment {}: {} key values for a list with keys {:?}",
+                        describe_key(rel),
+                        vals.len(),
+                        info.keys
+                    )));
+                }
+                if last {
+                    let pos = if info.user_ordered {
+                        d.order.clone().ok_or_else(|| {
+                            StoreError::corrupted(format!("entry {} of a user-ordered list has no order", describe_key(rel)))
+                        })?
+                    } else {
+                        keycode::entry_key(&vals)
+                    };
+                    let list = list_node(cur, &name, info, rel)?;
+                    if list.get_at(&pos).is_none() {
+                        list.insert_at_pos(pos, d.container)
+                            .map_err(|e| StoreError::corrupted(format!("entry {}: {e}", describe_key(rel))))?;
+                    }
+                    return Ok(());
+                }
+                cur = match cur.children.get_mut(&name) {
+                    Some(Node::List(l)) => l.get_mut(&vals).ok_or_else(orphan)?,
+                    _ => return Err(orphan()),
+                };
+            }
+            RawSelector::Order(order) => {
+                let info = schema.list_info(&schema_path).unwrap_or_else(ListInfo::keyless);
+                if last {
+                    let list = list_node(cur, &name, info, rel)?;
+                    if list.get_at(&order).is_none() {
+                        list.insert_at_pos(order, d.container)
+                            .map_err(|e| StoreError::corrupted(format!("entry {}: {e}", describe_key(rel))))?;
+                    }
+                    return Ok(());
+                }
+                cur = match cur.children.get_mut(&name) {
+                    Some(Node::List(l)) => l.get_at_mut(&order).ok_or_else(orphan)?,
+                    _ => return Err(orphan()),
+                };
+            }
+        }
+    }
+    Ok(())
+}
+
+fn list_node<'t>(cur: &'t mut Container, name: &str, info: ListInfo, rel: &[u8]) -> canopy_store::Result<&'t mut List> {
+    let node = cur.children.entry(name.to_string()).or_insert_with(|| Node::List(List::new(info)));
+    match node {
+        Node::List(l) => Ok(l),
+        _ => Err(StoreError::corrupted(format!("fragment {}: a list entry where another kind of node is stored", describe_key(rel)))),
+    }
+}
+
+/// The relative key of the node `path` names in `tree` (positions resolved
+/// through the tree's lists). `None` when the path crosses a missing node or
+/// names a leaf-list entry.
+pub(crate) fn node_key(tree: &Container, path: &Path) -> Option<Vec<u8>> {
+    let mut rel = Vec::new();
+    let mut cur = Some(tree);
+    for seg in &path.segments {
+        keys::push_name(&mut rel, &seg.name);
+        let node = cur.and_then(|c| c.children.get(&seg.name));
+        match &seg.selector {
+            Selector::None => {
+                cur = match node {
+                    Some(Node::Container(c)) => Some(c),
+                    _ => None,
+                }
+            }
+            Selector::Keys(kv) => {
+                for (_, v) in kv {
+                    keycode::push_key_value(&mut rel, v);
+                }
+                cur = match node {
+                    Some(Node::List(l)) => selector_values(&l.info, &seg.selector).and_then(|v| l.get(&v)),
+                    _ => None,
+                };
+            }
+            Selector::Position(_) => {
+                let Some(Node::List(l)) = node else { return None };
+                let (pos, e) = l.find(&seg.selector)?;
+                keys::push_order(&mut rel, pos);
+                cur = Some(e);
+            }
+            Selector::Value(_) => return None,
+        }
+    }
+    Some(rel)
+}

@@ -1,0 +1,692 @@
+//! Stores and sessions: the API users call.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use canopy_core::diff::{self, Change, Subtree};
+use canopy_core::edit::{apply_edit, canonical_path, Edit, Operation};
+use canopy_core::keycode;
+use canopy_core::path::query::Query;
+use canopy_core::path::{Path, Selector};
+use canopy_core::select;
+use canopy_core::tree::{Container, Insert, ListInfo, Node, NodeRef};
+use canopy_core::{Schema, Schemaless, Value};
+use canopy_store::keys::{self, Datastore};
+use canopy_store::{Backend, Batch, ErrorKind, Snapshot, StoreUrl};
+
+use crate::commit::batch_for;
+use crate::error::{Error, Result};
+use crate::load::{node_key, Loader};
+
+/// How a store is opened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Keep each datastore's tree in memory: reads never touch the backend,
+    /// writes go through to it as diffs. The URL parameter `cache=on` sets it.
+    pub cache: bool,
+}
+
+/// The result of a committed transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Commit {
+    /// The store revision after the commit (unchanged when nothing changed).
+    pub revision: u64,
+    /// What changed, in order.
+    pub changes: Vec<Change>,
+}
+
+/// A datastore tree held in memory, valid at `revision`.
+struct Cached {
+    revision: u64,
+    tree: Container,
+}
+
+/// An open store.
+pub struct Store {
+    backend: Box<dyn Backend>,
+    url: String,
+    /// Learned list info and the revision it was read at.
+    schema: RwLock<(u64, Arc<Schemaless>)>,
+    /// One writer at a time in this process; other processes are caught by the
+    /// revision check of each batch.
+    writer: Mutex<()>,
+    cache: Option<RwLock<HashMap<Datastore, Cached>>>,
+}
+
+/// How many times a transaction is rebuilt when another process committed first.
+const CONFLICT_RETRIES: usize = 20;
+
+impl Store {
+    /// Opens the store a URL names (see [`crate::open::open_backend`]). The URL
+    /// parameter `cache=on|off` selects the cached mode.
+    ///
+    /// # Errors
+    /// Invalid URLs, backends not built in, and the backend's open errors.
+    pub fn open(url: &str) -> Result<Store> {
+        let mut parsed = StoreUrl::parse(url)?;
+        let cache = match parsed.params.remove("cache").as_deref() {
+            None | Some("off") => false,
+            Some("on") => true,
+            Some(other) => {
+                return Err(canopy_store::StoreError::new(
+                    ErrorKind::InvalidUrl,
+                    format!("invalid store URL `{url}`: cache must be `on` or `off`, not `{other}`"),
+                )
+                .into())
+            }
+        };
+        Store::open_with(&parsed, Options { cache })
+    }
+
+    /// Opens a store with explicit options.
+    ///
+    /// # Errors
+    /// As [`Store::open`].
+    pub fn open_with(url: &StoreUrl, options: Options) -> Result<Store> {
+        let backend = crate::open::open_backend(url)?;
+        Store::from_backend(backend, url.as_str(), options)
+    }
+
+    /// Wraps an already open backend.
+    ///
+    /// # Errors
+    /// Errors reading the store's learned list info.
+    pub fn from_backend(backend: Box<dyn Backend>, url: &str, options: Options) -> Result<Store> {
+        let (rev, schema) = {
+            let snap = backend.snapshot()?;
+            (snap.revision(), crate::schema::load(&*snap)?)
+        };
+        Ok(Store {
+            backend,
+            url: url.to_string(),
+            schema: RwLock::new((rev, Arc::new(schema))),
+            writer: Mutex::new(()),
+            cache: options.cache.then(|| RwLock::new(HashMap::new())),
+        })
+    }
+
+    /// The URL the store was opened with.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The backend behind the store.
+    pub fn backend(&self) -> &dyn Backend {
+        &*self.backend
+    }
+
+    /// A session on a datastore.
+    pub fn session(&self, ds: Datastore) -> Session<'_> {
+        Session { store: self, ds }
+    }
+
+    /// A session on `running`.
+    pub fn running(&self) -> Session<'_> {
+        self.session(Datastore::Running)
+    }
+
+    /// The current revision.
+    ///
+    /// # Errors
+    /// Backend read errors.
+    pub fn revision(&self) -> Result<u64> {
+        Ok(self.backend.snapshot()?.revision())
+    }
+
+    /// The learned list info valid for `snap`.
+    fn schema_at(&self, snap: &dyn Snapshot) -> Result<Arc<Schemaless>> {
+        {
+            let g = self.schema.read().map_err(|_| poisoned())?;
+            if g.0 == snap.revision() {
+                return Ok(g.1.clone());
+            }
+        }
+        let s = Arc::new(crate::schema::load(snap)?);
+        let mut g = self.schema.write().map_err(|_| poisoned())?;
+        *g = (snap.revision(), s.clone());
+        Ok(s)
+    }
+
+    /// Declares a list's keys and ordering before data is imported (a schema
+    /// would say this; schemaless stores learn it here or from the first path
+    /// that creates an entry). Declaring what is already known does nothing.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when the list is known with other keys or ordering.
+    pub fn declare_list(&self, schema_path: &str, info: ListInfo) -> Result<()> {
+        let _w = self.writer.lock().map_err(|_| poisoned())?;
+        let snap = self.backend.snapshot()?;
+        let schema = self.schema_at(&*snap)?;
+        match schema.list_info(schema_path) {
+            Some(known) if known == info => return Ok(()),
+            Some(known) => {
+                return Err(Error::Usage(format!(
+                    "list {schema_path} already has keys {:?}{}; it cannot change",
+                    known.keys,
+                    if known.user_ordered { " (ordered by user)" } else { "" }
+                )))
+            }
+            None => {}
+        }
+        let mut k = keys::LIST_INFO.to_vec();
+        k.extend_from_slice(schema_path.as_bytes());
+        let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+        batch.put(k, crate::schema::encode_list_info(&info));
+        drop(snap);
+        self.backend.apply(&batch)?;
+        Ok(())
+    }
+
+    /// Rewrites the store so that space freed by deletes returns to the filesystem.
+    ///
+    /// # Errors
+    /// Backend errors; the store is unchanged when compaction fails.
+    pub fn compact(&self) -> Result<()> {
+        let _w = self.writer.lock().map_err(|_| poisoned())?;
+        Ok(self.backend.compact()?)
+    }
+
+    /// Verifies the store: every key and fragment decodes, every fragment has
+    /// its parent, user-ordered entries and the order index agree, and the
+    /// backend's own check passes. Returns the problems found (empty: healthy).
+    ///
+    /// # Errors
+    /// Errors that stop the check itself (the store cannot be read at all).
+    pub fn check(&self) -> Result<Vec<String>> {
+        crate::check::check(self.backend())
+    }
+
+    /// Runs `edits` as one transaction on `ds`.
+    fn transact(&self, ds: Datastore, edits: &[Edit]) -> Result<Commit> {
+        let _w = self.writer.lock().map_err(|_| poisoned())?;
+        for _ in 0..CONFLICT_RETRIES {
+            let result = match &self.cache {
+                Some(cache) => self.transact_cached(cache, ds, edits),
+                None => self.transact_uncached(ds, edits),
+            };
+            match result {
+                Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => continue,
+                other => return other,
+            }
+        }
+        Err(Error::Store(canopy_store::StoreError::new(
+            ErrorKind::Conflict,
+            "other writers kept committing first; the transaction was not applied",
+        )))
+    }
+
+    fn transact_uncached(&self, ds: Datastore, edits: &[Edit]) -> Result<Commit> {
+        let snap = self.backend.snapshot()?;
+        let base = self.schema_at(&*snap)?;
+        let (schema, learned) = learn(&base, edits)?;
+        let mut root = Container::default();
+        let mut loader = Loader::new(&*snap, ds, &schema);
+        let mut changes = Vec::new();
+        for e in edits {
+            prepare(&mut loader, &mut root, e, &schema)?;
+            changes.extend(apply_edit(&mut root, e, &schema)?);
+        }
+        if changes.is_empty() && learned.is_empty() {
+            return Ok(Commit { revision: snap.revision(), changes });
+        }
+        let batch = batch_for(&changes, &root, ds, &*snap, &learned)?;
+        drop(snap);
+        let revision = self.backend.apply(&batch)?;
+        self.learned_committed(revision, schema);
+        Ok(Commit { revision, changes })
+    }
+
+    fn transact_cached(&self, cache: &RwLock<HashMap<Datastore, Cached>>, ds: Datastore, edits: &[Edit]) -> Result<Commit> {
+        let mut g = cache.write().map_err(|_| poisoned())?;
+        let snap = self.backend.snapshot()?;
+        let base = self.schema_at(&*snap)?;
+        let fresh = matches!(g.get(&ds), Some(c) if c.revision == snap.revision());
+        if !fresh {
+            let tree = load_all(&*snap, ds, &base)?;
+            g.insert(ds, Cached { revision: snap.revision(), tree });
+        }
+        let cached = g.get_mut(&ds).expect("just loaded");
+        let (schema, learned) = learn(&base, edits)?;
+        let mut changes: Vec<Change> = Vec::new();
+        for e in edits {
+            match apply_edit(&mut cached.tree, e, &schema) {
+                Ok(c) => changes.extend(c),
+                Err(err) => {
+                    undo(&mut cached.tree, &changes);
+                    return Err(err.into());
+                }
+            }
+        }
+        if changes.is_empty() && learned.is_empty() {
+            return Ok(Commit { revision: snap.revision(), changes });
+        }
+        let stored = batch_for(&changes, &cached.tree, ds, &*snap, &learned).and_then(|batch| {
+            drop(snap);
+            Ok(self.backend.apply(&batch)?)
+        });
+        match stored {
+            Ok(revision) => {
+                cached.revision = revision;
+                // Other datastores' trees are still valid: only this one changed.
+                for (d, c) in g.iter_mut() {
+                    if *d != ds && c.revision + 1 == revision {
+                        c.revision = revision;
+                    }
+                }
+                self.learned_committed(revision, schema);
+                Ok(Commit { revision, changes })
+            }
+            Err(e) => {
+                undo(&mut cached.tree, &changes);
+                Err(e)
+            }
+        }
+    }
+
+    /// After a commit at `revision` made from the schema in force plus what
+    /// it learned, that schema is the one in force at `revision`.
+    fn learned_committed(&self, revision: u64, schema: Schemaless) {
+        if let Ok(mut g) = self.schema.write() {
+            if g.0 + 1 == revision {
+                *g = (revision, Arc::new(schema));
+            }
+        }
+    }
+
+    /// Runs `f` on a tree that holds at least what `query` can select: the
+    /// cached tree, or a sparse tree loaded for it.
+    fn with_tree<T>(&self, ds: Datastore, query: &Query, f: impl FnOnce(&Container, &Schemaless) -> T) -> Result<T> {
+        let snap = self.backend.snapshot()?;
+        let schema = self.schema_at(&*snap)?;
+        if let Some(cache) = &self.cache {
+            {
+                let g = cache.read().map_err(|_| poisoned())?;
+                if let Some(c) = g.get(&ds).filter(|c| c.revision == snap.revision()) {
+                    return Ok(f(&c.tree, &schema));
+                }
+            }
+            let mut g = cache.write().map_err(|_| poisoned())?;
+            let tree = load_all(&*snap, ds, &schema)?;
+            g.insert(ds, Cached { revision: snap.revision(), tree });
+            return Ok(f(&g[&ds].tree, &schema));
+        }
+        let mut root = Container::default();
+        let mut loader = Loader::new(&*snap, ds, &schema);
+        let prefix = read_prefix(query, &schema);
+        loader.path(&mut root, &prefix)?;
+        load_whole(&mut loader, &mut root, &prefix)?;
+        Ok(f(&root, &schema))
+    }
+}
+
+fn poisoned() -> Error {
+    Error::Store(canopy_store::StoreError::new(ErrorKind::Unavailable, "store lock poisoned by a panic"))
+}
+
+/// Undoes changes already applied to a cached tree.
+fn undo(tree: &mut Container, changes: &[Change]) {
+    diff::apply(tree, &diff::invert(changes)).expect("undoing applied changes");
+}
+
+/// Reads a whole datastore into a tree.
+fn load_all(snap: &dyn Snapshot, ds: Datastore, schema: &Schemaless) -> Result<Container> {
+    let mut root = Container::default();
+    Loader::new(snap, ds, schema).range(&mut root, &[])?;
+    Ok(root)
+}
+
+/// The schema with what `edits` teach it: lists created through keyed paths
+/// and lists in edit values. Returns it and the newly learned lists.
+fn learn(base: &Schemaless, edits: &[Edit]) -> Result<(Schemaless, Vec<(String, ListInfo)>)> {
+    let mut schema = base.clone();
+    let mut learned = Vec::new();
+    let mut teach = |schema: &mut Schemaless, sp: String, info: ListInfo| {
+        if !schema.lists.contains_key(&sp) {
+            schema.lists.insert(sp.clone(), info.clone());
+            learned.push((sp, info));
+        }
+    };
+    fn walk(schema: &mut Schemaless, sp: &str, c: &Container, teach: &mut dyn FnMut(&mut Schemaless, String, ListInfo)) {
+        for (name, child) in &c.children {
+            let csp = if sp == "/" { format!("/{name}") } else { format!("{sp}/{name}") };
+            match child {
+                Node::Container(cc) => walk(schema, &csp, cc, teach),
+                Node::List(l) => {
+                    if !l.info.keys.is_empty() {
+                        teach(schema, csp.clone(), l.info.clone());
+                    }
+                    for e in l.entries() {
+                        walk(schema, &csp, e, teach);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for e in edits {
+        let mut p = Path::root();
+        for seg in &e.path.segments {
+            p = p.child(seg.name.clone(), Selector::None);
+            if let Selector::Keys(k) = &seg.selector {
+                let info = match (&e.insert, e.path.last() == Some(seg)) {
+                    // An insert position on a new list's entry asks for user order.
+                    (Some(_), true) => ListInfo { keys: k.iter().map(|(n, _)| n.clone()).collect(), user_ordered: true },
+                    _ => ListInfo::keyed(k.iter().map(|(n, _)| n.clone())),
+                };
+                teach(&mut schema, p.schema_path(), info);
+            }
+        }
+        match &e.value {
+            Some(Node::Container(c)) => walk(&mut schema, &e.path.schema_path(), c, &mut teach),
+            Some(Node::List(l)) if !l.info.keys.is_empty() => {
+                teach(&mut schema, e.path.schema_path(), l.info.clone());
+                for entry in l.entries() {
+                    walk(&mut schema, &e.path.schema_path(), entry, &mut teach);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((schema, learned))
+}
+
+/// The deepest path every node `query` can select lies under. An unprefixed
+/// first name may match a top-level node of any module: then the whole
+/// datastore is the prefix.
+fn read_prefix(query: &Query, schema: &Schemaless) -> Path {
+    let prefix = query.instance_prefix(&|sp| schema.list_info(sp));
+    match prefix.segments.first() {
+        Some(seg) if !seg.name.contains(':') && schema.lists.keys().any(|k| k.contains(':')) => Path::root(),
+        _ => prefix,
+    }
+}
+
+/// Loads the whole subtree at `path` (ancestors must be loaded).
+fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path) -> Result<()> {
+    let Some(last) = path.last() else {
+        loader.range(root, &[])?;
+        return Ok(());
+    };
+    match &last.selector {
+        Selector::None => {
+            let parent = path.parent().unwrap_or_default();
+            let Some(mut rel) = node_key(root, &parent) else { return Ok(()) };
+            keys::push_name(&mut rel, &last.name);
+            loader.range(root, &rel)?;
+        }
+        Selector::Keys(_) => {
+            if let Some(rel) = node_key(root, path).or_else(|| keys::path_key(path).ok()) {
+                loader.range(root, &rel)?;
+            }
+        }
+        Selector::Position(_) | Selector::Value(_) => {}
+    }
+    Ok(())
+}
+
+/// Loads what `edit` needs into the sparse tree `root`.
+fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, schema: &Schemaless) -> Result<()> {
+    let path = canonical_path(root, &edit.path, schema);
+    loader.path(root, &path)?;
+    match edit.op {
+        Operation::Delete | Operation::Remove | Operation::Replace => load_whole(loader, root, &path)?,
+        Operation::Merge | Operation::Create => {
+            if let Some(v) = &edit.value {
+                load_value(loader, root, &path, v, schema)?;
+            }
+            // Create of a whole list must see whether the list exists.
+            if let (Some(last), Some(Node::List(_))) = (path.last(), &edit.value) {
+                if last.selector == Selector::None {
+                    load_whole(loader, root, &path)?;
+                }
+            }
+        }
+    }
+    // User-ordered entries: the list's ends, the entry's neighbours, the anchor's.
+    if let Some(Selector::Keys(kv)) = path.last().map(|s| &s.selector) {
+        let list_path = canopy_core::diff::with_selector(&path, Selector::None);
+        if schema.list_info(&list_path.schema_path()).is_some_and(|i| i.user_ordered) {
+            let Some(parent_rel) = node_key(root, &list_path.parent().unwrap_or_default()) else { return Ok(()) };
+            let mut list_rel = parent_rel;
+            keys::push_name(&mut list_rel, &list_path.last().expect("list").name);
+            let order_of = |root: &Container, vals: &[String]| -> Option<Vec<u8>> {
+                match root.lookup(&list_path) {
+                    Some(NodeRef::List(l)) => l.pos_of(vals),
+                    _ => None,
+                }
+            };
+            let vals: Vec<String> = kv.iter().map(|(_, v)| v.clone()).collect();
+            let around = order_of(root, &vals);
+            loader.order_edges(root, &list_rel, around.as_deref())?;
+            if let Some(Insert::Before(anchor) | Insert::After(anchor)) = &edit.insert {
+                let mut arel = list_rel.clone();
+                arel.extend_from_slice(&keycode::entry_key(anchor));
+                loader.fragment(root, &arel)?;
+                let around = order_of(root, anchor);
+                loader.order_edges(root, &list_rel, around.as_deref())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Loads the stored nodes a merge of `node` at `path` meets: point reads of
+/// each container and entry the value names, skipping whatever lies below a
+/// node that is not stored.
+fn load_value(loader: &mut Loader, root: &mut Container, path: &Path, node: &Node, schema: &Schemaless) -> Result<()> {
+    match node {
+        Node::Container(c) => {
+            let Some(rel) = node_key(root, path).or_else(|| keys::path_key(path).ok()) else { return Ok(()) };
+            if !path.is_root() && !loader.fragment(root, &rel)? {
+                return Ok(());
+            }
+            for (name, child) in &c.children {
+                load_value(loader, root, &path.child(name.clone(), Selector::None), child, schema)?;
+            }
+        }
+        Node::List(l) => {
+            let Some(mut list_rel) = node_key(root, &path.parent().unwrap_or_default()) else { return Ok(()) };
+            keys::push_name(&mut list_rel, &path.last().expect("list").name);
+            let info = schema.list_info(&path.schema_path()).unwrap_or_else(|| l.info.clone());
+            if info.keys.is_empty() {
+                loader.range(root, &list_rel)?;
+                return Ok(());
+            }
+            if !loader.any_under(&list_rel)? {
+                return Ok(());
+            }
+            if info.user_ordered {
+                loader.order_edges(root, &list_rel, None)?;
+            }
+            for e in l.entries() {
+                let Some(vals) = info.keys.iter().map(|k| e.key_text(k)).collect::<Option<Vec<_>>>() else { continue };
+                let mut rel = list_rel.clone();
+                rel.extend_from_slice(&keycode::entry_key(&vals));
+                if loader.fragment(root, &rel)? {
+                    let ep = canopy_core::diff::with_selector(path, Selector::Keys(info.keys.iter().cloned().zip(vals).collect()));
+                    for (name, child) in &e.children {
+                        load_value(loader, root, &ep.child(name.clone(), Selector::None), child, schema)?;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Options of a read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Levels of data nodes below each selected node to include (`None`: all).
+    /// `Some(0)` gives the selected nodes without children; list entries keep
+    /// their key leaves at every depth.
+    pub depth: Option<usize>,
+}
+
+/// Work on one datastore of a store.
+pub struct Session<'s> {
+    store: &'s Store,
+    ds: Datastore,
+}
+
+impl Session<'_> {
+    /// The datastore this session works on.
+    pub fn datastore(&self) -> Datastore {
+        self.ds
+    }
+
+    /// Reads what `query` selects (an instance path or an XPath subset query)
+    /// as one tree: each selected node with its subtree and its ancestors.
+    ///
+    /// # Errors
+    /// [`Error::Data`] for a query that does not parse; backend errors.
+    pub fn get(&self, query: &str, opts: ReadOptions) -> Result<Container> {
+        let q = Query::parse(query)?;
+        self.store.with_tree(self.ds, &q, |tree, _| {
+            let paths = q.evaluate(tree);
+            let mut out = select(tree, &paths);
+            if let Some(d) = opts.depth {
+                for p in &paths {
+                    trim_at(&mut out, p, d);
+                }
+            }
+            out
+        })
+    }
+
+    /// The node at an instance path, if present.
+    ///
+    /// # Errors
+    /// [`Error::Data`] for a path that does not parse; backend errors.
+    pub fn get_item(&self, path: &str) -> Result<Option<Subtree>> {
+        let p: Path = path.parse()?;
+        let q = Query::parse(path)?;
+        self.store.with_tree(self.ds, &q, |tree, schema| {
+            let p = canonical_path(tree, &p, schema);
+            tree.lookup(&p).map(owned)
+        })
+    }
+
+    /// How many nodes `query` selects.
+    ///
+    /// # Errors
+    /// As [`Session::get`].
+    pub fn count(&self, query: &str) -> Result<usize> {
+        let q = Query::parse(query)?;
+        self.store.with_tree(self.ds, &q, |tree, _| q.evaluate(tree).len())
+    }
+
+    /// Sets the leaf at `path` (merging: containers and list entries on the way
+    /// are created). For a leaf-list entry path (`[.='v']`) the value is ignored.
+    ///
+    /// # Errors
+    /// [`Error::Data`] for a bad path or a value that does not fit; backend errors.
+    pub fn set(&self, path: &str, value: Value) -> Result<Commit> {
+        let p: Path = path.parse()?;
+        let node = match p.last().map(|s| &s.selector) {
+            Some(Selector::Value(v)) => Node::leaf(Value::String(v.clone())),
+            _ => Node::leaf(value),
+        };
+        self.apply(&[Edit::merge(p, node)])
+    }
+
+    /// Deletes the node at `path`.
+    ///
+    /// # Errors
+    /// [`Error::Data`] ([`canopy_core::Error::NotFound`]) when it does not exist.
+    pub fn delete(&self, path: &str) -> Result<Commit> {
+        self.apply(&[Edit::delete(path.parse()?)])
+    }
+
+    /// Applies `edits` as one transaction: all of them, or on any error none.
+    ///
+    /// # Errors
+    /// The first edit that fails (nothing is stored then); backend errors.
+    pub fn apply(&self, edits: &[Edit]) -> Result<Commit> {
+        self.store.transact(self.ds, edits)
+    }
+
+    /// Imports an RFC 7951 JSON document: merged into the datastore (or
+    /// replacing it with `Operation::Replace`) as one transaction.
+    ///
+    /// # Errors
+    /// [`Error::Data`] for malformed JSON (with line and column); as [`Session::apply`].
+    pub fn import<R: std::io::Read>(&self, input: R, op: Operation) -> Result<Commit> {
+        let schema = {
+            let snap = self.store.backend.snapshot()?;
+            self.store.schema_at(&*snap)?
+        };
+        let tree = canopy_core::json::parse_document(input, &*schema)?;
+        self.apply(&[Edit { op, path: Path::root(), value: Some(Node::Container(tree)), insert: None }])
+    }
+}
+
+/// An owned copy of a looked-up node.
+fn owned(r: NodeRef<'_>) -> Subtree {
+    match r {
+        NodeRef::Root(c) | NodeRef::Container(c) => Subtree::Node(Node::Container(c.clone())),
+        NodeRef::Entry(c) => Subtree::Entry(c.clone()),
+        NodeRef::List(l) => Subtree::Node(Node::List(l.clone())),
+        NodeRef::Leaf(v, m) => Subtree::Node(Node::Leaf { value: v.clone(), meta: m.clone() }),
+        NodeRef::LeafList(v) => Subtree::Node(Node::LeafList(v.to_vec())),
+        NodeRef::LeafListEntry(e) => Subtree::Value(e.clone()),
+        NodeRef::AnyData(v, m) => Subtree::Node(Node::AnyData { value: v.clone(), meta: m.clone() }),
+    }
+}
+
+/// Cuts the subtree at `path` in `tree` to `depth` levels below it.
+fn trim_at(tree: &mut Container, path: &Path, depth: usize) {
+    let Some(parent) = path.parent() else {
+        trim(tree, depth);
+        return;
+    };
+    let Ok(parent) = diff::container_mut(tree, &parent) else { return };
+    let seg = path.last().expect("not root");
+    match (parent.children.get_mut(&seg.name), &seg.selector) {
+        (Some(Node::Container(c)), Selector::None) => trim(c, depth),
+        (Some(Node::List(l)), Selector::None) => {
+            let keys = l.info.keys.clone();
+            for e in l.entries_mut() {
+                trim_entry(e, &keys, depth);
+            }
+        }
+        (Some(Node::List(l)), sel) => {
+            let keys = l.info.keys.clone();
+            if let Some(vals) = diff::selector_values(&l.info, sel) {
+                if let Some(e) = l.get_mut(&vals) {
+                    trim_entry(e, &keys, depth);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn trim_entry(e: &mut Container, keys: &[String], depth: usize) {
+    if depth == 0 {
+        e.children.retain(|name, _| keys.contains(name));
+    } else {
+        trim(e, depth);
+    }
+}
+
+/// Keeps `depth` levels of children (0: none).
+fn trim(c: &mut Container, depth: usize) {
+    if depth == 0 {
+        c.children.clear();
+        return;
+    }
+    for child in c.children.values_mut() {
+        match child {
+            Node::Container(cc) => trim(cc, depth - 1),
+            Node::List(l) => {
+                let keys = l.info.keys.clone();
+                for e in l.entries_mut() {
+                    trim_entry(e, &keys, depth - 1);
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Model test: random transactions against a store and against an in-memory
+//! reference tree (canopy-core's `apply_edit`); after each transaction the
+//! stored datastore equals the reference, and a failed transaction changes
+//! nothing. Runs uncached and cached, on the memory backend and on LMDB.
+
+use canopy::{Container, Datastore, Edit, Insert, ListInfo, Node, Operation, Store, Value};
+use canopy_core::edit::apply_edit;
+use canopy_core::{Path, Schemaless};
+use proptest::prelude::*;
+
+fn user_list() -> ListInfo {
+    ListInfo { keys: vec!["k".into()], user_ordered: true }
+}
+
+fn entry(k: u8, v: Option<&str>) -> Node {
+    let mut c = Container::default();
+    c.children.insert("k".into(), Node::leaf(Value::Number(k.to_string())));
+    if let Some(v) = v {
+        c.children.insert("v".into(), Node::leaf(Value::String(v.into())));
+    }
+    Node::Container(c)
+}
+
+fn edit_strategy() -> impl Strategy<Value = Edit> {
+    let k = 0u8..6;
+    let val = prop::sample::select(vec!["a", "b", "c"]);
+    let op = prop::sample::select(vec![Operation::Merge, Operation::Replace, Operation::Create, Operation::Delete, Operation::Remove]);
+    prop_oneof![
+        (val.clone(), op.clone()).prop_map(|(v, op)| Edit {
+            op,
+            path: "/m:c/x".parse().unwrap(),
+            value: Some(Node::leaf(Value::String(v.into()))),
+            insert: None
+        }),
+        (k.clone(), val.clone(), op.clone()).prop_map(|(k, v, op)| Edit {
+            op,
+            path: format!("/m:c/lst[k='{k}']").parse().unwrap(),
+            value: Some(entry(k, Some(v))),
+            insert: None
+        }),
+        (k.clone(), val.clone()).prop_map(|(k, v)| Edit::merge(
+            format!("/m:c/lst[k='{k}']/sub/y").parse().unwrap(),
+            Node::leaf(Value::String(v.into()))
+        )),
+        (k.clone(), op.clone()).prop_map(|(k, op)| Edit {
+            op,
+            path: format!("/m:c/lst[k='{k}']/sub").parse().unwrap(),
+            value: Some(Node::Container(Container::default())),
+            insert: None
+        }),
+        (val.clone(), op.clone()).prop_map(|(v, op)| Edit {
+            op,
+            path: format!("/m:c/ll[.='{v}']").parse().unwrap(),
+            value: None,
+            insert: None
+        }),
+        (k.clone(), k.clone(), 0u8..4, op.clone()).prop_map(|(k, anchor, at, op)| {
+            let insert = match at {
+                0 => Insert::First,
+                1 => Insert::Last,
+                2 => Insert::Before(vec![anchor.to_string()]),
+                _ => Insert::After(vec![anchor.to_string()]),
+            };
+            Edit { op, path: format!("/m:c/u[k='{k}']").parse().unwrap(), value: Some(entry(k, None)), insert: Some(insert) }
+        }),
+        (prop::collection::vec((k.clone(), val.clone()), 0..4), op.clone()).prop_map(|(items, op)| {
+            // A whole container value with a list inside.
+            let mut l = canopy::List::new(ListInfo::keyed(["k"]));
+            for (k, v) in items {
+                let Node::Container(e) = entry(k, Some(v)) else { unreachable!() };
+                let _ = l.insert(e, &Insert::Last);
+            }
+            let mut c = Container::default();
+            if !l.is_empty() {
+                c.children.insert("lst".into(), Node::List(l));
+            }
+            c.children.insert("x".into(), Node::leaf(Value::String("w".into())));
+            Edit { op, path: "/m:c".parse().unwrap(), value: Some(Node::Container(c)), insert: None }
+        }),
+        op.prop_map(|op| Edit {
+            op: if op == Operation::Create { Operation::Remove } else { op },
+            path: Path::root(),
+            value: Some(Node::Container(Container::default())),
+            insert: None
+        }),
+    ]
+}
+
+fn reference_schema() -> Schemaless {
+    let mut s = Schemaless::default();
+    s.lists.insert("/m:c/u".into(), user_list());
+    s.lists.insert("/m:c/lst".into(), ListInfo::keyed(["k"]));
+    s
+}
+
+fn whole(store: &Store) -> Container {
+    store.session(Datastore::Running).get("/", Default::default()).unwrap()
+}
+
+fn run(store: &Store, txs: Vec<Vec<Edit>>) -> Result<(), TestCaseError> {
+    store.declare_list("/m:c/u", user_list()).unwrap();
+    store.declare_list("/m:c/lst", ListInfo::keyed(["k"])).unwrap();
+    let schema = reference_schema();
+    let mut reference = Container::default();
+    for tx in txs {
+        let mut next = reference.clone();
+        let expected: Result<(), String> =
+            tx.iter().try_for_each(|e| apply_edit(&mut next, e, &schema).map(|_| ()).map_err(|e| e.to_string()));
+        let got = store.session(Datastore::Running).apply(&tx);
+        match (&expected, &got) {
+            (Ok(()), Ok(_)) => reference = next,
+            (Err(_), Err(_)) => {}
+            _ => return Err(TestCaseError::fail(format!("tx {tx:?}: reference {expected:?}, store {got:?}"))),
+        }
+        prop_assert_eq!(&whole(store), &reference, "after {:?}", tx);
+    }
+    let problems = store.check().unwrap();
+    prop_assert!(problems.is_empty(), "{:?}", problems);
+    Ok(())
+}
+
+fn txs() -> impl Strategy<Value = Vec<Vec<Edit>>> {
+    prop::collection::vec(prop::collection::vec(edit_strategy(), 1..4), 1..12)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(120))]
+
+    #[test]
+    fn memory_uncached(t in txs()) {
+        run(&Store::open("memory:x").unwrap(), t)?;
+    }
+
+    #[test]
+    fn memory_cached(t in txs()) {
+        run(&Store::open("memory:x?cache=on").unwrap(), t)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn lmdb_uncached_then_reopened(t in txs()) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("lmdb:{}?sync=off", dir.path().display());
+        let expected = {
+            let store = Store::open(&url).unwrap();
+            run(&store, t)?;
+            whole(&store)
+        };
+        let again = Store::open(&url).unwrap();
+        prop_assert_eq!(whole(&again), expected);
+        let cached = Store::open(&format!("{url}&cache=on")).unwrap();
+        drop(again);
+        prop_assert!(cached.check().unwrap().is_empty());
+    }
+}
