@@ -15,9 +15,14 @@ use crate::value::{Meta, Value};
 /// Size of the read buffer.
 const BUF_SIZE: usize = 64 * 1024;
 
-/// Deepest nesting of objects and arrays accepted; deeper input is an error,
-/// never a stack overflow.
-pub const MAX_DEPTH: usize = 512;
+/// Deepest nesting of objects and arrays accepted (the top-level object is
+/// level 1); deeper input is an error, never a stack overflow.
+///
+/// The parser recurses once per level. Measured stack per level: about 1.3 KiB
+/// in release builds and 9 KiB in debug builds, so 128 levels stay under
+/// 1.2 MiB even in debug, well inside a 2 MiB thread stack. serde_json uses
+/// the same limit; configuration data nests far less deeply.
+pub const MAX_DEPTH: usize = 128;
 
 /// A 1-based line and column (in characters) of the input.
 #[derive(Clone, Copy, Debug)]
