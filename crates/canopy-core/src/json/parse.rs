@@ -65,10 +65,11 @@ struct Reader<R> {
 }
 
 impl<R: Read> Reader<R> {
-    fn new(input: R) -> Reader<R> {
+    /// A reader with a buffer of `capacity` bytes (at least 1).
+    fn new(input: R, capacity: usize) -> Reader<R> {
         Reader {
             input,
-            buf: vec![0; BUF_SIZE],
+            buf: vec![0; capacity.clamp(1, BUF_SIZE)],
             pos: 0,
             end: 0,
             eof: false,
@@ -381,6 +382,18 @@ fn check_number(s: &[u8]) -> std::result::Result<(), &'static str> {
     }
 }
 
+/// What an object being parsed remembers besides its container.
+#[derive(Default)]
+struct ObjectState {
+    /// Annotations, applied at the end of the object.
+    pending: Vec<PendingMeta>,
+    /// Whether the object's own `"@"` member was seen.
+    seen_meta: bool,
+    /// Members dropped because they held no data (empty arrays), still names
+    /// that may not appear twice.
+    dropped: Vec<Name>,
+}
+
 /// An annotation member (`"@name": ...`) waiting for the end of its object,
 /// since it may come before the member it annotates.
 struct PendingMeta {
@@ -406,8 +419,8 @@ struct Parser<'s, R> {
 }
 
 impl<'s, R: Read> Parser<'s, R> {
-    fn new(input: R, schema: &'s dyn Schema) -> Self {
-        Parser { rd: Reader::new(input), schema, sp: String::new(), depth: 0 }
+    fn new(input: R, capacity: usize, schema: &'s dyn Schema) -> Self {
+        Parser { rd: Reader::new(input, capacity), schema, sp: String::new(), depth: 0 }
     }
 
     /// Counts one more level of nesting; fails beyond [`MAX_DEPTH`].
@@ -455,8 +468,7 @@ impl<'s, R: Read> Parser<'s, R> {
     /// With `only`, the object must hold just that member (and its annotation).
     fn object_into(&mut self, out: &mut Container, module: Option<&str>, only: Option<&str>) -> Result<()> {
         self.enter()?;
-        let mut pending: Vec<PendingMeta> = Vec::new();
-        let mut seen_meta = false;
+        let mut state = ObjectState::default();
         if self.rd.peek()? == Some(b'}') {
             self.rd.bump();
         } else {
@@ -470,7 +482,7 @@ impl<'s, R: Read> Parser<'s, R> {
                     };
                     return Err(self.rd.err(reason));
                 }
-                self.member(out, module, only, &mut pending, &mut seen_meta)?;
+                self.member(out, module, only, &mut state)?;
                 match self.rd.peek()? {
                     Some(b',') => self.rd.bump(),
                     Some(b'}') => {
@@ -484,7 +496,7 @@ impl<'s, R: Read> Parser<'s, R> {
             }
         }
         self.leave();
-        for p in pending {
+        for p in state.pending {
             self.apply_meta(out, p)?;
         }
         Ok(())
@@ -496,13 +508,12 @@ impl<'s, R: Read> Parser<'s, R> {
         out: &mut Container,
         module: Option<&str>,
         only: Option<&str>,
-        pending: &mut Vec<PendingMeta>,
-        seen_meta: &mut bool,
+        state: &mut ObjectState,
     ) -> Result<()> {
         let (raw, at) = self.rd.string()?;
         self.rd.expect(b':', "`:` after the member name")?;
         if raw == "@" {
-            if std::mem::replace(seen_meta, true) {
+            if std::mem::replace(&mut state.seen_meta, true) {
                 return Err(self.rd.err_at(at, "duplicate member `@`"));
             }
             let meta = self.annotations()?;
@@ -514,7 +525,7 @@ impl<'s, R: Read> Parser<'s, R> {
                 return Err(self.rd.err_at(at, format!("invalid member name `{raw}`")));
             }
             let target = canonical(target.to_owned(), module);
-            if pending.iter().any(|p| p.target == target) {
+            if state.pending.iter().any(|p| p.target == target) {
                 return Err(self.rd.err_at(at, format!("duplicate member `{raw}`")));
             }
             let meta = match self.rd.peek()? {
@@ -526,7 +537,7 @@ impl<'s, R: Read> Parser<'s, R> {
                     )));
                 }
             };
-            pending.push(PendingMeta { target, at, meta });
+            state.pending.push(PendingMeta { target, at, meta });
             return Ok(());
         }
         if !path::is_valid_name(&raw) {
@@ -538,7 +549,7 @@ impl<'s, R: Read> Parser<'s, R> {
                 return Err(self.rd.err_at(at, format!("expected only member `{only}`, found `{name}`")));
             }
         }
-        if out.children.contains_key(&name) {
+        if out.children.contains_key(&name) || state.dropped.contains(&name) {
             return Err(self.rd.err_at(at, format!("duplicate member `{name}`")));
         }
         let child_module = match name.split_once(':') {
@@ -550,9 +561,13 @@ impl<'s, R: Read> Parser<'s, R> {
         self.sp.push_str(&name);
         let node = self.value(child_module)?;
         self.sp.truncate(sp_len);
-        if let Some(node) = node {
-            out.children.insert(name, node);
-        }
+        match node {
+            Some(node) => out.children.insert(name, node),
+            None => {
+                state.dropped.push(name);
+                None
+            }
+        };
         Ok(())
     }
 
@@ -953,7 +968,12 @@ fn canonical(name: String, parent_module: Option<&str>) -> Name {
 /// duplicate member names, list entries missing a key or repeating one,
 /// mixed arrays, nesting deeper than [`MAX_DEPTH`], trailing data, read errors.
 pub fn parse_document<R: Read>(input: R, schema: &dyn Schema) -> Result<Container> {
-    let mut p = Parser::new(input, schema);
+    document(input, BUF_SIZE, schema)
+}
+
+/// [`parse_document`] with a read buffer of `capacity` bytes.
+fn document<R: Read>(input: R, capacity: usize, schema: &dyn Schema) -> Result<Container> {
+    let mut p = Parser::new(input, capacity, schema);
     p.open_document()?;
     let mut root = Container::default();
     p.object_into(&mut root, None, None)?;
@@ -966,7 +986,8 @@ pub fn parse_document<R: Read>(input: R, schema: &dyn Schema) -> Result<Containe
 /// # Errors
 /// As [`parse_document`].
 pub fn parse_str(input: &str, schema: &dyn Schema) -> Result<Container> {
-    parse_document(input.as_bytes(), schema)
+    // A buffer no larger than the input: small documents (edits) stay cheap.
+    document(input.as_bytes(), input.len() + 1, schema)
 }
 
 /// Parses the value of one node, e.g. the value of an edit at `at`.
@@ -989,21 +1010,25 @@ pub fn parse_str(input: &str, schema: &dyn Schema) -> Result<Container> {
 /// As [`parse_document`]; also [`Error::Json`] when the member is not the
 /// node's, and [`Error::Invalid`] when an entry does not match the path's selector.
 pub fn parse_subtree<R: Read>(input: R, schema: &dyn Schema, at: &Path) -> Result<Node> {
+    subtree(input, BUF_SIZE, schema, at)
+}
+
+/// [`parse_subtree`] with a read buffer of `capacity` bytes.
+fn subtree<R: Read>(input: R, capacity: usize, schema: &dyn Schema, at: &Path) -> Result<Node> {
     let Some(last) = at.last() else {
-        return parse_document(input, schema).map(Node::Container);
+        return document(input, capacity, schema).map(Node::Container);
     };
     let parent = at.parent().unwrap_or_default();
-    let mut p = Parser::new(input, schema);
+    let mut p = Parser::new(input, capacity, schema);
     p.sp = if parent.is_root() { String::new() } else { parent.schema_path() };
     p.open_document()?;
     let mut holder = Container::default();
     p.object_into(&mut holder, parent.module(), Some(&last.name))?;
     p.close_document()?;
-    let node = match holder.children.remove(&last.name) {
-        Some(n) => n,
-        None if holder.meta.is_empty() => Node::LeafList(Vec::new()),
-        None => return Err(Error::invalid(at, "an annotation `@` here has no node to annotate")),
-    };
+    if !holder.meta.is_empty() {
+        return Err(Error::invalid(at, "a `@` member beside the node annotates nothing (put it inside the node)"));
+    }
+    let node = holder.children.remove(&last.name).unwrap_or(Node::LeafList(Vec::new()));
     check_selector(node, at, &last.selector)
 }
 
@@ -1012,7 +1037,7 @@ pub fn parse_subtree<R: Read>(input: R, schema: &dyn Schema, at: &Path) -> Resul
 /// # Errors
 /// As [`parse_subtree`].
 pub fn parse_subtree_str(input: &str, schema: &dyn Schema, at: &Path) -> Result<Node> {
-    parse_subtree(input.as_bytes(), schema, at)
+    subtree(input.as_bytes(), input.len() + 1, schema, at)
 }
 
 /// Checks that the node parsed for `at` is the one instance its selector names.
@@ -1045,7 +1070,7 @@ fn check_selector(node: Node, at: &Path, sel: &Selector) -> Result<Node> {
 /// own speed, for the throughput test. Returns the number of tokens.
 #[cfg(test)]
 pub(super) fn skim(input: &[u8]) -> Result<usize> {
-    let mut rd = Reader::new(input);
+    let mut rd = Reader::new(input, BUF_SIZE);
     let mut n = 0;
     while let Some(b) = rd.peek()? {
         match b {

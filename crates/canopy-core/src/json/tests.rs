@@ -253,6 +253,7 @@ fn malformed_documents() {
         (b"{\"a\":\"x\ty\"}", 1, 8, "control character U+0009 in a string (write it as `\\u0009`)"),
         (b"{\"a\":\"\xff\"}", 1, 6, "invalid UTF-8 in string"),
         (b"{\"a\":1,\"a\":2}", 1, 8, "duplicate member `a`"),
+        (b"{\"a\":[],\"a\":[]}", 1, 9, "duplicate member `a`"),
         (b"{\"m:c\":{\"m:x\":1,\"x\":2}}", 1, 17, "duplicate member `x`"),
         (b"{\"@\":{},\"@\":{}}", 1, 9, "duplicate member `@`"),
         (b"{\"a\":null}", 1, 6, "`null` is not a value in RFC 7951 (use [null] for empty)"),
@@ -378,6 +379,11 @@ fn subtree_of_a_list_entry_and_a_leaf() {
     let leaf = cont.child("l", Selector::None);
     let node = parse_subtree_str(r#"{"l":5,"@l":{"m:a":"b"}}"#, &subtree_schema(), &leaf).unwrap();
     assert_eq!(node, Node::Leaf { value: num("5"), meta: meta(&[("m:a", "b")]) });
+
+    let err = parse_subtree_str(r#"{"@":{"m:a":"b"},"l":5}"#, &subtree_schema(), &leaf).unwrap_err();
+    assert!(matches!(err, Error::Invalid { .. }), "{err:?}");
+    // An empty array that is not a list is an empty leaf-list here.
+    assert_eq!(parse_subtree_str(r#"{"l":[]}"#, &subtree_schema(), &leaf).unwrap(), Node::LeafList(Vec::new()));
 
     let root = parse_subtree_str(r#"{"m:x":1}"#, &subtree_schema(), &Path::root()).unwrap();
     let Node::Container(c) = root else { panic!() };
@@ -694,6 +700,8 @@ proptest! {
     fn arbitrary_bytes_do_not_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
         let _ = parse_document(&bytes[..], &NameSchema);
         let _ = parse_subtree(&bytes[..], &NameSchema, &Path::root().child("m:c1", Selector::None));
+        let entry = Path::root().child("m:lsb1", Selector::Keys(vec![("k1".into(), "1".into()), ("k2".into(), "a".into())]));
+        let _ = parse_subtree(&bytes[..], &NameSchema, &entry);
     }
 
     #[test]
