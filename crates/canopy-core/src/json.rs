@@ -11,6 +11,17 @@
 //! the empty value, numbers keep their text, and metadata is written as RFC 7952
 //! annotations (`"@"` inside containers and list entries, `"@leaf"` beside a
 //! leaf or anydata, `"@leaf-list": [{..} | null, ...]` beside a leaf-list).
+//!
+//! Choices worth knowing:
+//! * An empty array carries no data unless the schema knows a list there: it
+//!   parses to an empty list then and is dropped otherwise, so an empty
+//!   leaf-list, written as `[]`, does not come back.
+//! * Annotation values are text (`2.4` and `true` become `"2.4"`, `"true"`);
+//!   annotation names may be any non-empty string (RFC 7952 would require
+//!   `module:name`; schemaless metadata is freer).
+//! * Anydata is opaque JSON, `null` included; its numbers go through
+//!   `serde_json::Number`, which writes exponents with a sign (`1e+5`).
+//! * Nesting is limited to [`MAX_DEPTH`] levels; a byte-order mark is not accepted.
 
 mod parse;
 mod write;
