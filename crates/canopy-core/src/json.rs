@@ -1,20 +1,69 @@
 //! RFC 7951 JSON: parsing documents into trees and writing trees as text.
+//!
+//! * [`parse_document`] / [`parse_str`] read a whole document through a buffer
+//!   into a [`crate::Container`]; [`parse_subtree`] reads the value of one node.
+//! * [`JsonWriter`] writes a document from events in document order (what the
+//!   storage engine drives); [`write_container`] and [`to_string`] write a tree
+//!   through it.
+//!
+//! Both sides use the same conventions: member names carry a module prefix
+//! only where the module changes, lists and leaf-lists are arrays, `[null]` is
+//! the empty value, numbers keep their text, and metadata is written as RFC 7952
+//! annotations (`"@"` inside containers and list entries, `"@leaf"` beside a
+//! leaf or anydata, `"@leaf-list": [{..} | null, ...]` beside a leaf-list).
+//!
+//! Choices worth knowing:
+//! * An empty array carries no data unless the schema knows a list there: it
+//!   parses to an empty list then and is dropped otherwise, so an empty
+//!   leaf-list, written as `[]`, does not come back.
+//! * Annotation values are text (`2.4` and `true` become `"2.4"`, `"true"`);
+//!   annotation names may be any non-empty string (RFC 7952 would require
+//!   `module:name`; schemaless metadata is freer).
+//! * Anydata is opaque JSON, `null` included; its numbers go through
+//!   `serde_json::Number`, which writes exponents with a sign (`1e+5`).
+//! * Nesting is limited to [`MAX_DEPTH`] levels; a byte-order mark is not accepted.
+
+mod parse;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+pub use parse::{parse_document, parse_str, parse_subtree, parse_subtree_str, MAX_DEPTH};
+pub use write::{to_string, write_container, JsonWriter, WriteOptions};
+
+/// `\u00XX` escapes of the control characters without a short escape.
+const CONTROL_ESCAPES: [&str; 32] = [
+    "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007", "\\u0008", "\\t", "\\n",
+    "\\u000b", "\\u000c", "\\r", "\\u000e", "\\u000f", "\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014",
+    "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e",
+    "\\u001f",
+];
+
+/// Calls `emit` with the pieces of the escaped content of `s` (without the
+/// quotes), in order: runs of `s` that need no escaping and escape sequences.
+#[inline]
+fn escape_pieces(s: &str, mut emit: impl FnMut(&str)) {
+    let bytes = s.as_bytes();
+    let mut run = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0..=0x1F => CONTROL_ESCAPES[b as usize],
+            _ => continue,
+        };
+        // `i` is at an ASCII byte, so both slices fall on char boundaries.
+        emit(&s[run..i]);
+        emit(esc);
+        run = i + 1;
+    }
+    emit(&s[run..]);
+}
 
 /// Appends `s` as a JSON string literal.
 pub fn write_json_string(out: &mut String, s: &str) {
     out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
+    escape_pieces(s, |p| out.push_str(p));
     out.push('"');
 }

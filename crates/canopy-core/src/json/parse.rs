@@ -1,0 +1,1091 @@
+//! The RFC 7951 parser: a byte-level tokenizer over a buffered reader, and a
+//! recursive-descent builder of [`Container`] trees guided by a [`Schema`].
+//!
+//! Nothing here reads the whole input at once: the reader keeps one 64 KiB
+//! buffer, and only tokens (strings, numbers) are copied out of it.
+
+use std::io::Read;
+
+use crate::error::{Error, Result};
+use crate::path::{self, Path, Selector};
+use crate::schema::{NodeKind, Schema};
+use crate::tree::{Container, Insert, LeafListEntry, List, ListInfo, Name, Node};
+use crate::value::{Meta, Value};
+
+/// Size of the read buffer.
+const BUF_SIZE: usize = 64 * 1024;
+
+/// Deepest nesting of objects and arrays accepted (the top-level object is
+/// level 1); deeper input is an error, never a stack overflow.
+///
+/// The parser recurses once per level. Measured stack per level: about 1.3 KiB
+/// in release builds and 9 KiB in debug builds, so 128 levels stay under
+/// 1.2 MiB even in debug, well inside a 2 MiB thread stack. serde_json uses
+/// the same limit; configuration data nests far less deeply.
+pub const MAX_DEPTH: usize = 128;
+
+/// A 1-based line and column (in characters) of the input.
+#[derive(Clone, Copy, Debug)]
+struct Pos {
+    line: usize,
+    column: usize,
+}
+
+/// Bytes that end the fast scan of a string: quote, backslash, control characters.
+const STRING_STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// The tokenizer: buffered bytes with line/column tracking.
+struct Reader<R> {
+    input: R,
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    eof: bool,
+    /// Absolute offset of `buf[0]` in the input.
+    base: u64,
+    line: usize,
+    /// Absolute offset of the first byte of the current line.
+    line_start: u64,
+    /// UTF-8 continuation bytes consumed on the current line, so that columns
+    /// count characters. Newlines only occur in whitespace (strings reject raw
+    /// control characters), so this is reset there only.
+    cont: u64,
+    /// Token text being assembled (a string's unescaped bytes, a number).
+    scratch: Vec<u8>,
+}
+
+impl<R: Read> Reader<R> {
+    /// A reader with a buffer of `capacity` bytes (at least 1).
+    fn new(input: R, capacity: usize) -> Reader<R> {
+        Reader {
+            input,
+            buf: vec![0; capacity.clamp(1, BUF_SIZE)],
+            pos: 0,
+            end: 0,
+            eof: false,
+            base: 0,
+            line: 1,
+            line_start: 0,
+            cont: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    fn here(&self) -> Pos {
+        let abs = self.base + self.pos as u64;
+        let column = abs.saturating_sub(self.line_start).saturating_sub(self.cont) + 1;
+        Pos { line: self.line, column: column as usize }
+    }
+
+    fn err_at(&self, at: Pos, reason: impl Into<String>) -> Error {
+        Error::Json { line: at.line, column: at.column, reason: reason.into() }
+    }
+
+    fn err(&self, reason: impl Into<String>) -> Error {
+        self.err_at(self.here(), reason)
+    }
+
+    /// Makes at least one unread byte available; `false` at the end of input.
+    fn fill(&mut self) -> Result<bool> {
+        if self.pos < self.end {
+            return Ok(true);
+        }
+        if self.eof {
+            return Ok(false);
+        }
+        loop {
+            match self.input.read(&mut self.buf) {
+                Ok(n) => {
+                    self.base += self.end as u64;
+                    self.pos = 0;
+                    self.end = n;
+                    self.eof = n == 0;
+                    return Ok(n > 0);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.err(format!("cannot read the input: {e}"))),
+            }
+        }
+    }
+
+    /// The next byte that is not whitespace, not consumed; `None` at the end.
+    #[inline]
+    fn peek(&mut self) -> Result<Option<u8>> {
+        loop {
+            while self.pos < self.end {
+                match self.buf[self.pos] {
+                    b' ' | b'\t' | b'\r' => self.pos += 1,
+                    b'\n' => {
+                        self.pos += 1;
+                        self.line += 1;
+                        self.line_start = self.base + self.pos as u64;
+                        self.cont = 0;
+                    }
+                    b => return Ok(Some(b)),
+                }
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The next byte as it is (whitespace included), consumed.
+    fn next_raw(&mut self) -> Result<Option<u8>> {
+        if !self.fill()? {
+            return Ok(None);
+        }
+        let b = self.buf[self.pos];
+        self.pos += 1;
+        Ok(Some(b))
+    }
+
+    /// Consumes one byte that [`Reader::peek`] returned.
+    #[inline]
+    fn bump(&mut self) {
+        self.pos += 1;
+    }
+
+    /// Consumes `b` after optional whitespace, or fails saying `expected`.
+    fn expect(&mut self, b: u8, expected: &str) -> Result<()> {
+        match self.peek()? {
+            Some(x) if x == b => {
+                self.bump();
+                Ok(())
+            }
+            found => Err(self.err(format!("expected {expected}, found {}", self.describe(found)))),
+        }
+    }
+
+    /// How to name the byte `b` found where something else was expected.
+    fn describe(&self, b: Option<u8>) -> String {
+        match b {
+            None => "the end of the input".into(),
+            Some(b) if b.is_ascii_graphic() => format!("`{}`", b as char),
+            Some(b) if b < 0x80 => format!("control character U+{b:04X}"),
+            Some(b) => format!("byte 0x{b:02X} (only strings may hold non-ASCII characters)"),
+        }
+    }
+
+    /// Reads a string whose opening quote is next (after whitespace) into `scratch`.
+    fn string_to_scratch(&mut self) -> Result<Pos> {
+        let start = self.here();
+        self.expect(b'"', "a string")?;
+        self.scratch.clear();
+        loop {
+            let from = self.pos;
+            let mut i = from;
+            let mut high = 0u8;
+            while i < self.end && !STRING_STOP[self.buf[i] as usize] {
+                high |= self.buf[i];
+                i += 1;
+            }
+            self.scratch.extend_from_slice(&self.buf[from..i]);
+            if high & 0x80 != 0 {
+                self.cont += self.buf[from..i].iter().filter(|&&b| b & 0xC0 == 0x80).count() as u64;
+            }
+            self.pos = i;
+            if i == self.end {
+                if !self.fill()? {
+                    return Err(self.err_at(start, "unterminated string"));
+                }
+                continue;
+            }
+            match self.buf[i] {
+                b'"' => {
+                    self.pos += 1;
+                    break;
+                }
+                b'\\' => self.escape()?,
+                b => {
+                    let reason = if b == b'\n' {
+                        "unterminated string (a newline in a string must be written `\\n`)".to_string()
+                    } else {
+                        format!("control character U+{b:04X} in a string (write it as `\\u{b:04x}`)")
+                    };
+                    return Err(self.err(reason));
+                }
+            }
+        }
+        if std::str::from_utf8(&self.scratch).is_err() {
+            return Err(self.err_at(start, "invalid UTF-8 in string"));
+        }
+        Ok(start)
+    }
+
+    /// Reads a string; returns it with the position of its opening quote.
+    fn string(&mut self) -> Result<(String, Pos)> {
+        let at = self.string_to_scratch()?;
+        let s = std::str::from_utf8(&self.scratch).map_err(|_| self.err_at(at, "invalid UTF-8 in string"))?;
+        Ok((s.to_owned(), at))
+    }
+
+    /// Decodes one escape sequence; the backslash is next.
+    fn escape(&mut self) -> Result<()> {
+        let at = self.here();
+        self.pos += 1;
+        let c = match self.next_raw()? {
+            Some(b'"') => b'"',
+            Some(b'\\') => b'\\',
+            Some(b'/') => b'/',
+            Some(b'b') => 0x08,
+            Some(b'f') => 0x0C,
+            Some(b'n') => b'\n',
+            Some(b'r') => b'\r',
+            Some(b't') => b'\t',
+            Some(b'u') => {
+                let hi = self.hex4(at)?;
+                let ch = match hi {
+                    0xD800..=0xDBFF => {
+                        let lo = match (self.next_raw()?, self.next_raw()?) {
+                            (Some(b'\\'), Some(b'u')) => self.hex4(at)?,
+                            _ => return Err(self.err_at(at, format!("unpaired surrogate `\\u{hi:04x}` in string"))),
+                        };
+                        if !(0xDC00..=0xDFFF).contains(&lo) {
+                            return Err(self.err_at(at, format!("unpaired surrogate `\\u{hi:04x}` in string")));
+                        }
+                        char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
+                    }
+                    _ => char::from_u32(hi),
+                };
+                let ch = ch.ok_or_else(|| self.err_at(at, format!("unpaired surrogate `\\u{hi:04x}` in string")))?;
+                let mut tmp = [0u8; 4];
+                self.scratch.extend_from_slice(ch.encode_utf8(&mut tmp).as_bytes());
+                return Ok(());
+            }
+            Some(b) if b.is_ascii_graphic() => {
+                return Err(self.err_at(at, format!("invalid escape `\\{}`", b as char)));
+            }
+            None => return Err(self.err_at(at, "unterminated string")),
+            Some(_) => {
+                return Err(self.err_at(at, "invalid escape (a backslash must be followed by one of `\"\\/bfnrtu`)"))
+            }
+        };
+        self.scratch.push(c);
+        Ok(())
+    }
+
+    /// Four hex digits of a `\u` escape.
+    fn hex4(&mut self, at: Pos) -> Result<u32> {
+        let mut v = 0;
+        for _ in 0..4 {
+            let d = match self.next_raw()? {
+                Some(b) => (b as char).to_digit(16),
+                None => None,
+            };
+            v = v * 16 + d.ok_or_else(|| self.err_at(at, "invalid unicode escape (`\\u` needs four hex digits)"))?;
+        }
+        Ok(v)
+    }
+
+    /// Reads a number (first byte `-` or a digit is next); returns its text with
+    /// a lower-case exponent.
+    fn number(&mut self) -> Result<String> {
+        let at = self.here();
+        self.scratch.clear();
+        loop {
+            let from = self.pos;
+            let mut i = from;
+            while i < self.end && matches!(self.buf[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') {
+                i += 1;
+            }
+            self.scratch.extend_from_slice(&self.buf[from..i]);
+            self.pos = i;
+            if i < self.end || !self.fill()? {
+                break;
+            }
+        }
+        if let Err(why) = check_number(&self.scratch) {
+            let text = String::from_utf8_lossy(&self.scratch);
+            return Err(self.err_at(at, format!("invalid number `{text}`: {why}")));
+        }
+        let mut s = String::with_capacity(self.scratch.len());
+        s.extend(self.scratch.iter().map(|&b| if b == b'E' { 'e' } else { b as char }));
+        Ok(s)
+    }
+
+    /// Reads `true`, `false` or `null` (a letter is next); anything else is an error.
+    fn literal(&mut self) -> Result<Literal> {
+        let at = self.here();
+        self.scratch.clear();
+        while self.fill()? {
+            let b = self.buf[self.pos];
+            if !(b.is_ascii_alphanumeric() || b == b'_') || self.scratch.len() >= 40 {
+                break;
+            }
+            self.scratch.push(b);
+            self.pos += 1;
+        }
+        match &self.scratch[..] {
+            b"true" => Ok(Literal::True),
+            b"false" => Ok(Literal::False),
+            b"null" => Ok(Literal::Null),
+            w => Err(self.err_at(at, format!("expected a value, found `{}`", String::from_utf8_lossy(w)))),
+        }
+    }
+}
+
+enum Literal {
+    True,
+    False,
+    Null,
+}
+
+/// Checks JSON number grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn check_number(s: &[u8]) -> std::result::Result<(), &'static str> {
+    let mut i = 0;
+    let digits = |i: &mut usize| {
+        let from = *i;
+        while *i < s.len() && s[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - from
+    };
+    if s.first() == Some(&b'-') {
+        i += 1;
+    }
+    let int_start = i;
+    match digits(&mut i) {
+        0 if int_start == 0 => return Err("expected a digit"),
+        0 => return Err("expected a digit after `-`"),
+        n if n > 1 && s[int_start] == b'0' => return Err("leading zeros are not allowed"),
+        _ => {}
+    }
+    if s.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return Err("expected a digit after `.`");
+        }
+    }
+    if matches!(s.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(s.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return Err("expected a digit in the exponent");
+        }
+    }
+    match s.get(i) {
+        None => Ok(()),
+        Some(_) => Err("unexpected character after the number"),
+    }
+}
+
+/// What an object being parsed remembers besides its container.
+#[derive(Default)]
+struct ObjectState {
+    /// Annotations, applied at the end of the object.
+    pending: Vec<PendingMeta>,
+    /// Whether the object's own `"@"` member was seen.
+    seen_meta: bool,
+    /// Members dropped because they held no data (empty arrays), still names
+    /// that may not appear twice.
+    dropped: Vec<Name>,
+}
+
+/// An annotation member (`"@name": ...`) waiting for the end of its object,
+/// since it may come before the member it annotates.
+struct PendingMeta {
+    target: Name,
+    at: Pos,
+    meta: AnnotationValue,
+}
+
+enum AnnotationValue {
+    /// `"@leaf": {...}` for a leaf or anydata.
+    Node(Meta),
+    /// `"@leaf-list": [{...} | null, ...]`, by entry index.
+    Entries(Vec<Option<Meta>>),
+}
+
+/// The builder: tokens to tree, with the schema's view of each member.
+struct Parser<'s, R> {
+    rd: Reader<R>,
+    schema: &'s dyn Schema,
+    /// Schema path of the node being parsed (`/m:cont/lst`), empty at the root.
+    sp: String,
+    depth: usize,
+}
+
+impl<'s, R: Read> Parser<'s, R> {
+    fn new(input: R, capacity: usize, schema: &'s dyn Schema) -> Self {
+        Parser { rd: Reader::new(input, capacity), schema, sp: String::new(), depth: 0 }
+    }
+
+    /// Counts one more level of nesting; fails beyond [`MAX_DEPTH`].
+    fn enter(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.rd.err(format!("nesting too deep (more than {MAX_DEPTH} levels)")));
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// The local name of the node being parsed, for messages.
+    fn cur_name(&self) -> &str {
+        self.sp.rsplit('/').next().unwrap_or("")
+    }
+
+    /// The opening `{` of a document.
+    fn open_document(&mut self) -> Result<()> {
+        match self.rd.peek()? {
+            Some(b'{') => {
+                self.rd.bump();
+                Ok(())
+            }
+            found => Err(self.rd.err(format!(
+                "expected `{{` (an RFC 7951 document is a JSON object), found {}",
+                self.rd.describe(found)
+            ))),
+        }
+    }
+
+    /// Nothing but whitespace may follow the document.
+    fn close_document(&mut self) -> Result<()> {
+        match self.rd.peek()? {
+            None => Ok(()),
+            Some(_) => Err(self.rd.err("trailing data after the document")),
+        }
+    }
+
+    /// Parses the members of an object whose `{` was consumed, up to and
+    /// including its `}`, into `out`. `module` is the module of the object's node.
+    /// With `only`, the object must hold just that member (and its annotation).
+    fn object_into(&mut self, out: &mut Container, module: Option<&str>, only: Option<&str>) -> Result<()> {
+        self.enter()?;
+        let mut state = ObjectState::default();
+        if self.rd.peek()? == Some(b'}') {
+            self.rd.bump();
+        } else {
+            loop {
+                if self.rd.peek()? != Some(b'"') {
+                    let found = self.rd.peek()?;
+                    let reason = if found == Some(b'}') {
+                        "trailing comma before `}`".to_string()
+                    } else {
+                        format!("expected a member name (a string), found {}", self.rd.describe(found))
+                    };
+                    return Err(self.rd.err(reason));
+                }
+                self.member(out, module, only, &mut state)?;
+                match self.rd.peek()? {
+                    Some(b',') => self.rd.bump(),
+                    Some(b'}') => {
+                        self.rd.bump();
+                        break;
+                    }
+                    found => {
+                        return Err(self.rd.err(format!("expected `,` or `}}`, found {}", self.rd.describe(found))));
+                    }
+                }
+            }
+        }
+        self.leave();
+        for p in state.pending {
+            self.apply_meta(out, p)?;
+        }
+        Ok(())
+    }
+
+    /// One `"name": value` member of an object.
+    fn member(
+        &mut self,
+        out: &mut Container,
+        module: Option<&str>,
+        only: Option<&str>,
+        state: &mut ObjectState,
+    ) -> Result<()> {
+        let (raw, at) = self.rd.string()?;
+        self.rd.expect(b':', "`:` after the member name")?;
+        if raw == "@" {
+            if std::mem::replace(&mut state.seen_meta, true) {
+                return Err(self.rd.err_at(at, "duplicate member `@`"));
+            }
+            let meta = self.annotations()?;
+            out.meta.extend(meta);
+            return Ok(());
+        }
+        if let Some(target) = raw.strip_prefix('@') {
+            if !path::is_valid_name(target) {
+                return Err(self.rd.err_at(at, format!("invalid member name `{raw}`")));
+            }
+            let target = canonical(target.to_owned(), module);
+            if state.pending.iter().any(|p| p.target == target) {
+                return Err(self.rd.err_at(at, format!("duplicate member `{raw}`")));
+            }
+            let meta = match self.rd.peek()? {
+                Some(b'{') => AnnotationValue::Node(self.annotations()?),
+                Some(b'[') => AnnotationValue::Entries(self.entry_annotations()?),
+                _ => {
+                    return Err(self.rd.err(format!(
+                        "annotation `{raw}` must be an object (or, for a leaf-list, an array of objects and nulls)"
+                    )));
+                }
+            };
+            state.pending.push(PendingMeta { target, at, meta });
+            return Ok(());
+        }
+        if !path::is_valid_name(&raw) {
+            return Err(self.rd.err_at(at, format!("invalid member name `{raw}`")));
+        }
+        let name = canonical(raw, module);
+        if let Some(only) = only {
+            if name != only {
+                return Err(self.rd.err_at(at, format!("expected only member `{only}`, found `{name}`")));
+            }
+        }
+        if out.children.contains_key(&name) || state.dropped.contains(&name) {
+            return Err(self.rd.err_at(at, format!("duplicate member `{name}`")));
+        }
+        let child_module = match name.split_once(':') {
+            Some((m, _)) => Some(m),
+            None => module,
+        };
+        let sp_len = self.sp.len();
+        self.sp.push('/');
+        self.sp.push_str(&name);
+        let node = self.value(child_module)?;
+        self.sp.truncate(sp_len);
+        match node {
+            Some(node) => out.children.insert(name, node),
+            None => {
+                state.dropped.push(name);
+                None
+            }
+        };
+        Ok(())
+    }
+
+    /// Attaches a pending annotation to the member it names.
+    fn apply_meta(&self, out: &mut Container, p: PendingMeta) -> Result<()> {
+        let err = |reason: String| Err(self.rd.err_at(p.at, reason));
+        match (out.children.get_mut(&p.target), p.meta) {
+            (None, _) => err(format!("annotation `@{}` for a member that does not exist", p.target)),
+            (Some(Node::Leaf { meta, .. } | Node::AnyData { meta, .. }), AnnotationValue::Node(m)) => {
+                *meta = m;
+                Ok(())
+            }
+            (Some(Node::LeafList(entries)), AnnotationValue::Entries(ms)) => {
+                if ms.len() > entries.len() {
+                    return err(format!(
+                        "annotation `@{}` has {} entries, the leaf-list has {}",
+                        p.target,
+                        ms.len(),
+                        entries.len()
+                    ));
+                }
+                for (e, m) in entries.iter_mut().zip(ms) {
+                    e.meta = m.unwrap_or_default();
+                }
+                Ok(())
+            }
+            (Some(Node::LeafList(_)), AnnotationValue::Node(_)) => {
+                err(format!("annotation `@{}` of a leaf-list must be an array", p.target))
+            }
+            (Some(Node::Leaf { .. } | Node::AnyData { .. }), AnnotationValue::Entries(_)) => {
+                err(format!("annotation `@{}` of a leaf must be an object", p.target))
+            }
+            (Some(Node::Container(_) | Node::List(_)), _) => err(format!(
+                "annotation `@{}` names a container or list: their annotations go in their own `@` member",
+                p.target
+            )),
+        }
+    }
+
+    /// An annotation object `{"mod:ann": "v", ...}`; values are kept as text.
+    fn annotations(&mut self) -> Result<Meta> {
+        self.rd.expect(b'{', "`{`")?;
+        self.enter()?;
+        let mut meta = Meta::new();
+        if self.rd.peek()? == Some(b'}') {
+            self.rd.bump();
+        } else {
+            loop {
+                let (name, at) = self.rd.string()?;
+                if name.is_empty() {
+                    return Err(self.rd.err_at(at, "empty annotation name"));
+                }
+                self.rd.expect(b':', "`:` after the annotation name")?;
+                let value = match self.rd.peek()? {
+                    Some(b'{' | b'[') => {
+                        return Err(self.rd.err("annotation value must be a string, number or boolean"));
+                    }
+                    _ => self.scalar()?.as_text().into_owned(),
+                };
+                if meta.insert(name.clone(), value).is_some() {
+                    return Err(self.rd.err_at(at, format!("duplicate member `{name}`")));
+                }
+                match self.rd.peek()? {
+                    Some(b',') => self.rd.bump(),
+                    Some(b'}') => {
+                        self.rd.bump();
+                        break;
+                    }
+                    found => {
+                        return Err(self.rd.err(format!("expected `,` or `}}`, found {}", self.rd.describe(found))));
+                    }
+                }
+            }
+        }
+        self.leave();
+        Ok(meta)
+    }
+
+    /// `[{...} | null, ...]`: annotations of leaf-list entries by index.
+    fn entry_annotations(&mut self) -> Result<Vec<Option<Meta>>> {
+        self.rd.expect(b'[', "`[`")?;
+        self.enter()?;
+        let mut out = Vec::new();
+        if self.rd.peek()? == Some(b']') {
+            self.rd.bump();
+        } else {
+            loop {
+                match self.rd.peek()? {
+                    Some(b'{') => out.push(Some(self.annotations()?)),
+                    Some(b'n') => match self.rd.literal()? {
+                        Literal::Null => out.push(None),
+                        _ => return Err(self.rd.err("expected an annotation object or `null`")),
+                    },
+                    found => {
+                        return Err(self.rd.err(format!(
+                            "expected an annotation object or `null`, found {}",
+                            self.rd.describe(found)
+                        )));
+                    }
+                }
+                if !self.comma_or_close(b']')? {
+                    break;
+                }
+            }
+        }
+        self.leave();
+        Ok(out)
+    }
+
+    /// After an array element: `true` after `,`, `false` after `close`.
+    fn comma_or_close(&mut self, close: u8) -> Result<bool> {
+        match self.rd.peek()? {
+            Some(b',') => {
+                self.rd.bump();
+                Ok(true)
+            }
+            Some(b) if b == close => {
+                self.rd.bump();
+                Ok(false)
+            }
+            found => {
+                Err(self.rd.err(format!("expected `,` or `{}`, found {}", close as char, self.rd.describe(found))))
+            }
+        }
+    }
+
+    /// A scalar: string, number, `true`/`false`, or `[null]`.
+    fn scalar(&mut self) -> Result<Value> {
+        match self.rd.peek()? {
+            Some(b'"') => Ok(Value::String(self.rd.string()?.0)),
+            Some(b'-' | b'0'..=b'9') => Ok(Value::Number(self.rd.number()?)),
+            Some(b'[') => {
+                self.empty_value()?;
+                Ok(Value::Empty)
+            }
+            Some(b) if b.is_ascii_alphabetic() => match self.rd.literal()? {
+                Literal::True => Ok(Value::Bool(true)),
+                Literal::False => Ok(Value::Bool(false)),
+                Literal::Null => Err(self.null_error()),
+            },
+            found => Err(self.rd.err(format!("expected a value, found {}", self.rd.describe(found)))),
+        }
+    }
+
+    fn null_error(&self) -> Error {
+        // The literal was consumed; point at its start.
+        let mut at = self.rd.here();
+        at.column = at.column.saturating_sub(4).max(1);
+        self.rd.err_at(at, "`null` is not a value in RFC 7951 (use [null] for empty)")
+    }
+
+    /// `[null]`, the value of type `empty`; `[` is next.
+    fn empty_value(&mut self) -> Result<()> {
+        self.rd.expect(b'[', "`[`")?;
+        let at = self.rd.here();
+        let ok = self.rd.peek()? == Some(b'n') && matches!(self.rd.literal()?, Literal::Null);
+        if !ok {
+            return Err(self.rd.err_at(at, "expected `[null]` (the value of type empty)"));
+        }
+        match self.rd.peek()? {
+            Some(b']') => {
+                self.rd.bump();
+                Ok(())
+            }
+            _ => Err(self.rd.err("expected `]`: `[null]` holds exactly one `null`")),
+        }
+    }
+
+    /// The value of the member whose schema path is `self.sp`; `None` for an
+    /// empty array that the schema does not know as a list.
+    fn value(&mut self, module: Option<&str>) -> Result<Option<Node>> {
+        let kind = self.schema.kind(&self.sp);
+        if kind == Some(NodeKind::AnyData) {
+            let value = self.any_value()?;
+            return Ok(Some(Node::AnyData { value, meta: Meta::new() }));
+        }
+        match self.rd.peek()? {
+            Some(b'{') => {
+                if let Some(k @ (NodeKind::List | NodeKind::Leaf | NodeKind::LeafList)) = kind {
+                    return Err(self.mismatch(k, "an object"));
+                }
+                self.rd.bump();
+                let mut c = Container::default();
+                self.object_into(&mut c, module, None)?;
+                Ok(Some(Node::Container(c)))
+            }
+            Some(b'[') => self.array(kind, module),
+            _ => {
+                if let Some(k @ (NodeKind::List | NodeKind::Container | NodeKind::LeafList)) = kind {
+                    return Err(self.mismatch(k, "a scalar"));
+                }
+                Ok(Some(Node::leaf(self.scalar()?)))
+            }
+        }
+    }
+
+    fn mismatch(&self, kind: NodeKind, found: &str) -> Error {
+        self.rd.err(self.mismatch_reason(kind, found))
+    }
+
+    fn mismatch_reason(&self, kind: NodeKind, found: &str) -> String {
+        let want = match kind {
+            NodeKind::Container => "a container (an object)",
+            NodeKind::List => "a list (an array of objects)",
+            NodeKind::Leaf => "a leaf (a scalar)",
+            NodeKind::LeafList => "a leaf-list (an array of scalars)",
+            NodeKind::AnyData => "anydata",
+        };
+        format!("`{}` is {want} in the schema, found {found}", self.cur_name())
+    }
+
+    /// An array: a list, a leaf-list, `[null]`, or an empty array; `[` is next.
+    fn array(&mut self, kind: Option<NodeKind>, module: Option<&str>) -> Result<Option<Node>> {
+        let open = self.rd.here();
+        self.rd.bump();
+        // Look past `[` to decide what the array is.
+        let first = self.rd.peek()?;
+        if first == Some(b'n') {
+            // Only `[null]` starts so; re-read it as a whole.
+            let ok = matches!(self.rd.literal()?, Literal::Null) && self.rd.peek()? == Some(b']');
+            if !ok {
+                return Err(self.rd.err_at(open, "expected `[null]` (the value of type empty)"));
+            }
+            self.rd.bump();
+            if let Some(k @ (NodeKind::List | NodeKind::Container | NodeKind::LeafList)) = kind {
+                return Err(self.rd.err_at(open, self.mismatch_reason(k, "`[null]`")));
+            }
+            return Ok(Some(Node::leaf(Value::Empty)));
+        }
+        self.enter()?;
+        let node = match first {
+            Some(b']') => {
+                self.rd.bump();
+                let info = self.schema.list_info(&self.sp);
+                match (info, kind) {
+                    (Some(info), _) => Some(Node::List(List::new(info))),
+                    (None, Some(NodeKind::List)) => Some(Node::List(List::new(ListInfo::keyless()))),
+                    _ => None,
+                }
+            }
+            Some(b'{') => {
+                if let Some(k @ (NodeKind::Container | NodeKind::Leaf | NodeKind::LeafList)) = kind {
+                    return Err(self.mismatch(k, "an array of objects"));
+                }
+                Some(Node::List(self.list_entries(module)?))
+            }
+            _ => {
+                if let Some(k @ (NodeKind::Container | NodeKind::Leaf | NodeKind::List)) = kind {
+                    return Err(self.mismatch(k, "an array of scalars"));
+                }
+                Some(Node::LeafList(self.leaf_list_entries()?))
+            }
+        };
+        self.leave();
+        Ok(node)
+    }
+
+    /// The entries of a list, from the first `{` to the closing `]`.
+    fn list_entries(&mut self, module: Option<&str>) -> Result<List> {
+        let info = self.schema.list_info(&self.sp).unwrap_or_else(ListInfo::keyless);
+        let mut list = List::new(info);
+        loop {
+            let first = self.rd.peek()?;
+            let at = self.rd.here();
+            match first {
+                Some(b'{') => self.rd.bump(),
+                Some(b'"' | b'-' | b'0'..=b'9' | b'[' | b't' | b'f' | b'n') => {
+                    return Err(self.rd.err("mixed array of objects and scalars"));
+                }
+                found => {
+                    return Err(self
+                        .rd
+                        .err(format!("expected a list entry (an object), found {}", self.rd.describe(found))));
+                }
+            }
+            let mut entry = Container::default();
+            self.object_into(&mut entry, module, None)?;
+            if let Some(k) = list.info.keys.iter().find(|k| !matches!(entry.children.get(*k), Some(Node::Leaf { .. })))
+            {
+                return Err(self.rd.err_at(at, format!("list entry is missing key leaf `{k}`")));
+            }
+            // The entry moves into the list, so the message takes the key
+            // values from the list's error rather than copying them up front.
+            if let Err(e) = list.insert(entry, &Insert::Last) {
+                let reason = match e {
+                    Error::Exists { path } => {
+                        format!("duplicate list entry with keys {}", path.strip_prefix("list entry ").unwrap_or(&path))
+                    }
+                    e => e.to_string(),
+                };
+                return Err(self.rd.err_at(at, reason));
+            }
+            if !self.comma_or_close(b']')? {
+                return Ok(list);
+            }
+        }
+    }
+
+    /// The entries of a leaf-list, from the first value to the closing `]`.
+    fn leaf_list_entries(&mut self) -> Result<Vec<LeafListEntry>> {
+        let mut out = Vec::new();
+        loop {
+            if self.rd.peek()? == Some(b'{') {
+                return Err(self.rd.err("mixed array of objects and scalars"));
+            }
+            out.push(LeafListEntry { value: self.scalar()?, meta: Meta::new() });
+            if !self.comma_or_close(b']')? {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Any JSON value, as anydata keeps it.
+    fn any_value(&mut self) -> Result<serde_json::Value> {
+        use serde_json::Value as J;
+        Ok(match self.rd.peek()? {
+            Some(b'{') => {
+                self.rd.bump();
+                self.enter()?;
+                let mut map = serde_json::Map::new();
+                if self.rd.peek()? == Some(b'}') {
+                    self.rd.bump();
+                } else {
+                    loop {
+                        let (k, at) = self.rd.string()?;
+                        self.rd.expect(b':', "`:` after the member name")?;
+                        if map.contains_key(&k) {
+                            return Err(self.rd.err_at(at, format!("duplicate member `{k}`")));
+                        }
+                        let v = self.any_value()?;
+                        map.insert(k, v);
+                        if !self.comma_or_close(b'}')? {
+                            break;
+                        }
+                    }
+                }
+                self.leave();
+                J::Object(map)
+            }
+            Some(b'[') => {
+                self.rd.bump();
+                self.enter()?;
+                let mut v = Vec::new();
+                if self.rd.peek()? == Some(b']') {
+                    self.rd.bump();
+                } else {
+                    loop {
+                        v.push(self.any_value()?);
+                        if !self.comma_or_close(b']')? {
+                            break;
+                        }
+                    }
+                }
+                self.leave();
+                J::Array(v)
+            }
+            Some(b'"') => J::String(self.rd.string()?.0),
+            Some(b'-' | b'0'..=b'9') => {
+                let at = self.rd.here();
+                let text = self.rd.number()?;
+                J::Number(text.parse().map_err(|_| self.rd.err_at(at, format!("invalid number `{text}`")))?)
+            }
+            Some(b) if b.is_ascii_alphabetic() => match self.rd.literal()? {
+                Literal::True => J::Bool(true),
+                Literal::False => J::Bool(false),
+                // Anydata is opaque JSON: `null` is kept as it is.
+                Literal::Null => J::Null,
+            },
+            found => return Err(self.rd.err(format!("expected a value, found {}", self.rd.describe(found)))),
+        })
+    }
+}
+
+/// `name` without its prefix when that is the parent's module (as
+/// [`path::canonical_name`]), reusing the allocation when nothing changes.
+fn canonical(name: String, parent_module: Option<&str>) -> Name {
+    match name.split_once(':') {
+        Some((m, _)) if Some(m) == parent_module => path::canonical_name(&name, parent_module),
+        _ => name,
+    }
+}
+
+/// Parses an RFC 7951 document (a JSON object of top-level members) into a tree.
+///
+/// Object members become child nodes, objects containers, arrays of objects
+/// lists (keys and ordering from [`Schema::list_info`], keyless and
+/// user-ordered when the schema does not know the list), arrays of scalars
+/// leaf-lists, scalars leaves, `[null]` [`Value::Empty`]; members the schema
+/// calls anydata are kept as JSON. An empty array is an empty list when the
+/// schema knows a list there and is dropped otherwise (it carries no data).
+/// Names are canonicalised: a prefix equal to the parent's module is dropped.
+/// Annotations (`"@"`, `"@name"`, RFC 7952) become [`Meta`]; their values are
+/// kept as text, and their names may be any non-empty string.
+///
+/// # Errors
+/// [`Error::Json`] with the 1-based line and column (in characters) of the
+/// first thing that is wrong: malformed JSON, invalid UTF-8, `null`, invalid or
+/// duplicate member names, list entries missing a key or repeating one,
+/// mixed arrays, nesting deeper than [`MAX_DEPTH`], trailing data, read errors.
+pub fn parse_document<R: Read>(input: R, schema: &dyn Schema) -> Result<Container> {
+    document(input, BUF_SIZE, schema)
+}
+
+/// [`parse_document`] with a read buffer of `capacity` bytes.
+fn document<R: Read>(input: R, capacity: usize, schema: &dyn Schema) -> Result<Container> {
+    let mut p = Parser::new(input, capacity, schema);
+    p.open_document()?;
+    let mut root = Container::default();
+    p.object_into(&mut root, None, None)?;
+    p.close_document()?;
+    Ok(root)
+}
+
+/// [`parse_document`] on a string.
+///
+/// # Errors
+/// As [`parse_document`].
+pub fn parse_str(input: &str, schema: &dyn Schema) -> Result<Container> {
+    // A buffer no larger than the input: small documents (edits) stay cheap.
+    document(input.as_bytes(), input.len() + 1, schema)
+}
+
+/// Parses the value of one node, e.g. the value of an edit at `at`.
+///
+/// The input is written as RESTCONF (RFC 8040) writes a resource: an object
+/// with the node as its only member (plus, for a leaf, its `@name`
+/// annotation): `{"m:cont": {...}}` for `/m:cont`, `{"lst": [{...}]}` for a
+/// list entry `/m:cont/lst[k='1']`, `{"l": 5}` for a leaf. The member name may
+/// carry the module prefix or not where the parent's module is the same. For
+/// the root path the input is a whole document and the result a
+/// [`Node::Container`].
+///
+/// The result is the member's node. For a path ending in a list entry
+/// (selector with keys or a position) it is a [`Node::List`] with exactly one
+/// entry, whose keys must equal the path's; for a leaf-list entry (`[.='v']`)
+/// a [`Node::LeafList`] with exactly that value. An empty array that is not a
+/// list gives an empty [`Node::LeafList`].
+///
+/// # Errors
+/// As [`parse_document`]; also [`Error::Json`] when the member is not the
+/// node's, and [`Error::Invalid`] when an entry does not match the path's selector.
+pub fn parse_subtree<R: Read>(input: R, schema: &dyn Schema, at: &Path) -> Result<Node> {
+    subtree(input, BUF_SIZE, schema, at)
+}
+
+/// [`parse_subtree`] with a read buffer of `capacity` bytes.
+fn subtree<R: Read>(input: R, capacity: usize, schema: &dyn Schema, at: &Path) -> Result<Node> {
+    let Some(last) = at.last() else {
+        return document(input, capacity, schema).map(Node::Container);
+    };
+    let parent = at.parent().unwrap_or_default();
+    let mut p = Parser::new(input, capacity, schema);
+    p.sp = if parent.is_root() { String::new() } else { parent.schema_path() };
+    p.open_document()?;
+    let mut holder = Container::default();
+    p.object_into(&mut holder, parent.module(), Some(&last.name))?;
+    p.close_document()?;
+    if !holder.meta.is_empty() {
+        return Err(Error::invalid(at, "a `@` member beside the node annotates nothing (put it inside the node)"));
+    }
+    let node = holder.children.remove(&last.name).unwrap_or(Node::LeafList(Vec::new()));
+    check_selector(node, at, &last.selector)
+}
+
+/// [`parse_subtree`] on a string.
+///
+/// # Errors
+/// As [`parse_subtree`].
+pub fn parse_subtree_str(input: &str, schema: &dyn Schema, at: &Path) -> Result<Node> {
+    subtree(input.as_bytes(), input.len() + 1, schema, at)
+}
+
+/// Checks that the node parsed for `at` is the one instance its selector names.
+fn check_selector(node: Node, at: &Path, sel: &Selector) -> Result<Node> {
+    match (sel, &node) {
+        (Selector::None, _) => Ok(node),
+        (Selector::Keys(_) | Selector::Position(_), Node::List(l)) if l.len() == 1 => {
+            if let Selector::Keys(keys) = sel {
+                let want: Vec<&str> = keys.iter().map(|(_, v)| v.as_str()).collect();
+                let entry = l.entries().next();
+                let got = entry.and_then(|e| e.key_values(&l.info)).unwrap_or_default();
+                if got != want {
+                    return Err(Error::invalid(at, format!("the entry's keys {got:?} are not the path's {want:?}")));
+                }
+            }
+            Ok(node)
+        }
+        (Selector::Value(v), Node::LeafList(entries)) if entries.len() == 1 => {
+            if entries[0].value.as_text() != v.as_str() {
+                return Err(Error::invalid(at, format!("the value `{}` is not the path's `{v}`", entries[0].value)));
+            }
+            Ok(node)
+        }
+        (Selector::Value(_), _) => Err(Error::invalid(at, "expected a leaf-list with exactly one entry")),
+        _ => Err(Error::invalid(at, "expected a list with exactly one entry")),
+    }
+}
+
+/// Reads every token of a JSON text without building anything: the tokenizer's
+/// own speed, for the throughput test. Returns the number of tokens.
+#[cfg(test)]
+pub(super) fn skim(input: &[u8]) -> Result<usize> {
+    let mut rd = Reader::new(input, BUF_SIZE);
+    let mut n = 0;
+    while let Some(b) = rd.peek()? {
+        match b {
+            b'"' => {
+                rd.string_to_scratch()?;
+            }
+            b'-' | b'0'..=b'9' => {
+                rd.number()?;
+            }
+            b'{' | b'}' | b'[' | b']' | b',' | b':' => rd.bump(),
+            _ => {
+                rd.literal()?;
+            }
+        }
+        n += 1;
+    }
+    Ok(n)
+}
