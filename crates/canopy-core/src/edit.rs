@@ -403,6 +403,16 @@ fn put_entry(
         }
         Some(_) => {
             if let (Some(at), true) = (insert, list.info.user_ordered) {
+                // Check the anchor before taking the entry out, so a failed
+                // move leaves the list as it was.
+                if let Insert::Before(k) | Insert::After(k) = at {
+                    if list.get(k).is_none() {
+                        return Err(Error::NotFound { path: format!("{path} (insert anchor {k:?})") });
+                    }
+                    if k.as_slice() == vals {
+                        return Err(Error::invalid(path, "an entry cannot be moved relative to itself"));
+                    }
+                }
                 let old = place_of_current(list, vals);
                 let new = {
                     let (_, e) = list.remove(vals).expect("present");
@@ -489,6 +499,15 @@ fn put_leaf_list_entry(
         }
         Some(i) => {
             if let Some(at) = insert {
+                if let Insert::Before(k) | Insert::After(k) = at {
+                    let a = k.first().map(String::as_str).unwrap_or("");
+                    if find(ll, a).is_none() {
+                        return Err(Error::NotFound { path: format!("{path} (insert anchor `{a}`)") });
+                    }
+                    if a == v {
+                        return Err(Error::invalid(path, "an entry cannot be moved relative to itself"));
+                    }
+                }
                 let old = place_at(ll, i);
                 let e = ll.remove(i);
                 let j = target_index(ll, at)?;

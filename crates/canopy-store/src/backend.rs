@@ -60,6 +60,9 @@ impl Batch {
     }
 }
 
+/// The visitor of a scan: gets each key and value, returns whether to go on.
+pub type Visit<'a> = dyn FnMut(&[u8], &[u8]) -> Result<bool> + 'a;
+
 /// A consistent read view of the store at one revision.
 ///
 /// Contract: every read of one snapshot sees the same committed state, whatever
@@ -80,24 +83,13 @@ pub trait Snapshot {
     ///
     /// # Errors
     /// Errors of the backend, or the first error `visit` returns.
-    fn scan(
-        &self,
-        start: &[u8],
-        end: Option<&[u8]>,
-        reverse: bool,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
-    ) -> Result<()>;
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()>;
 
     /// Visits every key that starts with `prefix`, in order (see [`Snapshot::scan`]).
     ///
     /// # Errors
     /// As [`Snapshot::scan`].
-    fn scan_prefix(
-        &self,
-        prefix: &[u8],
-        reverse: bool,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
-    ) -> Result<()> {
+    fn scan_prefix(&self, prefix: &[u8], reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
         let end = prefix_end(prefix);
         self.scan(prefix, end.as_deref(), reverse, visit)
     }

@@ -41,7 +41,7 @@ impl Snapshot for MemorySnapshot {
         start: &[u8],
         end: Option<&[u8]>,
         reverse: bool,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+        visit: &mut crate::backend::Visit<'_>,
     ) -> Result<()> {
         let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
         let range = self.map.range::<[u8], _>((Bound::Included(start), hi));

@@ -36,10 +36,8 @@ pub(crate) fn check(backend: &dyn Backend) -> Result<Vec<String>> {
         Some(_) => report(&mut problems, "the format record is damaged".into()),
         None => report(&mut problems, "the format record is missing".into()),
     }
-    match snap.get(keys::REVISION)? {
-        Some(v) if v.len() == 8 => {}
-        None if snap.revision() == 0 => {}
-        _ => report(&mut problems, "the revision record is damaged or missing".into()),
+    if snap.get(keys::REVISION)?.is_some_and(|v| v.len() != 8) {
+        report(&mut problems, "the revision record is damaged".into());
     }
     // Fragments come in document order, so a fragment's parent, if stored, was
     // seen just before it on the chain of open ancestors.
@@ -135,7 +133,9 @@ fn check_fragment(
         match (&frag.order, info.user_ordered) {
             (Some(order), true) => {
                 let mut ok = vec![0x20, ds];
-                ok.extend_from_slice(&rel[..cut + keys::first_segment_len(&rel[cut..]).unwrap_or(0) - entry_key_len(vals)]);
+                ok.extend_from_slice(
+                    &rel[..cut + keys::first_segment_len(&rel[cut..]).unwrap_or(0) - entry_key_len(vals)],
+                );
                 ok.extend_from_slice(order);
                 ok.push(0);
                 match snap.get(&ok)? {
@@ -155,7 +155,12 @@ fn entry_key_len(vals: &[String]) -> usize {
     keycode::entry_key(vals).len()
 }
 
-fn check_order_record(snap: &dyn canopy_store::Snapshot, k: &[u8], v: &[u8], found: &mut Vec<String>) -> canopy_store::Result<()> {
+fn check_order_record(
+    snap: &dyn canopy_store::Snapshot,
+    k: &[u8],
+    v: &[u8],
+    found: &mut Vec<String>,
+) -> canopy_store::Result<()> {
     // k = 0x20+ds, list key, order, 0x00; v = entry key suffix.
     let mut data = vec![0x10, k[1]];
     let body = &k[2..];

@@ -123,9 +123,7 @@ impl Writer<'_> {
         let Some(rel) = node_key(self.tree, path) else { return };
         let Some(c) = canopy_core::edit::container_ref(self.tree, path) else { return };
         let order = match (path.last().map(|s| &s.selector), list_of(self.tree, path)) {
-            (Some(Selector::Keys(_)), Some(l)) if l.info.user_ordered => {
-                l.keys_of(c).ok().and_then(|k| l.pos_of(&k))
-            }
+            (Some(Selector::Keys(_)), Some(l)) if l.info.user_ordered => l.keys_of(c).ok().and_then(|k| l.pos_of(&k)),
             _ => None,
         };
         self.puts.insert(self.data_key(&rel), fragment::encode(c, order.as_deref()));
@@ -134,13 +132,20 @@ impl Writer<'_> {
 
 /// The batch that stores `changes`, given the tree after them (`tree`, which
 /// must hold every node the changes touch) and the snapshot they were made on.
+/// `complete(list_key)` says whether `tree` held the whole list at that key.
 pub(crate) fn batch_for(
     changes: &[Change],
     tree: &Container,
     ds: Datastore,
     snap: &dyn Snapshot,
+    schema: &dyn canopy_core::Schema,
     learned: &[(String, canopy_core::ListInfo)],
+    complete: &dyn Fn(&[u8]) -> bool,
 ) -> Result<Batch> {
+    let user_ordered = |entry: &Path| {
+        let list = canopy_core::diff::with_selector(entry, Selector::None);
+        schema.list_info(&list.schema_path()).is_some_and(|i| i.user_ordered)
+    };
     let mut w = Writer {
         ds,
         snap,
@@ -163,7 +168,9 @@ pub(crate) fn batch_for(
             Change::Created { node, .. } if is_fragment_node(node) => created.push(p),
             Change::Deleted { node, .. } if is_fragment_node(node) => {
                 let entry = matches!(node, Subtree::Entry(_));
-                if entry && list_of(tree, p).is_none() {
+                // A list gone from the tree is gone from storage only if the
+                // tree held all of it (a sparse tree may hold a few entries).
+                if entry && list_of(tree, p).is_none() && list_key(p).is_some_and(|lk| complete(&lk)) {
                     // The whole list is gone: one prefix delete covers it.
                     let mut lp = p.clone();
                     lp.segments.last_mut().expect("entry").selector = Selector::None;
@@ -171,7 +178,7 @@ pub(crate) fn batch_for(
                     continue;
                 }
                 let rel = keys::path_key(p)?;
-                if entry && list_of(tree, p).is_some_and(|l| l.info.user_ordered) {
+                if entry && user_ordered(p) {
                     if let (Some(order), Some(lk)) = (w.stored_order(&rel)?, list_key(p)) {
                         let ok = w.order_key(&lk, &order);
                         w.order_deletes.insert(ok);
@@ -186,8 +193,9 @@ pub(crate) fn batch_for(
                     w.order_deletes.insert(ok);
                 }
                 if let (Some(l), Some(lk)) = (list_of(tree, p), list_key(p)) {
-                    let keys: Vec<String> = canopy_core::diff::selector_values(&l.info, &p.last().expect("entry").selector)
-                        .unwrap_or_default();
+                    let keys: Vec<String> =
+                        canopy_core::diff::selector_values(&l.info, &p.last().expect("entry").selector)
+                            .unwrap_or_default();
                     if let Some(pos) = l.pos_of(&keys) {
                         let ok = w.order_key(&lk, &pos);
                         w.puts.insert(ok, keycode::entry_key(&keys));

@@ -29,7 +29,12 @@ impl Error {
             Error::Data(_) | Error::Usage(_) => true,
             Error::Store(e) => matches!(
                 e.kind(),
-                ErrorKind::InvalidUrl | ErrorKind::NotFound | ErrorKind::Unsupported | ErrorKind::Conflict | ErrorKind::Corrupted | ErrorKind::Unavailable
+                ErrorKind::InvalidUrl
+                    | ErrorKind::NotFound
+                    | ErrorKind::Unsupported
+                    | ErrorKind::Conflict
+                    | ErrorKind::Corrupted
+                    | ErrorKind::Unavailable
             ),
         }
     }

@@ -110,6 +110,11 @@ impl<'a> Loader<'a> {
         Ok(n)
     }
 
+    /// Whether everything stored under `rel` was read into the tree.
+    pub fn has_range(&self, rel: &[u8]) -> bool {
+        self.ranges.iter().any(|r| rel.starts_with(r))
+    }
+
     /// Whether anything is stored under `rel` (read without placing).
     pub fn any_under(&self, rel: &[u8]) -> Result<bool> {
         let mut prefix = self.data.clone();
@@ -294,7 +299,10 @@ pub(crate) fn place(root: &mut Container, rel: &[u8], d: Decoded, schema: &dyn S
                 if last {
                     let pos = if info.user_ordered {
                         d.order.clone().ok_or_else(|| {
-                            StoreError::corrupted(format!("entry {} of a user-ordered list has no order", describe_key(rel)))
+                            StoreError::corrupted(format!(
+                                "entry {} of a user-ordered list has no order",
+                                describe_key(rel)
+                            ))
                         })?
                     } else {
                         keycode::entry_key(&vals)
@@ -335,7 +343,10 @@ fn list_node<'t>(cur: &'t mut Container, name: &str, info: ListInfo, rel: &[u8])
     let node = cur.children.entry(name.to_string()).or_insert_with(|| Node::List(List::new(info)));
     match node {
         Node::List(l) => Ok(l),
-        _ => Err(StoreError::corrupted(format!("fragment {}: a list entry where another kind of node is stored", describe_key(rel)))),
+        _ => Err(StoreError::corrupted(format!(
+            "fragment {}: a list entry where another kind of node is stored",
+            describe_key(rel)
+        ))),
     }
 }
 

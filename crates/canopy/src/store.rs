@@ -92,6 +92,7 @@ impl Store {
     /// # Errors
     /// Errors reading the store's learned list info.
     pub fn from_backend(backend: Box<dyn Backend>, url: &str, options: Options) -> Result<Store> {
+        init_format(&*backend)?;
         let (rev, schema) = {
             let snap = backend.snapshot()?;
             (snap.revision(), crate::schema::load(&*snap)?)
@@ -229,14 +230,19 @@ impl Store {
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: snap.revision(), changes });
         }
-        let batch = batch_for(&changes, &root, ds, &*snap, &learned)?;
+        let batch = batch_for(&changes, &root, ds, &*snap, &schema, &learned, &|k| loader.has_range(k))?;
         drop(snap);
         let revision = self.backend.apply(&batch)?;
         self.learned_committed(revision, schema);
         Ok(Commit { revision, changes })
     }
 
-    fn transact_cached(&self, cache: &RwLock<HashMap<Datastore, Cached>>, ds: Datastore, edits: &[Edit]) -> Result<Commit> {
+    fn transact_cached(
+        &self,
+        cache: &RwLock<HashMap<Datastore, Cached>>,
+        ds: Datastore,
+        edits: &[Edit],
+    ) -> Result<Commit> {
         let mut g = cache.write().map_err(|_| poisoned())?;
         let snap = self.backend.snapshot()?;
         let base = self.schema_at(&*snap)?;
@@ -260,7 +266,7 @@ impl Store {
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: snap.revision(), changes });
         }
-        let stored = batch_for(&changes, &cached.tree, ds, &*snap, &learned).and_then(|batch| {
+        let stored = batch_for(&changes, &cached.tree, ds, &*snap, &schema, &learned, &|_| true).and_then(|batch| {
             drop(snap);
             Ok(self.backend.apply(&batch)?)
         });
@@ -319,6 +325,39 @@ impl Store {
     }
 }
 
+/// Writes the layout version into an empty store; refuses a store with data
+/// but no version, or another version.
+fn init_format(backend: &dyn Backend) -> Result<()> {
+    let snap = backend.snapshot()?;
+    match snap.get(keys::FORMAT)? {
+        Some(v) if v == keys::FORMAT_VERSION.to_be_bytes() => Ok(()),
+        Some(v) => Err(canopy_store::StoreError::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{} store: layout version {}; this canopy reads version {}",
+                backend.kind(),
+                v.try_into().map(u32::from_be_bytes).map_or_else(|_| "?".into(), |n: u32| n.to_string()),
+                keys::FORMAT_VERSION
+            ),
+        )
+        .into()),
+        None => {
+            if snap.first_with_prefix(&[], false)?.is_some() {
+                return Err(canopy_store::StoreError::corrupted(format!(
+                    "{} store holds data but no canopy format record (not a canopy store?)",
+                    backend.kind()
+                ))
+                .into());
+            }
+            let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+            batch.put(keys::FORMAT.to_vec(), keys::FORMAT_VERSION.to_be_bytes().to_vec());
+            drop(snap);
+            backend.apply(&batch)?;
+            Ok(())
+        }
+    }
+}
+
 fn poisoned() -> Error {
     Error::Store(canopy_store::StoreError::new(ErrorKind::Unavailable, "store lock poisoned by a panic"))
 }
@@ -346,7 +385,12 @@ fn learn(base: &Schemaless, edits: &[Edit]) -> Result<(Schemaless, Vec<(String, 
             learned.push((sp, info));
         }
     };
-    fn walk(schema: &mut Schemaless, sp: &str, c: &Container, teach: &mut dyn FnMut(&mut Schemaless, String, ListInfo)) {
+    fn walk(
+        schema: &mut Schemaless,
+        sp: &str,
+        c: &Container,
+        teach: &mut dyn FnMut(&mut Schemaless, String, ListInfo),
+    ) {
         for (name, child) in &c.children {
             let csp = if sp == "/" { format!("/{name}") } else { format!("{sp}/{name}") };
             match child {
@@ -370,7 +414,9 @@ fn learn(base: &Schemaless, edits: &[Edit]) -> Result<(Schemaless, Vec<(String, 
             if let Selector::Keys(k) = &seg.selector {
                 let info = match (&e.insert, e.path.last() == Some(seg)) {
                     // An insert position on a new list's entry asks for user order.
-                    (Some(_), true) => ListInfo { keys: k.iter().map(|(n, _)| n.clone()).collect(), user_ordered: true },
+                    (Some(_), true) => {
+                        ListInfo { keys: k.iter().map(|(n, _)| n.clone()).collect(), user_ordered: true }
+                    }
                     _ => ListInfo::keyed(k.iter().map(|(n, _)| n.clone())),
                 };
                 teach(&mut schema, p.schema_path(), info);
@@ -503,7 +549,10 @@ fn load_value(loader: &mut Loader, root: &mut Container, path: &Path, node: &Nod
                 let mut rel = list_rel.clone();
                 rel.extend_from_slice(&keycode::entry_key(&vals));
                 if loader.fragment(root, &rel)? {
-                    let ep = canopy_core::diff::with_selector(path, Selector::Keys(info.keys.iter().cloned().zip(vals).collect()));
+                    let ep = canopy_core::diff::with_selector(
+                        path,
+                        Selector::Keys(info.keys.iter().cloned().zip(vals).collect()),
+                    );
                     for (name, child) in &e.children {
                         load_value(loader, root, &ep.child(name.clone(), Selector::None), child, schema)?;
                     }

@@ -24,7 +24,13 @@ fn entry(k: u8, v: Option<&str>) -> Node {
 fn edit_strategy() -> impl Strategy<Value = Edit> {
     let k = 0u8..6;
     let val = prop::sample::select(vec!["a", "b", "c"]);
-    let op = prop::sample::select(vec![Operation::Merge, Operation::Replace, Operation::Create, Operation::Delete, Operation::Remove]);
+    let op = prop::sample::select(vec![
+        Operation::Merge,
+        Operation::Replace,
+        Operation::Create,
+        Operation::Delete,
+        Operation::Remove,
+    ]);
     prop_oneof![
         (val.clone(), op.clone()).prop_map(|(v, op)| Edit {
             op,
@@ -61,7 +67,12 @@ fn edit_strategy() -> impl Strategy<Value = Edit> {
                 2 => Insert::Before(vec![anchor.to_string()]),
                 _ => Insert::After(vec![anchor.to_string()]),
             };
-            Edit { op, path: format!("/m:c/u[k='{k}']").parse().unwrap(), value: Some(entry(k, None)), insert: Some(insert) }
+            Edit {
+                op,
+                path: format!("/m:c/u[k='{k}']").parse().unwrap(),
+                value: Some(entry(k, None)),
+                insert: Some(insert),
+            }
         }),
         (prop::collection::vec((k.clone(), val.clone()), 0..4), op.clone()).prop_map(|(items, op)| {
             // A whole container value with a list inside.

@@ -17,7 +17,7 @@
 use std::fs;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::{RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, Weak};
 
 use canopy_store::backend::{Backend, Batch, BatchOp, Snapshot, SyncMode};
 use canopy_store::error::{ErrorKind, Result, StoreError};
@@ -41,8 +41,14 @@ struct Inner {
     db: Db,
 }
 
-/// An LMDB store.
+/// An LMDB store. Opening the same directory twice in one process gives two
+/// handles on one environment (LMDB allows one per process).
 pub struct LmdbBackend {
+    shared: Arc<Shared>,
+}
+
+/// The environment of one directory, shared by every handle in the process.
+struct Shared {
     dir: PathBuf,
     sync: SyncMode,
     /// Readers and writers hold it shared; resizing and compaction hold it
@@ -50,6 +56,9 @@ pub struct LmdbBackend {
     /// while the map is resized or the environment closed).
     inner: RwLock<Option<Inner>>,
 }
+
+/// Environments open in this process, by canonical directory.
+static OPEN: Mutex<Vec<(PathBuf, Weak<Shared>)>> = Mutex::new(Vec::new());
 
 fn lmdb_err(dir: &Path, what: &str, e: heed::Error) -> StoreError {
     let kind = match &e {
@@ -103,14 +112,30 @@ impl LmdbBackend {
             ));
         }
         fs::create_dir_all(dir).map_err(|e| StoreError::io(format!("lmdb store {}", dir.display()), e))?;
+        let canonical =
+            fs::canonicalize(dir).map_err(|e| StoreError::io(format!("lmdb store {}", dir.display()), e))?;
+        let mut open = OPEN.lock().map_err(|_| poisoned())?;
+        open.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(shared) = open.iter().find(|(p, _)| *p == canonical).and_then(|(_, w)| w.upgrade()) {
+            if shared.sync != sync {
+                return Err(StoreError::new(
+                    ErrorKind::Unavailable,
+                    format!("lmdb store {}: already open in this process with another sync mode", dir.display()),
+                ));
+            }
+            return Ok(LmdbBackend { shared });
+        }
         let file_len = fs::metadata(dir.join(DATA_FILE)).map(|m| m.len() as usize).unwrap_or(0);
         let inner = open_env(dir, sync, page_round((file_len * 2).max(MIN_MAP)))?;
         check_not_truncated(dir, &inner.env, file_len)?;
-        let b = LmdbBackend { dir: dir.to_path_buf(), sync, inner: RwLock::new(Some(inner)) };
-        b.init_format()?;
-        Ok(b)
+        let shared = Arc::new(Shared { dir: dir.to_path_buf(), sync, inner: RwLock::new(Some(inner)) });
+        shared.init_format()?;
+        open.push((canonical, Arc::downgrade(&shared)));
+        Ok(LmdbBackend { shared })
     }
+}
 
+impl Shared {
     /// Writes the layout version into a new store; refuses a store of another.
     fn init_format(&self) -> Result<()> {
         let g = self.read()?;
@@ -257,7 +282,7 @@ impl Snapshot for LmdbSnapshot<'_> {
         start: &[u8],
         end: Option<&[u8]>,
         reverse: bool,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+        visit: &mut canopy_store::backend::Visit<'_>,
     ) -> Result<()> {
         let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
         let range = (Bound::Included(start), hi);
@@ -308,17 +333,13 @@ impl Snapshot for OwnedSnapshot<'_> {
         start: &[u8],
         end: Option<&[u8]>,
         reverse: bool,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+        visit: &mut canopy_store::backend::Visit<'_>,
     ) -> Result<()> {
         self.snap.as_ref().expect("live").scan(start, end, reverse, visit)
     }
 }
 
-impl Backend for LmdbBackend {
-    fn kind(&self) -> &'static str {
-        "lmdb"
-    }
-
+impl Shared {
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
         for _ in 0..3 {
             let guard: *mut RwLockReadGuard<'_, Option<Inner>> = Box::into_raw(Box::new(self.read()?));
@@ -389,10 +410,6 @@ impl Backend for LmdbBackend {
         }
     }
 
-    fn sync_mode(&self) -> SyncMode {
-        self.sync
-    }
-
     fn disk_size(&self) -> Result<u64> {
         let mut total = 0;
         for name in [DATA_FILE, "lock.mdb"] {
@@ -441,13 +458,13 @@ impl Backend for LmdbBackend {
     }
 }
 
-impl LmdbBackend {
+impl Shared {
     fn max_key_size(&self) -> usize {
         self.read().ok().and_then(|g| g.as_ref().map(|i| i.env.max_key_size())).unwrap_or(0)
     }
 }
 
-impl Drop for LmdbBackend {
+impl Drop for Shared {
     fn drop(&mut self) {
         if let Ok(mut g) = self.inner.write() {
             if let Some(inner) = g.take() {
@@ -458,5 +475,39 @@ impl Drop for LmdbBackend {
                 closing.wait();
             }
         }
+    }
+}
+
+impl Backend for LmdbBackend {
+    fn kind(&self) -> &'static str {
+        "lmdb"
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        self.shared.snapshot()
+    }
+
+    fn apply(&self, batch: &Batch) -> Result<u64> {
+        self.shared.apply(batch)
+    }
+
+    fn sync_mode(&self) -> SyncMode {
+        self.shared.sync
+    }
+
+    fn disk_size(&self) -> Result<u64> {
+        self.shared.disk_size()
+    }
+
+    fn compact(&self) -> Result<()> {
+        self.shared.compact()
+    }
+
+    fn check(&self) -> Result<Vec<String>> {
+        self.shared.check()
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.shared.flush()
     }
 }
