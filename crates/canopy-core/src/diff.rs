@@ -136,7 +136,8 @@ fn place_after(info: &ListInfo, prev: Option<Selector>) -> Option<Place> {
     info.user_ordered.then(|| prev.map_or(Place::First, Place::After))
 }
 
-fn added_node(path: &Path, node: &Node, out: &mut Vec<Change>) {
+/// Appends the changes that create `node` at `path` (a plain-name path).
+pub fn added_node(path: &Path, node: &Node, out: &mut Vec<Change>) {
     match node {
         Node::List(l) => {
             let mut prev = None;

@@ -93,15 +93,14 @@ fn list_info_for(schema: &dyn Schema, schema_path: &str, sel: &Selector) -> List
 /// does not fit the path, keys that disagree with the path).
 pub fn apply_edit(root: &mut Container, edit: &Edit, schema: &dyn Schema) -> Result<Vec<Change>> {
     let path = canonical_path(root, &edit.path, schema);
-    let edit = Edit { path, ..edit.clone() };
     let mut out = Vec::new();
-    match apply_inner(root, &edit, schema, &mut out) {
+    match apply_inner(root, edit, &path, schema, &mut out) {
         Ok(()) => Ok(out),
         Err(e) => {
             // Undo what the edit did before it failed, then drop lists and
             // leaf-lists it created empty on the way.
             diff::apply(root, &diff::invert(&out)).expect("undoing an edit's own changes");
-            prune_empty(root, &edit.path);
+            prune_empty(root, &path);
             Err(e)
         }
     }
@@ -128,24 +127,30 @@ fn prune_empty(root: &mut Container, path: &Path) {
     }
 }
 
-fn apply_inner(root: &mut Container, edit: &Edit, schema: &dyn Schema, out: &mut Vec<Change>) -> Result<()> {
+fn apply_inner(
+    root: &mut Container,
+    edit: &Edit,
+    path: &Path,
+    schema: &dyn Schema,
+    out: &mut Vec<Change>,
+) -> Result<()> {
     match edit.op {
         Operation::Delete | Operation::Remove => {
-            if !exists(root, &edit.path) {
+            if !exists(root, path) {
                 return if edit.op == Operation::Delete {
-                    Err(Error::NotFound { path: edit.path.to_string() })
+                    Err(Error::NotFound { path: path.to_string() })
                 } else {
                     Ok(())
                 };
             }
-            remove_node(root, &edit.path, out)?;
+            remove_node(root, path, out)?;
         }
         Operation::Create | Operation::Merge | Operation::Replace => {
-            if edit.op == Operation::Create && exists(root, &edit.path) {
-                return Err(Error::Exists { path: edit.path.to_string() });
+            if edit.op == Operation::Create && exists(root, path) {
+                return Err(Error::Exists { path: path.to_string() });
             }
-            let value = edit_value(edit)?;
-            if edit.path.is_root() {
+            let value = edit_value(edit, path)?;
+            if path.is_root() {
                 let Node::Container(c) = value else {
                     return Err(Error::invalid("/", "the root takes an object"));
                 };
@@ -157,22 +162,22 @@ fn apply_inner(root: &mut Container, edit: &Edit, schema: &dyn Schema, out: &mut
                 }
                 return Ok(());
             }
-            let parent_path = edit.path.parent().expect("not root");
+            let parent_path = path.parent().expect("not root");
             let parent = ensure_container(root, &parent_path, out, schema)?;
-            let seg = edit.path.last().expect("not root").clone();
+            let seg = path.last().expect("not root").clone();
             let replace = edit.op == Operation::Replace;
-            put_child(parent, &edit.path, &seg.selector, value, replace, edit.insert.as_ref(), out, schema)?;
+            put_child(parent, path, &seg.selector, value, replace, edit.insert.as_ref(), out, schema)?;
         }
     }
     Ok(())
 }
 
 /// The value of a merge/replace/create edit, with a leaf-list entry's default.
-fn edit_value(edit: &Edit) -> Result<Node> {
-    match (&edit.value, &edit.path.last().map(|s| &s.selector)) {
+fn edit_value(edit: &Edit, path: &Path) -> Result<Node> {
+    match (&edit.value, &path.last().map(|s| &s.selector)) {
         (Some(v), _) => Ok(v.clone()),
         (None, Some(Selector::Value(v))) => Ok(Node::leaf(Value::String(v.clone()))),
-        (None, _) => Err(Error::invalid(&edit.path, "this edit needs a value")),
+        (None, _) => Err(Error::invalid(path, "this edit needs a value")),
     }
 }
 
@@ -314,14 +319,7 @@ fn put_child(
             match parent.children.get_mut(name) {
                 None => {
                     let value = normalise_new(path, value, schema)?;
-                    let mut created = Vec::new();
-                    diff::diff_container(
-                        &path.parent().expect("not root"),
-                        &Container::default(),
-                        &Container { meta: Meta::new(), children: [(name.clone(), value.clone())].into() },
-                        &mut created,
-                    );
-                    out.extend(created);
+                    diff::added_node(path, &value, out);
                     parent.children.insert(name.clone(), value);
                 }
                 Some(existing) if replace => {

@@ -3,6 +3,7 @@
 //! the [`Schema`] trait that decides what a schema would (key order, list
 //! ordering, value types).
 
+pub mod children;
 pub mod diff;
 pub mod edit;
 pub mod error;

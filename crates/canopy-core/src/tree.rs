@@ -4,8 +4,9 @@
 //! Children of a container are kept by name in a `BTreeMap`: without a schema,
 //! document order is name order, the same order the storage keys sort in.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
+pub use crate::children::Children;
 use crate::error::{Error, Result};
 use crate::keycode;
 use crate::value::{Meta, Value};
@@ -44,7 +45,7 @@ pub struct Container {
     /// Metadata annotations on this node.
     pub meta: Meta,
     /// Child nodes by name.
-    pub children: BTreeMap<Name, Node>,
+    pub children: Children,
 }
 
 /// One leaf-list entry.
@@ -65,7 +66,7 @@ pub struct List {
     pub info: ListInfo,
     entries: BTreeMap<Vec<u8>, Container>,
     /// User-ordered keyed lists: entry key → order key.
-    by_key: HashMap<Vec<u8>, Vec<u8>>,
+    by_key: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 /// Where an entry goes in a user-ordered list. System-ordered lists ignore it.
@@ -93,7 +94,7 @@ impl PartialEq for List {
 impl List {
     /// An empty list.
     pub fn new(info: ListInfo) -> List {
-        List { info, entries: BTreeMap::new(), by_key: HashMap::new() }
+        List { info, entries: BTreeMap::new(), by_key: BTreeMap::new() }
     }
 
     pub fn len(&self) -> usize {
@@ -175,18 +176,25 @@ impl List {
     /// when a key leaf is missing, [`Error::NotFound`] when the anchor of
     /// `Before`/`After` is not in the list.
     pub fn insert(&mut self, entry: Container, at: &Insert) -> Result<Vec<u8>> {
-        let keys = self.keys_of(&entry)?;
-        let ek = keycode::entry_key(&keys);
+        let ek = self.entry_key_of(&entry)?;
+        let n = self.info.keys.len();
+        let exists = |ek: &[u8]| {
+            let keys = keycode::decode_entry_key(ek, n).unwrap_or_default();
+            Error::Exists { path: format!("list entry {keys:?}") }
+        };
         if !self.info.user_ordered {
-            if self.entries.contains_key(&ek) {
-                return Err(Error::Exists { path: format!("list entry {keys:?}") });
+            match self.entries.entry(ek) {
+                std::collections::btree_map::Entry::Occupied(o) => return Err(exists(o.key())),
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    let ek = v.key().clone();
+                    v.insert(entry);
+                    return Ok(ek);
+                }
             }
-            self.entries.insert(ek.clone(), entry);
-            return Ok(ek);
         }
         let keyed = !self.info.keys.is_empty();
         if keyed && self.by_key.contains_key(&ek) {
-            return Err(Error::Exists { path: format!("list entry {keys:?}") });
+            return Err(exists(&ek));
         }
         let pos = self.free_pos(at)?;
         if keyed {
@@ -194,6 +202,22 @@ impl List {
         }
         self.entries.insert(pos.clone(), entry);
         Ok(pos)
+    }
+
+    /// The entry key of `entry` (empty for keyless lists), encoded straight from
+    /// its key leaves.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming a missing key leaf.
+    pub fn entry_key_of(&self, entry: &Container) -> Result<Vec<u8>> {
+        let mut ek = Vec::with_capacity(16 * self.info.keys.len());
+        for k in &self.info.keys {
+            match entry.children.get(k) {
+                Some(Node::Leaf { value, .. }) => keycode::push_key_value(&mut ek, &value.as_text()),
+                _ => return Err(Error::invalid("list entry", format!("key leaf `{k}` is missing"))),
+            }
+        }
+        Ok(ek)
     }
 
     /// Inserts `entry` at a given position key (as read back from storage).

@@ -62,7 +62,7 @@ fn container_strategy(depth: u32) -> BoxedStrategy<Container> {
             leafish,
             0..3,
         )
-        .prop_map(|children| Container { meta: Meta::new(), children })
+        .prop_map(|children| Container { meta: Meta::new(), children: children.into_iter().collect() })
         .boxed();
     }
     let inner = container_strategy(depth - 1);
@@ -82,7 +82,7 @@ fn container_strategy(depth: u32) -> BoxedStrategy<Container> {
         ),
         meta_strategy(),
     )
-        .prop_map(|(children, meta)| Container { meta, children })
+        .prop_map(|(children, meta)| Container { meta, children: children.into_iter().collect() })
         .boxed()
 }
 

@@ -75,7 +75,9 @@ impl<'a> Loader<'a> {
     }
 
     /// Reads every fragment under `rel` (a node's key, or a list's name prefix)
-    /// with one range scan and places them. Returns how many were read.
+    /// with one range scan and builds them into the tree in one pass over the
+    /// sorted keys. Fragments read before are left as the tree has them.
+    /// Returns how many were read.
     pub fn range(&mut self, root: &mut Container, rel: &[u8]) -> Result<usize> {
         if self.ranges.iter().any(|r| rel.starts_with(r)) {
             return Ok(0);
@@ -83,11 +85,10 @@ impl<'a> Loader<'a> {
         let mut prefix = self.data.clone();
         prefix.extend_from_slice(rel);
         let dl = self.data.len();
-        let mut n = 0;
+        let mut items: Vec<(Vec<u8>, Option<Decoded>)> = Vec::new();
         let mut err = None;
         let seen = &self.seen;
         let ranges = &self.ranges;
-        let schema = self.schema;
         let snap = self.snap;
         snap.scan_prefix(&prefix, false, &mut |k, v| {
             let rel_k = &k[dl..];
@@ -95,18 +96,32 @@ impl<'a> Loader<'a> {
             if seen.contains(rel_k) || ranges.iter().any(|r| rel_k.starts_with(r)) {
                 return Ok(true);
             }
-            let placed = fragment::decode(v).map_err(|e| corrupt(rel_k, e)).and_then(|d| place(root, rel_k, d, schema));
-            if let Err(e) = placed {
-                err = Some(e);
-                return Ok(false);
+            match fragment::decode(v) {
+                Ok(d) => {
+                    items.push((rel_k.to_vec(), Some(d)));
+                    Ok(true)
+                }
+                Err(e) => {
+                    err = Some(corrupt(rel_k, e));
+                    Ok(false)
+                }
             }
-            n += 1;
-            Ok(true)
         })?;
         if let Some(e) = err {
             return Err(e.into());
         }
         self.ranges.push(rel.to_vec());
+        let n = items.len();
+        if let Some(pos) = items.iter().position(|(k, _)| k.is_empty()) {
+            let (_, d) = items.remove(pos);
+            let d = d.expect("fresh");
+            root.meta = d.container.meta;
+            for (k, v) in d.container.children {
+                root.children.entry(k).or_insert(v);
+            }
+        }
+        let mut schema_path = String::new();
+        build(root, &mut items, 0, &mut schema_path, self.schema)?;
         Ok(n)
     }
 
@@ -206,6 +221,147 @@ impl<'a> Loader<'a> {
         }
         Ok(())
     }
+}
+
+/// One segment of a key: the name, and the raw selector bytes.
+enum RawSel<'k> {
+    None,
+    /// Entry key bytes of a keyed entry.
+    Keys(&'k [u8]),
+    /// Order key of a keyless entry.
+    Order(&'k [u8]),
+}
+
+/// Splits the first segment off `key`: (name, selector, segment length).
+fn split_segment(key: &[u8]) -> canopy_store::Result<(String, RawSel<'_>, usize)> {
+    let bad = || StoreError::corrupted(format!("malformed fragment key {}", keys::hex(key)));
+    let mut pos = 0;
+    let name = String::from_utf8(keycode::read_escaped(key, &mut pos).ok_or_else(bad)?).map_err(|_| bad())?;
+    let total = keys::first_segment_len(key)?;
+    let sel = match key.get(pos) {
+        Some(0x10) | Some(0x20) => RawSel::Keys(&key[pos..total]),
+        Some(0x03) => RawSel::Order(&key[pos + 1..total - 1]),
+        _ => RawSel::None,
+    };
+    Ok((name, sel, total))
+}
+
+/// Builds sorted `items` (relative keys under `parent`, whose own key has
+/// `parent_len` bytes) into `parent`. A node whose own fragment is not among
+/// the items was read before: its stored descendants go into the tree's
+/// version of it, or nowhere when this transaction deleted it.
+fn build(
+    parent: &mut Container,
+    items: &mut [(Vec<u8>, Option<Decoded>)],
+    parent_len: usize,
+    schema_path: &mut String,
+    schema: &dyn Schema,
+) -> canopy_store::Result<()> {
+    let mut i = 0;
+    while i < items.len() {
+        let (name, sel, seg_len) = split_segment(&items[i].0[parent_len..])?;
+        let end = parent_len + seg_len;
+        let mut j = i + 1;
+        while j < items.len() && items[j].0.len() > end && items[j].0[..end] == items[i].0[..end] {
+            j += 1;
+        }
+        let sp_len = schema_path.len();
+        schema_path.push('/');
+        schema_path.push_str(&name);
+        let own = items[i].0.len() == end;
+        let sel_bytes: Option<Vec<u8>> = match sel {
+            RawSel::None => None,
+            RawSel::Keys(b) | RawSel::Order(b) => Some(b.to_vec()),
+        };
+        let keyed = matches!(sel, RawSel::Keys(_));
+        if own {
+            let d = items[i].1.take().expect("each item is built once");
+            let mut c = d.container;
+            build(&mut c, &mut items[i + 1..j], end, schema_path, schema)?;
+            attach(parent, name, sel_bytes, keyed, c, d.order, schema_path, schema, &items[i].0)?;
+        } else if let Some(existing) = child_mut(parent, &name, sel_bytes.as_deref(), keyed) {
+            build(existing, &mut items[i..j], end, schema_path, schema)?;
+        }
+        schema_path.truncate(sp_len);
+        i = j;
+    }
+    Ok(())
+}
+
+/// The container or entry a segment names in `parent`, if the tree has it.
+fn child_mut<'t>(parent: &'t mut Container, name: &str, sel: Option<&[u8]>, keyed: bool) -> Option<&'t mut Container> {
+    match (parent.children.get_mut(name)?, sel) {
+        (Node::Container(c), None) => Some(c),
+        (Node::List(l), Some(b)) => {
+            if keyed && l.info.user_ordered {
+                // Stored by key, held in the tree by order.
+                let vals = keycode::decode_entry_key(b, l.info.keys.len())?;
+                l.get_mut(&vals)
+            } else {
+                l.get_at_mut(b)
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Attaches a freshly read node to `parent`, unless the tree has it already.
+#[allow(clippy::too_many_arguments)]
+fn attach(
+    parent: &mut Container,
+    name: String,
+    sel: Option<Vec<u8>>,
+    keyed: bool,
+    c: Container,
+    order: Option<Vec<u8>>,
+    schema_path: &str,
+    schema: &dyn Schema,
+    rel: &[u8],
+) -> canopy_store::Result<()> {
+    let Some(sel) = sel else {
+        match parent.children.get(&name) {
+            None => {
+                parent.children.insert(name, Node::Container(c));
+            }
+            Some(Node::Container(_)) => {}
+            Some(_) => {
+                return Err(StoreError::corrupted(format!(
+                    "fragment {}: a container where another kind of node is stored",
+                    describe_key(rel)
+                )))
+            }
+        }
+        return Ok(());
+    };
+    if !parent.children.contains_key(&name) {
+        let info = match (keyed, schema.list_info(schema_path)) {
+            (_, Some(info)) => info,
+            (false, None) => ListInfo::keyless(),
+            (true, None) => {
+                return Err(StoreError::corrupted(format!("list {schema_path} is stored without its key names")))
+            }
+        };
+        parent.children.insert(name.clone(), Node::List(List::new(info)));
+    }
+    let list = match parent.children.get_mut(&name) {
+        Some(Node::List(l)) => l,
+        _ => {
+            return Err(StoreError::corrupted(format!(
+                "fragment {}: a list entry where another kind of node is stored",
+                describe_key(rel)
+            )))
+        }
+    };
+    let pos = match (keyed, list.info.user_ordered) {
+        (true, true) => order.ok_or_else(|| {
+            StoreError::corrupted(format!("entry {} of a user-ordered list has no order", describe_key(rel)))
+        })?,
+        _ => sel,
+    };
+    if list.get_at(&pos).is_none() {
+        list.insert_at_pos(pos, c).map_err(|e| StoreError::corrupted(format!("entry {}: {e}", describe_key(rel))))?;
+    }
+    Ok(())
 }
 
 fn corrupt(rel: &[u8], e: StoreError) -> StoreError {

@@ -1,5 +1,6 @@
 //! Stores and sessions: the API users call.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -300,29 +301,49 @@ impl Store {
     }
 
     /// Runs `f` on a tree that holds at least what `query` can select: the
-    /// cached tree, or a sparse tree loaded for it.
-    fn with_tree<T>(&self, ds: Datastore, query: &Query, f: impl FnOnce(&Container, &Schemaless) -> T) -> Result<T> {
+    /// cached tree (borrowed), or a sparse tree loaded for it (owned).
+    fn with_tree<T>(
+        &self,
+        ds: Datastore,
+        query: &Query,
+        f: impl FnOnce(Cow<'_, Container>, &Schemaless) -> T,
+    ) -> Result<T> {
         let snap = self.backend.snapshot()?;
         let schema = self.schema_at(&*snap)?;
         if let Some(cache) = &self.cache {
             {
                 let g = cache.read().map_err(|_| poisoned())?;
                 if let Some(c) = g.get(&ds).filter(|c| c.revision == snap.revision()) {
-                    return Ok(f(&c.tree, &schema));
+                    return Ok(f(Cow::Borrowed(&c.tree), &schema));
                 }
             }
             let mut g = cache.write().map_err(|_| poisoned())?;
             let tree = load_all(&*snap, ds, &schema)?;
             g.insert(ds, Cached { revision: snap.revision(), tree });
-            return Ok(f(&g[&ds].tree, &schema));
+            return Ok(f(Cow::Borrowed(&g[&ds].tree), &schema));
         }
         let mut root = Container::default();
         let mut loader = Loader::new(&*snap, ds, &schema);
         let prefix = read_prefix(query, &schema);
         loader.path(&mut root, &prefix)?;
         load_whole(&mut loader, &mut root, &prefix)?;
-        Ok(f(&root, &schema))
+        Ok(f(Cow::Owned(root), &schema))
     }
+}
+
+/// What a query selects from `tree`, as one tree (see [`Session::get`]).
+fn selection(tree: Cow<'_, Container>, query: &Query, opts: ReadOptions) -> Container {
+    let paths = query.evaluate(&tree);
+    let mut out = match paths.as_slice() {
+        [p] if p.is_root() => tree.into_owned(),
+        _ => select(&tree, &paths),
+    };
+    if let Some(d) = opts.depth {
+        for p in &paths {
+            trim_at(&mut out, p, d);
+        }
+    }
+    out
 }
 
 /// Writes the layout version into an empty store; refuses a store with data
@@ -392,6 +413,9 @@ fn learn(base: &Schemaless, edits: &[Edit]) -> Result<(Schemaless, Vec<(String, 
         teach: &mut dyn FnMut(&mut Schemaless, String, ListInfo),
     ) {
         for (name, child) in &c.children {
+            if child.is_inline() {
+                continue;
+            }
             let csp = if sp == "/" { format!("/{name}") } else { format!("{sp}/{name}") };
             match child {
                 Node::Container(cc) => walk(schema, &csp, cc, teach),
@@ -592,16 +616,28 @@ impl Session<'_> {
     /// [`Error::Data`] for a query that does not parse; backend errors.
     pub fn get(&self, query: &str, opts: ReadOptions) -> Result<Container> {
         let q = Query::parse(query)?;
-        self.store.with_tree(self.ds, &q, |tree, _| {
-            let paths = q.evaluate(tree);
-            let mut out = select(tree, &paths);
-            if let Some(d) = opts.depth {
-                for p in &paths {
-                    trim_at(&mut out, p, d);
+        self.store.with_tree(self.ds, &q, |tree, _| selection(tree, &q, opts))
+    }
+
+    /// Reads what `query` selects and writes it as RFC 7951 JSON to `out`.
+    /// When the whole datastore is selected from the cache, it is written
+    /// straight from the cached tree, without a copy.
+    ///
+    /// # Errors
+    /// As [`Session::get`], and write errors of `out`.
+    pub fn get_json<W: std::io::Write>(&self, query: &str, opts: ReadOptions, pretty: bool, out: W) -> Result<()> {
+        let q = Query::parse(query)?;
+        let wopts = canopy_core::json::WriteOptions { pretty, depth: None };
+        let written = self.store.with_tree(self.ds, &q, |tree, _| {
+            let paths = q.evaluate(&tree);
+            match (paths.as_slice(), &tree) {
+                ([p], Cow::Borrowed(t)) if p.is_root() && opts.depth.is_none() => {
+                    canopy_core::json::write_container(out, t, &wopts)
                 }
+                _ => canopy_core::json::write_container(out, &selection(tree, &q, opts), &wopts),
             }
-            out
-        })
+        })?;
+        written.map_err(|e| Error::Usage(format!("writing the output: {e}")))
     }
 
     /// The node at an instance path, if present.
@@ -612,7 +648,7 @@ impl Session<'_> {
         let p: Path = path.parse()?;
         let q = Query::parse(path)?;
         self.store.with_tree(self.ds, &q, |tree, schema| {
-            let p = canonical_path(tree, &p, schema);
+            let p = canonical_path(&tree, &p, schema);
             tree.lookup(&p).map(owned)
         })
     }
@@ -623,7 +659,7 @@ impl Session<'_> {
     /// As [`Session::get`].
     pub fn count(&self, query: &str) -> Result<usize> {
         let q = Query::parse(query)?;
-        self.store.with_tree(self.ds, &q, |tree, _| q.evaluate(tree).len())
+        self.store.with_tree(self.ds, &q, |tree, _| q.evaluate(&tree).len())
     }
 
     /// Sets the leaf at `path` (merging: containers and list entries on the way

@@ -1,0 +1,407 @@
+//! The core suite: the seed's `perf` list (`/perf:cont/lst`, keys `k1` number
+//! and `k2` string, leaf `l`) at one size, on the embedded default (LMDB),
+//! beside raw LMDB doing the same puts and gets of the same key and value
+//! bytes canopy stores.
+
+#![allow(unsafe_code)] // opening a raw LMDB environment for the floor is `unsafe` in heed.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use canopy::{Datastore, ListInfo, Operation, ReadOptions, Store, Subtree, Value};
+use canopy_core::tree::{Container, Node};
+use canopy_store::{fragment, keys};
+use heed::types::Bytes;
+use heed::{Database, EnvFlags, EnvOpenOptions, WithoutTls};
+
+use crate::timing::{fmt, measure, measure_with, Sample};
+
+/// One row of the report.
+pub struct Row {
+    pub name: String,
+    /// canopy's time per operation.
+    pub canopy: Sample,
+    /// The raw engine's time per operation, when there is an equivalent.
+    pub raw: Option<Sample>,
+    /// Operations per timed run (the samples are divided by it).
+    pub ops: usize,
+}
+
+/// Extra figures that are not times.
+pub struct Figures {
+    pub cached_bytes_per_leaf: Option<f64>,
+    pub store_bytes: u64,
+    pub raw_bytes: u64,
+}
+
+/// The seed's data set: item i is `k1=i, k2='str'+i, l='l'+i`.
+pub fn perf_json(n: usize) -> String {
+    let mut s = String::with_capacity(n * 40 + 32);
+    s.push_str("{\"perf:cont\":{\"lst\":[");
+    for i in 0..n {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!("{{\"k1\":{i},\"k2\":\"str{i}\",\"l\":\"l{i}\"}}"));
+    }
+    s.push_str("]}}");
+    s
+}
+
+fn entry_path(i: usize) -> String {
+    format!("/perf:cont/lst[k1='{i}'][k2='str{i}']")
+}
+
+/// The key/value pairs canopy stores for the data set, for the raw floor.
+fn raw_pairs(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::with_capacity(n + 1);
+    let cont: canopy_core::Path = "/perf:cont".parse().expect("path");
+    let mut k = keys::data_prefix(Datastore::Running);
+    k.extend(keys::path_key(&cont).expect("key"));
+    out.push((k, fragment::encode(&Container::default(), None)));
+    for i in 0..n {
+        let p: canopy_core::Path = entry_path(i).parse().expect("path");
+        let mut k = keys::data_prefix(Datastore::Running);
+        k.extend(keys::path_key(&p).expect("key"));
+        let mut c = Container::default();
+        c.children.insert("k1".into(), Node::leaf(Value::Number(i.to_string())));
+        c.children.insert("k2".into(), Node::leaf(Value::String(format!("str{i}"))));
+        c.children.insert("l".into(), Node::leaf(Value::String(format!("l{i}"))));
+        out.push((k, fragment::encode(&c, None)));
+    }
+    out
+}
+
+type RawEnv = heed::Env<WithoutTls>;
+
+fn raw_open(dir: &Path, sync: bool) -> Result<(RawEnv, Database<Bytes, Bytes>)> {
+    std::fs::create_dir_all(dir)?;
+    let mut opts = EnvOpenOptions::new().read_txn_without_tls();
+    opts.map_size(4 << 30);
+    if !sync {
+        // SAFETY: only changes when LMDB flushes.
+        unsafe { opts.flags(EnvFlags::NO_SYNC) };
+    }
+    // SAFETY: the environment is private to this benchmark.
+    let env = unsafe { opts.open(dir) }?;
+    let mut w = env.write_txn()?;
+    let db: Database<Bytes, Bytes> = env.create_database(&mut w, None)?;
+    w.commit()?;
+    Ok((env, db))
+}
+
+fn close(env: RawEnv) {
+    env.prepare_for_closing().wait();
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map(|d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()).unwrap_or(0)
+}
+
+fn new_store(dir: &Path, sync: &str, cache: bool) -> Result<Store> {
+    let url = format!("lmdb:{}?sync={sync}{}", dir.display(), if cache { "&cache=on" } else { "" });
+    let store = Store::open(&url)?;
+    store.declare_list("/perf:cont/lst", ListInfo::keyed(["k1", "k2"]))?;
+    Ok(store)
+}
+
+fn per_op(s: Sample, ops: usize) -> Sample {
+    Sample { runs: s.runs.into_iter().map(|d| d / ops as u32).collect() }
+}
+
+/// A deterministic pseudo-random sequence of item numbers.
+fn items(n: usize, count: usize, seed: usize) -> Vec<usize> {
+    let mut x = (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..count)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        })
+        .collect()
+}
+
+/// Runs the suite at `n` entries with `repeat` measured runs per row.
+///
+/// # Errors
+/// Any store or file error.
+pub fn run(n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)> {
+    let tmp = tempfile::tempdir()?;
+    let json = perf_json(n);
+    let pairs = raw_pairs(n);
+    let mut rows = Vec::new();
+
+    // Import the whole document into a fresh store, one synced transaction.
+    let mut run_no = 0;
+    let canopy = measure_with(
+        repeat,
+        |_| {
+            run_no += 1;
+            let d = tmp.path().join(format!("import{run_no}"));
+            (new_store(&d, "commit", false).expect("store"), d)
+        },
+        |(store, d)| {
+            store.running().import(json.as_bytes(), Operation::Merge).expect("import");
+            drop(store);
+            let _ = std::fs::remove_dir_all(d);
+        },
+    );
+    let raw = measure_with(
+        repeat,
+        |i| {
+            let d = tmp.path().join(format!("rawimport{i}"));
+            raw_open(&d, true).map(|(e, db)| (e, db, d)).expect("raw")
+        },
+        |(env, db, d)| {
+            let mut w = env.write_txn().expect("txn");
+            for (k, v) in &pairs {
+                db.put(&mut w, k, v).expect("put");
+            }
+            w.commit().expect("commit");
+            close(env);
+            let _ = std::fs::remove_dir_all(d);
+        },
+    );
+    rows.push(Row {
+        name: format!("import {n} entries (JSON text, one transaction, sync=commit)"),
+        canopy,
+        raw: Some(raw),
+        ops: 1,
+    });
+
+    // The stores the read and write rows use.
+    let main_dir = tmp.path().join("main");
+    {
+        let store = new_store(&main_dir, "commit", false)?;
+        store.running().import(json.as_bytes(), Operation::Merge)?;
+    }
+    let raw_dir = tmp.path().join("raw");
+    {
+        let (env, db) = raw_open(&raw_dir, true)?;
+        let mut w = env.write_txn()?;
+        for (k, v) in &pairs {
+            db.put(&mut w, k, v)?;
+        }
+        w.commit()?;
+        close(env);
+    }
+    let figures_store = dir_size(&main_dir);
+    let figures_raw = dir_size(&raw_dir);
+    let probe = entry_path(n / 2) + "/l";
+    let canopy = measure(repeat * 4, |_| {
+        let store = Store::open(&format!("lmdb:{}", main_dir.display())).expect("open");
+        let v = store.running().get_item(&probe).expect("get");
+        assert!(v.is_some());
+    });
+    let probe_key = pairs[n / 2 + 1].0.clone();
+    let raw = measure(repeat * 4, |_| {
+        let (env, db) = raw_open(&raw_dir, true).expect("open");
+        {
+            let r = env.read_txn().expect("txn");
+            assert!(db.get(&r, &probe_key).expect("get").is_some());
+        }
+        close(env);
+    });
+    rows.push(Row { name: "open store to first read (one leaf)".into(), canopy, raw: Some(raw), ops: 1 });
+
+    const READS: usize = 1000;
+    for cache in [false, true] {
+        let store = Store::open(&format!("lmdb:{}{}", main_dir.display(), if cache { "?cache=on" } else { "" }))?;
+        let session = store.running();
+        let mut round = 0;
+        let canopy = measure(repeat, |_| {
+            round += 1;
+            for i in items(n, READS, round) {
+                match session.get_item(&entry_path(i)).expect("get") {
+                    Some(Subtree::Entry(_)) => {}
+                    other => panic!("entry {i} missing: {other:?}"),
+                }
+            }
+        });
+        let raw = if cache {
+            None
+        } else {
+            let (env, db) = raw_open(&raw_dir, true)?;
+            let mut round = 0;
+            let s = measure(repeat, |_| {
+                round += 1;
+                for i in items(n, READS, round) {
+                    let r = env.read_txn().expect("txn");
+                    let v = db.get(&r, &pairs[i + 1].0).expect("get").expect("present");
+                    std::hint::black_box(fragment::decode(v).expect("decode"));
+                }
+            });
+            close(env);
+            Some(per_op(s, READS))
+        };
+        let mode = if cache { "cached" } else { "uncached" };
+        rows.push(Row { name: format!("get one list entry ({mode})"), canopy: per_op(canopy, READS), raw, ops: READS });
+
+        let canopy = measure(repeat, |_| {
+            let mut out = Vec::with_capacity(json.len() + 1024);
+            session.get_json("/", ReadOptions::default(), false, &mut out).expect("get");
+            assert!(out.len() >= json.len());
+        });
+        let raw = if cache {
+            None
+        } else {
+            let (env, db) = raw_open(&raw_dir, true)?;
+            let s = measure(repeat, |_| {
+                let r = env.read_txn().expect("txn");
+                let mut out = Vec::with_capacity(json.len());
+                for kv in db.iter(&r).expect("iter") {
+                    let (_, v) = kv.expect("kv");
+                    out.extend_from_slice(v);
+                }
+                std::hint::black_box(out);
+            });
+            close(env);
+            Some(s)
+        };
+        rows.push(Row { name: format!("get the whole tree as JSON ({mode})"), canopy, raw, ops: 1 });
+    }
+
+    // Memory of the cached tree: heap bytes held after loading it.
+    let before = crate::timing::heap_bytes();
+    let cached = Store::open(&format!("lmdb:{}?cache=on", main_dir.display()))?;
+    cached.running().get_item(&probe)?;
+    let after = crate::timing::heap_bytes();
+    let leaves = 3 * n;
+    let cached_bytes_per_leaf = (after > before).then(|| (after - before) as f64 / leaves as f64);
+    drop(cached);
+
+    for (sync, ops) in [("off", 1000usize), ("commit", 100)] {
+        let store = Store::open(&format!("lmdb:{}?sync={sync}", main_dir.display()))?;
+        let session = store.running();
+        let mut round = 0;
+        let canopy = measure(repeat, |_| {
+            round += 1;
+            for (j, i) in items(n, ops, round).into_iter().enumerate() {
+                session.set(&format!("{}/l", entry_path(i)), Value::String(format!("{sync}{round}-{j}"))).expect("set");
+            }
+        });
+        drop(store);
+        let (env, db) = raw_open(&raw_dir, sync == "commit")?;
+        let mut round = 0;
+        let raw = measure(repeat, |_| {
+            round += 1;
+            for i in items(n, ops, round) {
+                let mut w = env.write_txn().expect("txn");
+                let (k, v) = &pairs[i + 1];
+                db.put(&mut w, k, v).expect("put");
+                w.commit().expect("commit");
+            }
+        });
+        close(env);
+        rows.push(Row {
+            name: format!("set one leaf (sync={sync})"),
+            canopy: per_op(canopy, ops),
+            raw: Some(per_op(raw, ops)),
+            ops,
+        });
+    }
+
+    // Delete the whole list in one transaction.
+    let mut run_no = 0;
+    let canopy = measure_with(
+        repeat,
+        |_| {
+            run_no += 1;
+            let d = tmp.path().join(format!("del{run_no}"));
+            let store = new_store(&d, "commit", false).expect("store");
+            store.running().import(json.as_bytes(), Operation::Merge).expect("import");
+            (store, d)
+        },
+        |(store, d)| {
+            store.running().delete("/perf:cont/lst").expect("delete");
+            drop(store);
+            let _ = std::fs::remove_dir_all(d);
+        },
+    );
+    let raw = measure_with(
+        repeat,
+        |i| {
+            let d = tmp.path().join(format!("rawdel{i}"));
+            let (env, db) = raw_open(&d, true).expect("raw");
+            let mut w = env.write_txn().expect("txn");
+            for (k, v) in &pairs {
+                db.put(&mut w, k, v).expect("put");
+            }
+            w.commit().expect("commit");
+            (env, db, d)
+        },
+        |(env, db, d)| {
+            let mut w = env.write_txn().expect("txn");
+            let mut lo = keys::data_prefix(Datastore::Running);
+            lo.extend(keys::path_key(&"/perf:cont".parse().expect("path")).expect("key"));
+            keys::push_name(&mut lo, "lst");
+            let hi = canopy_store::backend::prefix_end(&lo).expect("end");
+            let range = (std::ops::Bound::Included(lo.as_slice()), std::ops::Bound::Excluded(hi.as_slice()));
+            assert_eq!(db.delete_range(&mut w, &range).expect("delete"), n);
+            w.commit().expect("commit");
+            close(env);
+            let _ = std::fs::remove_dir_all(d);
+        },
+    );
+    rows.push(Row {
+        name: format!("delete all {n} entries (one transaction, sync=commit)"),
+        canopy,
+        raw: Some(raw),
+        ops: 1,
+    });
+
+    Ok((rows, Figures { cached_bytes_per_leaf, store_bytes: figures_store, raw_bytes: figures_raw }))
+}
+
+/// The report as a markdown table.
+pub fn render_md(n: usize, repeat: usize, rows: &[Row], f: &Figures) -> String {
+    let mut s = format!(
+        "core suite, {n} entries, {repeat} runs per row (mean; median in brackets), LMDB backend, cache off unless the row says cached\n\n\
+         | operation | canopy | raw LMDB | ratio |\n|---|---|---|---|\n"
+    );
+    for r in rows {
+        let (raw, ratio) = match &r.raw {
+            Some(raw) => (
+                format!("{} ({})", fmt(raw.mean()), fmt(raw.median())),
+                format!("{:.2}×", r.canopy.mean().as_secs_f64() / raw.mean().as_secs_f64().max(1e-12)),
+            ),
+            None => ("—".into(), "—".into()),
+        };
+        s.push_str(&format!(
+            "| {} | {} ({}) | {raw} | {ratio} |\n",
+            r.name,
+            fmt(r.canopy.mean()),
+            fmt(r.canopy.median())
+        ));
+    }
+    s.push_str(&format!(
+        "\nstore size on disk: canopy {:.1} MB, raw LMDB with the same pairs {:.1} MB\n",
+        f.store_bytes as f64 / 1e6,
+        f.raw_bytes as f64 / 1e6
+    ));
+    if let Some(b) = f.cached_bytes_per_leaf {
+        s.push_str(&format!("cached tree: {b:.0} bytes of heap per leaf ({} leaves)\n", 3 * n));
+    }
+    s
+}
+
+/// Entry point for `canopy-bench core [--size N] [--repeat R]`.
+///
+/// # Errors
+/// Bad arguments, store errors.
+pub fn main_with_args(args: &[String]) -> Result<()> {
+    let mut size = 100_000;
+    let mut repeat = 5;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--size" => size = it.next().context("--size needs a number")?.parse().context("--size")?,
+            "--repeat" => repeat = it.next().context("--repeat needs a number")?.parse().context("--repeat")?,
+            other => anyhow::bail!("unknown argument `{other}` (--size N, --repeat R)"),
+        }
+    }
+    let (rows, figures) = run(size, repeat)?;
+    print!("{}", render_md(size, repeat, &rows, &figures));
+    Ok(())
+}

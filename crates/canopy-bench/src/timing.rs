@@ -1,0 +1,81 @@
+//! Timing: a warm-up run, then `repeat` measured runs on the monotonic clock.
+
+use std::time::{Duration, Instant};
+
+/// The measured runs of one row.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub runs: Vec<Duration>,
+}
+
+impl Sample {
+    pub fn mean(&self) -> Duration {
+        self.runs.iter().sum::<Duration>() / self.runs.len().max(1) as u32
+    }
+
+    pub fn median(&self) -> Duration {
+        let mut v = self.runs.clone();
+        v.sort();
+        v[v.len() / 2]
+    }
+
+    pub fn min(&self) -> Duration {
+        self.runs.iter().copied().min().unwrap_or_default()
+    }
+
+    pub fn max(&self) -> Duration {
+        self.runs.iter().copied().max().unwrap_or_default()
+    }
+}
+
+/// Runs `f` once to warm up, then `repeat` times, timing each run. `f` gets
+/// the run number (0 = warm-up) so runs can vary their input.
+pub fn measure(repeat: usize, mut f: impl FnMut(usize)) -> Sample {
+    f(0);
+    let runs = (1..=repeat)
+        .map(|i| {
+            let t = Instant::now();
+            f(i);
+            t.elapsed()
+        })
+        .collect();
+    Sample { runs }
+}
+
+/// Like [`measure`], but `f` sets up untimed state and returns the timed part.
+pub fn measure_with<S>(repeat: usize, mut setup: impl FnMut(usize) -> S, mut timed: impl FnMut(S)) -> Sample {
+    timed(setup(0));
+    let runs = (1..=repeat)
+        .map(|i| {
+            let s = setup(i);
+            let t = Instant::now();
+            timed(s);
+            t.elapsed()
+        })
+        .collect();
+    Sample { runs }
+}
+
+/// A duration in the unit that reads best.
+pub fn fmt(d: Duration) -> String {
+    let ns = d.as_nanos() as f64;
+    if ns < 1_000.0 {
+        format!("{ns:.0} ns")
+    } else if ns < 1_000_000.0 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 1_000_000_000.0 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+/// Heap bytes in use by this process, as the C allocator counts them
+/// (`mallinfo2`: allocated blocks including their headers; freed memory the
+/// allocator keeps does not count, unlike resident pages).
+pub fn heap_bytes() -> usize {
+    #[allow(unsafe_code)]
+    // SAFETY: mallinfo2 only reads the allocator's statistics.
+    let info = unsafe { libc::mallinfo2() };
+    info.uordblks + info.hblkhd
+}

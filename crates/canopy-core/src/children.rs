@@ -1,0 +1,202 @@
+//! [`Children`]: the children of a container, by name, in name order.
+//!
+//! A sorted vector rather than a `BTreeMap`: containers have few children and
+//! are built in name order (from storage, from sorted JSON), so lookups are a
+//! binary search, appends are O(1), and a container costs one allocation of
+//! exactly its children instead of a B-tree node of eleven. The methods mirror
+//! `BTreeMap`'s so code reads the same.
+
+use std::fmt;
+
+use crate::tree::{Name, Node};
+
+/// Children of a container, sorted by name, names unique.
+#[derive(Clone, Default, PartialEq)]
+pub struct Children {
+    items: Vec<(Name, Node)>,
+}
+
+impl fmt::Debug for Children {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.items.iter().map(|(k, v)| (k, v))).finish()
+    }
+}
+
+impl Children {
+    pub fn new() -> Children {
+        Children::default()
+    }
+
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        // Appending in order is the common case: check the end first.
+        match self.items.last() {
+            Some((last, _)) if last.as_str() < name => Err(self.items.len()),
+            _ => self.items.binary_search_by(|(k, _)| k.as_str().cmp(name)),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Node> {
+        self.find(name).ok().map(|i| &self.items[i].1)
+    }
+
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Node> {
+        self.find(name).ok().map(move |i| &mut self.items[i].1)
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.find(name).is_ok()
+    }
+
+    /// Inserts or replaces; returns the node that was there.
+    pub fn insert(&mut self, name: Name, node: Node) -> Option<Node> {
+        match self.find(&name) {
+            Ok(i) => Some(std::mem::replace(&mut self.items[i].1, node)),
+            Err(i) => {
+                self.items.insert(i, (name, node));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Node> {
+        self.find(name).ok().map(|i| self.items.remove(i).1)
+    }
+
+    /// The slot for `name`, to fill if empty.
+    pub fn entry(&mut self, name: Name) -> Entry<'_> {
+        match self.find(&name) {
+            Ok(i) => Entry { children: self, index: Ok(i), name },
+            Err(i) => Entry { children: self, index: Err(i), name },
+        }
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Name, &Node)> + ExactSizeIterator + Clone {
+        self.items.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&Name, &mut Node)> {
+        self.items.iter_mut().map(|(k, v)| (&*k, v))
+    }
+
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &Name> + ExactSizeIterator {
+        self.items.iter().map(|(k, _)| k)
+    }
+
+    pub fn values(&self) -> impl DoubleEndedIterator<Item = &Node> + ExactSizeIterator {
+        self.items.iter().map(|(_, v)| v)
+    }
+
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Node> {
+        self.items.iter_mut().map(|(_, v)| v)
+    }
+
+    pub fn retain(&mut self, mut keep: impl FnMut(&Name, &mut Node) -> bool) {
+        self.items.retain_mut(|(k, v)| keep(k, v));
+    }
+
+    pub fn clear(&mut self) {
+        self.items.clear();
+    }
+}
+
+/// A slot of [`Children::entry`].
+pub struct Entry<'a> {
+    children: &'a mut Children,
+    index: Result<usize, usize>,
+    name: Name,
+}
+
+impl<'a> Entry<'a> {
+    pub fn or_insert_with(self, make: impl FnOnce() -> Node) -> &'a mut Node {
+        let i = match self.index {
+            Ok(i) => i,
+            Err(i) => {
+                self.children.items.insert(i, (self.name, make()));
+                i
+            }
+        };
+        &mut self.children.items[i].1
+    }
+
+    pub fn or_insert(self, node: Node) -> &'a mut Node {
+        self.or_insert_with(|| node)
+    }
+}
+
+impl std::ops::Index<&str> for Children {
+    type Output = Node;
+    /// The child `name`; panics when absent, like `BTreeMap`'s index.
+    fn index(&self, name: &str) -> &Node {
+        self.get(name).unwrap_or_else(|| panic!("no child `{name}`"))
+    }
+}
+
+impl Extend<(Name, Node)> for Children {
+    fn extend<T: IntoIterator<Item = (Name, Node)>>(&mut self, iter: T) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+impl FromIterator<(Name, Node)> for Children {
+    fn from_iter<T: IntoIterator<Item = (Name, Node)>>(iter: T) -> Children {
+        let mut c = Children::new();
+        c.extend(iter);
+        c
+    }
+}
+
+impl<const N: usize> From<[(Name, Node); N]> for Children {
+    fn from(items: [(Name, Node); N]) -> Children {
+        items.into_iter().collect()
+    }
+}
+
+impl IntoIterator for Children {
+    type Item = (Name, Node);
+    type IntoIter = std::vec::IntoIter<(Name, Node)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Children {
+    type Item = (&'a Name, &'a Node);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (Name, Node)>, fn(&'a (Name, Node)) -> (&'a Name, &'a Node)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter().map(|(k, v)| (k, v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Value;
+
+    #[test]
+    fn behaves_like_a_sorted_map() {
+        let mut c = Children::new();
+        for n in ["m", "a", "z", "b"] {
+            assert!(c.insert(n.into(), Node::leaf(Value::String(n.into()))).is_none());
+        }
+        assert_eq!(c.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "b", "m", "z"]);
+        assert!(c.insert("b".into(), Node::leaf(Value::Bool(true))).is_some());
+        assert_eq!(c.len(), 4);
+        assert!(matches!(c.get("b"), Some(Node::Leaf { value: Value::Bool(true), .. })));
+        assert!(c.remove("m").is_some() && !c.contains_key("m"));
+        c.entry("c".into()).or_insert_with(|| Node::leaf(Value::Empty));
+        c.entry("c".into()).or_insert_with(|| panic!("present"));
+        assert_eq!(c.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "b", "c", "z"]);
+        c.retain(|k, _| k != "a");
+        assert_eq!(c.iter().count(), 3);
+    }
+}
