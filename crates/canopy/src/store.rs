@@ -712,8 +712,9 @@ impl Session<'_> {
         self.apply(&[Edit { op, path: p, value, insert }])
     }
 
-    /// Merges the JSON value `json` (an object for a container or list entry,
-    /// an array for a list or leaf-list, a scalar for a leaf) at `path`, the
+    /// Merges the JSON value `json` (an object for a container or for a list
+    /// entry, which must hold its key leaves; an array for a list or leaf-list;
+    /// a scalar for a leaf) at `path`, the
     /// way [`Session::set`] merges a scalar. List entries in it are keyed as
     /// the store knows their lists; lists it does not know are keyless.
     ///
