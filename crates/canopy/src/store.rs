@@ -149,6 +149,12 @@ impl Store {
         Ok(s)
     }
 
+    /// The learned list info of the current revision.
+    fn schema_now(&self) -> Result<Arc<Schemaless>> {
+        let snap = self.backend.snapshot()?;
+        self.schema_at(&*snap)
+    }
+
     /// Declares a list's keys and ordering before data is imported (a schema
     /// would say this; schemaless stores learn it here or from the first path
     /// that creates an entry). Declaring what is already known does nothing.
@@ -692,17 +698,93 @@ impl Session<'_> {
         self.store.transact(self.ds, edits)
     }
 
+    /// Applies one edit whose value is RFC 7951 JSON text, as one transaction.
+    /// `json` is written as [`canopy_core::json::parse_subtree`] takes it (the
+    /// RESTCONF form: an object with the node as its only member, a whole
+    /// document at `/`) and parsed with the lists the store knows; delete and
+    /// remove take no value (`None`).
+    ///
+    /// # Errors
+    /// [`Error::Data`] for a bad path, malformed JSON (with line and column) or
+    /// a value that does not fit; [`Error::Usage`] for a value missing or given
+    /// where the operation does not take one; as [`Session::apply`].
+    pub fn edit_json(&self, op: Operation, path: &str, json: Option<&str>, insert: Option<Insert>) -> Result<Commit> {
+        let p: Path = path.parse()?;
+        let value = match (op, json) {
+            (Operation::Delete | Operation::Remove, None) => None,
+            (Operation::Delete | Operation::Remove, Some(_)) => {
+                return Err(Error::Usage(format!("{op:?} takes no value").to_lowercase()))
+            }
+            // A leaf-list entry needs no value: the path names it.
+            (_, None) if matches!(p.last().map(|s| &s.selector), Some(Selector::Value(_))) => None,
+            (_, None) => return Err(Error::Usage(format!("{op:?} needs a value").to_lowercase())),
+            (_, Some(text)) => {
+                // Lists the path names by key are keyed lists, known or not.
+                let mut schema = (*self.store.schema_now()?).clone();
+                let mut at = Path::root();
+                for seg in &p.segments {
+                    at = at.child(seg.name.clone(), Selector::None);
+                    if let Selector::Keys(k) = &seg.selector {
+                        schema
+                            .lists
+                            .entry(at.schema_path())
+                            .or_insert_with(|| ListInfo::keyed(k.iter().map(|(n, _)| n.clone())));
+                    }
+                }
+                let node = canopy_core::json::parse_subtree_str(text, &schema, &p)?;
+                // An edit of one entry takes the entry itself (see `Edit::value`).
+                Some(match (node, p.last().map(|s| &s.selector)) {
+                    (Node::List(l), Some(Selector::Keys(_) | Selector::Position(_))) => {
+                        Node::Container(l.entries().next().cloned().unwrap_or_default())
+                    }
+                    (Node::LeafList(mut v), Some(Selector::Value(_))) if v.len() == 1 => {
+                        let e = v.remove(0);
+                        Node::Leaf { value: e.value, meta: e.meta }
+                    }
+                    (node, _) => node,
+                })
+            }
+        };
+        self.apply(&[Edit { op, path: p, value, insert }])
+    }
+
+    /// Merges the JSON value `json` (an object for a container or for a list
+    /// entry, which must hold its key leaves; an array for a list or leaf-list;
+    /// a scalar for a leaf) at `path`, the
+    /// way [`Session::set`] merges a scalar. List entries in it are keyed as
+    /// the store knows their lists; lists it does not know are keyless.
+    ///
+    /// # Errors
+    /// As [`Session::edit_json`]; line numbers in JSON errors are those of `json`.
+    pub fn set_json(&self, path: &str, json: &str) -> Result<Commit> {
+        let p: Path = path.parse()?;
+        let Some(last) = p.last() else {
+            return self.edit_json(Operation::Merge, path, Some(json), None);
+        };
+        // The RESTCONF form around the value, on lines of its own, so that an
+        // error's line is the value's line plus one.
+        let mut name = String::new();
+        canopy_core::json::write_json_string(&mut name, &last.name);
+        let (open, close) = match last.selector {
+            Selector::Keys(_) | Selector::Position(_) => ("[", "]"),
+            _ => ("", ""),
+        };
+        let wrapped = format!("{{{name}:{open}\n{json}\n{close}}}");
+        match self.edit_json(Operation::Merge, path, Some(&wrapped), None) {
+            Err(Error::Data(canopy_core::Error::Json { line, column, reason })) if line > 1 => {
+                Err(Error::Data(canopy_core::Error::Json { line: line - 1, column, reason }))
+            }
+            other => other,
+        }
+    }
+
     /// Imports an RFC 7951 JSON document: merged into the datastore (or
     /// replacing it with `Operation::Replace`) as one transaction.
     ///
     /// # Errors
     /// [`Error::Data`] for malformed JSON (with line and column); as [`Session::apply`].
     pub fn import<R: std::io::Read>(&self, input: R, op: Operation) -> Result<Commit> {
-        let schema = {
-            let snap = self.store.backend.snapshot()?;
-            self.store.schema_at(&*snap)?
-        };
-        let tree = canopy_core::json::parse_document(input, &*schema)?;
+        let tree = canopy_core::json::parse_document(input, &*self.store.schema_now()?)?;
         self.apply(&[Edit { op, path: Path::root(), value: Some(Node::Container(tree)), insert: None }])
     }
 }

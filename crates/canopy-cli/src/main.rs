@@ -1,0 +1,265 @@
+//! `canopy`: the command-line client of a canopy store. It parses arguments,
+//! calls the library, prints results on stdout and one line per write or error
+//! on stderr. Exit status: 0 success, 1 a user error (bad path, JSON, URL,
+//! missing node, damaged store), 2 an internal error.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read, Write};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use canopy::json::{write_container, WriteOptions};
+use canopy::{Commit, Container, Insert, ListInfo, Operation, ReadOptions, Session, Store, Value};
+use canopy_store::keys::Datastore;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "canopy", version, about = "Read and edit a canopy store of hierarchical configuration data.")]
+struct Cli {
+    /// Store URL: `lmdb:DIR?sync=commit|off&cache=on`, a bare directory (LMDB),
+    /// or `memory:NAME` (empty at every start). Default: $CANOPY_STORE, else ./canopy-data.
+    #[arg(long, global = true, value_name = "URL")]
+    store: Option<String>,
+    /// Datastore: running, startup, candidate or operational.
+    #[arg(long, global = true, value_name = "NAME", default_value = "running")]
+    ds: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print what a path or XPath query selects, with its ancestors, as RFC 7951 JSON
+    /// (`{}` when nothing matches).
+    Get {
+        /// Instance path (`/m:cont/lst[k='1']`) or query (`//lst[l='x']`).
+        path: String,
+        /// Levels of data nodes to include below each selected node.
+        #[arg(long, value_name = "N")]
+        depth: Option<usize>,
+        /// One line, no whitespace.
+        #[arg(long)]
+        compact: bool,
+    },
+    /// Set a leaf (VALUE: JSON scalar text, else a string), or merge a JSON
+    /// object or array at PATH.
+    Set { path: String, value: String },
+    /// Delete a node; fails if it does not exist.
+    Delete { path: String },
+    /// Apply a JSON document as one edit at PATH, in one transaction. The document
+    /// holds the node as its only member (`{"lst": [{...}]}` for a list entry);
+    /// at `/` it is a whole document. delete and remove take no document.
+    Edit {
+        /// JSON file, or `-` for stdin.
+        #[arg(value_name = "FILE|-")]
+        file: Option<String>,
+        #[arg(long, default_value = "merge", value_parser = ["merge", "replace", "create", "delete", "remove"])]
+        op: String,
+        #[arg(long, default_value = "/")]
+        path: String,
+        /// Position in a user-ordered list: first, last, before=KEY[,KEY..], after=KEY[,KEY..].
+        #[arg(long, value_name = "WHERE")]
+        insert: Option<String>,
+    },
+    /// Merge (or with --replace, replace) the datastore with an RFC 7951 JSON document.
+    Import {
+        /// JSON file, or `-` for stdin.
+        #[arg(value_name = "FILE|-")]
+        file: String,
+        /// Replace the whole datastore instead of merging into it.
+        #[arg(long)]
+        replace: bool,
+        /// Declare a keyed list before importing (lists not declared or already
+        /// known are keyless), e.g. `/m:cont/lst=k1,k2`.
+        #[arg(long, value_name = "SCHEMA_PATH=KEYS")]
+        list: Vec<String>,
+        /// Declare a user-ordered keyed list before importing.
+        #[arg(long, value_name = "SCHEMA_PATH=KEYS")]
+        user_ordered: Vec<String>,
+    },
+    /// Print the datastore (or the subtree at PATH) as RFC 7951 JSON.
+    Export {
+        #[arg(default_value = "/")]
+        path: String,
+        #[arg(long)]
+        compact: bool,
+    },
+    /// Rewrite the store so that space freed by deletes returns to the filesystem.
+    Compact,
+    /// Verify the store; prints each problem (exit 1) or `ok`.
+    Check,
+    /// Print how many nodes a query selects.
+    Count { query: String },
+}
+
+/// A user error found here rather than in the library (an unreadable file, a
+/// malformed option value).
+#[derive(Debug)]
+struct UserError(String);
+
+impl std::fmt::Display for UserError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UserError {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            let message = format!("{e:#}").replace('\n', " ");
+            eprintln!("canopy: {message}");
+            ExitCode::from(exit_status(&e))
+        }
+    }
+}
+
+/// 1 for the user's errors, 2 for internal ones.
+fn exit_status(e: &anyhow::Error) -> u8 {
+    for cause in e.chain() {
+        if let Some(err) = cause.downcast_ref::<canopy::Error>() {
+            return if err.is_user_error() { 1 } else { 2 };
+        }
+        if cause.is::<UserError>() {
+            return 1;
+        }
+    }
+    2
+}
+
+/// A reader of our output went away (`canopy export | head`): not an error.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let ds: Datastore = cli.ds.parse().map_err(UserError)?;
+    let url = match cli.store {
+        Some(url) => url,
+        None => {
+            std::env::var("CANOPY_STORE").ok().filter(|s| !s.is_empty()).unwrap_or(canopy::open::DEFAULT_STORE.into())
+        }
+    };
+    let store = Store::open(&url)?;
+    let session = store.session(ds);
+    match cli.command {
+        Command::Get { path, depth, compact } => print_tree(&session.get(&path, ReadOptions { depth })?, !compact)?,
+        Command::Export { path, compact } => print_tree(&session.get(&path, ReadOptions::default())?, !compact)?,
+        Command::Count { query } => println!("{}", session.count(&query)?),
+        Command::Set { path, value } => {
+            let t = value.trim_start();
+            let commit = if (t.starts_with('{') || t.starts_with('[')) && t.trim_end() != "[null]" {
+                session.set_json(&path, &value)?
+            } else {
+                session.set(&path, Value::from_cli(&value))?
+            };
+            report(&commit);
+        }
+        Command::Delete { path } => report(&session.delete(&path)?),
+        Command::Edit { file, op, path, insert } => {
+            let op: Operation = op.parse()?;
+            let doc = file.as_deref().map(read_input).transpose()?;
+            let insert = insert.as_deref().map(parse_insert).transpose()?;
+            report(&session.edit_json(op, &path, doc.as_deref(), insert)?);
+        }
+        Command::Import { file, replace, list, user_ordered } => {
+            for (spec, user_ordered) in list.iter().map(|s| (s, false)).chain(user_ordered.iter().map(|s| (s, true))) {
+                let (schema_path, keys) = parse_list_spec(spec)?;
+                store.declare_list(schema_path, ListInfo { keys, user_ordered })?;
+            }
+            let op = if replace { Operation::Replace } else { Operation::Merge };
+            report(&import(&session, &file, op)?);
+        }
+        Command::Compact => {
+            store.compact()?;
+            eprintln!("compacted {url}");
+        }
+        Command::Check => {
+            let problems = store.check()?;
+            if problems.is_empty() {
+                println!("ok");
+            } else {
+                let mut out = io::stdout().lock();
+                for p in &problems {
+                    writeln!(out, "{p}")?;
+                }
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `tree` as RFC 7951 JSON to stdout, ending with a newline.
+fn print_tree(tree: &Container, pretty: bool) -> Result<()> {
+    let mut out = io::stdout().lock();
+    write_container(&mut out, tree, &WriteOptions { pretty, depth: None })?;
+    // The pretty form ends with a newline already.
+    if !pretty {
+        writeln!(out)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The one-line summary of a write, on stderr.
+fn report(commit: &Commit) {
+    match commit.changes.len() {
+        0 => eprintln!("no changes (revision {})", commit.revision),
+        1 => eprintln!("committed revision {}: 1 change", commit.revision),
+        n => eprintln!("committed revision {}: {n} changes", commit.revision),
+    }
+}
+
+/// The text of FILE, or of stdin for `-`.
+fn read_input(file: &str) -> Result<String> {
+    let mut text = String::new();
+    let read = if file == "-" {
+        io::stdin().read_to_string(&mut text)
+    } else {
+        File::open(file).and_then(|mut f| f.read_to_string(&mut text))
+    };
+    read.map_err(|e| UserError(format!("cannot read {file}: {e}")))?;
+    Ok(text)
+}
+
+/// Imports FILE (or stdin) as a stream.
+fn import(session: &Session<'_>, file: &str, op: Operation) -> Result<Commit> {
+    if file == "-" {
+        return Ok(session.import(io::stdin().lock(), op)?);
+    }
+    let f = File::open(file).map_err(|e| UserError(format!("cannot read {file}: {e}")))?;
+    Ok(session.import(BufReader::new(f), op)?)
+}
+
+/// `SCHEMA_PATH=K1,K2` of `--list` and `--user-ordered`.
+fn parse_list_spec(spec: &str) -> Result<(&str, Vec<String>)> {
+    let bad = || UserError(format!("list declaration `{spec}`: expected SCHEMA_PATH=KEY[,KEY...], e.g. /m:cont/lst=k"));
+    let (path, keys) = spec.split_once('=').ok_or_else(bad)?;
+    let keys: Vec<String> = keys.split(',').map(str::trim).map(String::from).collect();
+    if !path.starts_with('/') || keys.iter().any(String::is_empty) {
+        return Err(bad().into());
+    }
+    Ok((path, keys))
+}
+
+/// `first`, `last`, `before=K1,K2` or `after=K1,K2` of `--insert`.
+fn parse_insert(text: &str) -> Result<Insert> {
+    let keys = |k: &str| k.split(',').map(String::from).collect();
+    Ok(match text.split_once('=') {
+        None if text == "first" => Insert::First,
+        None if text == "last" => Insert::Last,
+        Some(("before", k)) if !k.is_empty() => Insert::Before(keys(k)),
+        Some(("after", k)) if !k.is_empty() => Insert::After(keys(k)),
+        _ => {
+            return Err(UserError(format!(
+                "--insert `{text}`: expected first, last, before=KEY[,KEY...] or after=KEY[,KEY...]"
+            ))
+            .into())
+        }
+    })
+}

@@ -1,0 +1,380 @@
+//! The `canopy` binary end to end: each test runs it on stores in its own
+//! temporary directory and checks stdout, stderr and the exit status.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value as Json;
+
+const SAMPLE: &str = include_str!("../../../examples/interfaces.json");
+
+/// The list declarations the sample needs (as in the README and the demo).
+const DECLARE: &[&str] = &[
+    "--list",
+    "/ietf-interfaces:interfaces/interface=name",
+    "--list",
+    "/ietf-interfaces:interfaces/interface/ietf-ip:ipv4/address=ip",
+    "--list",
+    "/ietf-access-control-list:acls/acl=name",
+    "--user-ordered",
+    "/ietf-access-control-list:acls/acl/aces/ace=name",
+];
+
+const ETH1: &str = "/ietf-interfaces:interfaces/interface[name='eth1']";
+const ACES: &str = "/ietf-access-control-list:acls/acl[name='edge-in']/aces";
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn ok(self) -> Run {
+        assert_eq!(self.code, 0, "stderr: {}", self.stderr);
+        self
+    }
+
+    /// A user error: exit 1 and one `canopy: ` line naming the problem.
+    fn user_error(self, needle: &str) -> Run {
+        assert_eq!(self.code, 1, "stdout: {} stderr: {}", self.stdout, self.stderr);
+        assert!(self.stderr.starts_with("canopy: "), "{}", self.stderr);
+        assert_eq!(self.stderr.lines().count(), 1, "{}", self.stderr);
+        assert!(self.stderr.contains(needle), "`{needle}` not in: {}", self.stderr);
+        self
+    }
+
+    fn json(&self) -> Json {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("{e}: {}", self.stdout))
+    }
+}
+
+/// A temporary directory holding stores.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Runs `canopy` in the directory, without `CANOPY_STORE`.
+    fn raw(&self, args: &[&str], stdin: Option<&str>, env: Option<&str>) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_canopy"));
+        cmd.args(args).current_dir(self.dir.path()).env_remove("CANOPY_STORE");
+        if let Some(url) = env {
+            cmd.env("CANOPY_STORE", url);
+        }
+        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        if let Some(text) = stdin {
+            // canopy may exit before reading it all (a usage error).
+            let _ = child.stdin.take().unwrap().write_all(text.as_bytes());
+        }
+        let out = child.wait_with_output().unwrap();
+        let run = Run {
+            code: out.status.code().expect("exited, not killed"),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        };
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+        run
+    }
+
+    /// Runs `canopy --store <dir>/data ARGS`.
+    fn run(&self, args: &[&str]) -> Run {
+        self.run_in("data", args, None)
+    }
+
+    fn run_in(&self, store: &str, args: &[&str], stdin: Option<&str>) -> Run {
+        let url = self.path(store);
+        let mut all = vec!["--store", url.to_str().unwrap()];
+        all.extend_from_slice(args);
+        self.raw(&all, stdin, None)
+    }
+
+    /// Imports the sample into `store`.
+    fn import_sample(&self, store: &str) {
+        let mut args = vec!["import", "-"];
+        args.extend_from_slice(DECLARE);
+        let run = self.run_in(store, &args, Some(SAMPLE)).ok();
+        assert_eq!(run.stdout, "", "writes print nothing on stdout");
+        assert!(run.stderr.starts_with("committed revision "), "{}", run.stderr);
+    }
+
+    fn get(&self, path: &str) -> Json {
+        self.run(&["get", path]).ok().json()
+    }
+}
+
+fn sample() -> Json {
+    serde_json::from_str(SAMPLE).unwrap()
+}
+
+/// The names of the interfaces in a `get` result.
+fn interface_names(doc: &Json) -> Vec<String> {
+    doc["ietf-interfaces:interfaces"]["interface"]
+        .as_array()
+        .map(|a| a.iter().map(|e| e["name"].as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn get_by_path_and_by_query() {
+    let env = Env::new();
+    env.import_sample("data");
+    let eth1 = env.get(ETH1);
+    assert_eq!(interface_names(&eth1), ["eth1"]);
+    let entry = &eth1["ietf-interfaces:interfaces"]["interface"][0];
+    assert_eq!(entry, &sample()["ietf-interfaces:interfaces"]["interface"][1], "the whole entry, metadata included");
+
+    let enabled = env.run(&["get", "//interface[enabled='true']/name", "--compact"]).ok();
+    assert_eq!(
+        enabled.stdout,
+        "{\"ietf-interfaces:interfaces\":{\"interface\":[{\"name\":\"eth0\"},{\"name\":\"lo0\"}]}}\n"
+    );
+
+    let wide = env.get("//address[prefix-length > 24]/ip");
+    let ips: Vec<&Json> = wide["ietf-interfaces:interfaces"]["interface"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|i| i["ietf-ip:ipv4"]["address"].as_array().unwrap())
+        .map(|a| &a["ip"])
+        .collect();
+    assert_eq!(ips, ["198.51.100.1", "203.0.113.9"]);
+
+    assert_eq!(env.run(&["count", "//address"]).ok().stdout, "4\n");
+    let shallow = env.run(&["get", "/ietf-interfaces:interfaces", "--depth", "1", "--compact"]).ok();
+    assert!(!shallow.stdout.contains("mtu"), "{}", shallow.stdout);
+    assert!(shallow.stdout.contains("\"name\":\"lo0\""), "entries keep their keys: {}", shallow.stdout);
+}
+
+#[test]
+fn get_of_nothing_prints_an_empty_object() {
+    let env = Env::new();
+    env.import_sample("data");
+    let run = env.run(&["get", "/ietf-interfaces:interfaces/interface[name='eth9']"]).ok();
+    assert_eq!(run.stdout, "{}\n");
+}
+
+#[test]
+fn set_and_delete() {
+    let env = Env::new();
+    env.import_sample("data");
+    let mtu = format!("{ETH1}/mtu");
+    let set = env.run(&["set", &mtu, "1400"]).ok();
+    assert_eq!(set.stdout, "");
+    assert!(set.stderr.contains(": 1 change"), "{}", set.stderr);
+    assert_eq!(env.get(&mtu)["ietf-interfaces:interfaces"]["interface"][0]["mtu"], 1400);
+
+    let desc = format!("{ETH1}/description");
+    env.run(&["set", &desc, "customer B"]).ok();
+    assert_eq!(env.get(&desc)["ietf-interfaces:interfaces"]["interface"][0]["description"], "customer B");
+
+    let eth2 = "/ietf-interfaces:interfaces/interface[name='eth2']";
+    env.run(&["set", eth2, r#"{"name": "eth2", "mtu": 1500, "tags": ["new"]}"#]).ok();
+    assert_eq!(
+        env.get(eth2)["ietf-interfaces:interfaces"]["interface"][0],
+        serde_json::json!({"mtu": 1500, "name": "eth2", "tags": ["new"]})
+    );
+
+    let del = env.run(&["delete", eth2]).ok();
+    assert_eq!(del.stdout, "");
+    assert_eq!(env.run(&["get", eth2]).ok().stdout, "{}\n");
+    env.run(&["delete", eth2]).user_error("does not exist");
+    assert_eq!(interface_names(&env.get("/ietf-interfaces:interfaces")), ["eth0", "eth1", "lo0"]);
+}
+
+#[test]
+fn edit_with_each_operation() {
+    let env = Env::new();
+    env.import_sample("data");
+    let ipv4 = format!("{ETH1}/ietf-ip:ipv4");
+    let edit = |args: &[&str], doc: Option<&str>| {
+        let mut all = vec!["edit"];
+        if doc.is_some() {
+            all.push("-");
+        }
+        all.extend_from_slice(args);
+        env.run_in("data", &all, doc)
+    };
+
+    edit(&["--path", &ipv4], Some(r#"{"ietf-ip:ipv4": {"forwarding": true}}"#)).ok();
+    let got = env.get(&ipv4)["ietf-interfaces:interfaces"]["interface"][0]["ietf-ip:ipv4"].clone();
+    assert_eq!(got["forwarding"], true);
+    assert_eq!(got["address"].as_array().unwrap().len(), 1, "merge keeps what it does not name");
+
+    edit(&["--op", "replace", "--path", &ipv4], Some(r#"{"ietf-ip:ipv4": {"forwarding": false}}"#)).ok();
+    let got = env.get(&ipv4)["ietf-interfaces:interfaces"]["interface"][0]["ietf-ip:ipv4"].clone();
+    assert_eq!(got, serde_json::json!({"forwarding": false}), "replace drops the addresses");
+
+    let mtu = format!("{ETH1}/mtu");
+    edit(&["--op", "create", "--path", &mtu], Some(r#"{"mtu": 9000}"#)).user_error("already exists");
+    let speed = format!("{ETH1}/speed");
+    edit(&["--op", "create", "--path", &speed], Some(r#"{"speed": 1000}"#)).ok();
+
+    edit(&["--op", "delete", "--path", &speed], None).ok();
+    edit(&["--op", "delete", "--path", &speed], None).user_error("does not exist");
+    let remove = edit(&["--op", "remove", "--path", &speed], None).ok();
+    assert!(remove.stderr.starts_with("no changes"), "{}", remove.stderr);
+    assert_eq!(env.run(&["get", &speed]).ok().stdout, "{}\n");
+
+    // Insert into the user-ordered list of rules.
+    let icmp = format!("{ACES}/ace[name='permit-icmp']");
+    let doc = r#"{"ace": [{"name": "permit-icmp", "action": "accept", "protocol": 1}]}"#;
+    edit(&["--op", "create", "--path", &icmp, "--insert", "after=permit-ssh"], Some(doc)).ok();
+    let first = format!("{ACES}/ace[name='log-all']");
+    edit(&["--path", &first, "--insert", "first"], Some(r#"{"ace": [{"name": "log-all", "action": "log"}]}"#)).ok();
+    let aces = env.get(ACES);
+    let names: Vec<&str> = aces["ietf-access-control-list:acls"]["acl"][0]["aces"]["ace"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["log-all", "permit-ssh", "permit-icmp", "permit-web", "deny-rest"]);
+
+    // The root always exists, so it cannot be created.
+    edit(&["--op", "create"], Some(r#"{"ietf-interfaces:interfaces": {}}"#)).user_error("already exists");
+    edit(&["--insert", "middle"], Some("{}")).user_error("--insert `middle`");
+    edit(&[], None).user_error("merge needs a value");
+}
+
+#[test]
+fn export_round_trips() {
+    let env = Env::new();
+    env.import_sample("data");
+    let first = env.run(&["export"]).ok();
+    assert_eq!(first.json(), sample(), "export gives back the imported document");
+
+    let mut args = vec!["import", "-"];
+    args.extend_from_slice(DECLARE);
+    env.run_in("copy", &args, Some(&first.stdout)).ok();
+    let second = env.run_in("copy", &["export"], None).ok();
+    assert_eq!(second.stdout, first.stdout);
+
+    let compact = env.run_in("copy", &["export", "--compact"], None).ok();
+    assert_eq!(compact.stdout.lines().count(), 1);
+    assert_eq!(compact.json(), sample());
+
+    // --replace makes the datastore exactly the document.
+    env.run_in("copy", &["import", "-", "--replace"], Some(r#"{"m:x": {"y": 1}}"#)).ok();
+    assert_eq!(env.run_in("copy", &["export", "--compact"], None).ok().stdout, "{\"m:x\":{\"y\":1}}\n");
+}
+
+#[test]
+fn datastores_are_separate() {
+    let env = Env::new();
+    env.run(&["--ds", "candidate", "set", "/m:sys/hostname", "r2"]).ok();
+    assert_eq!(env.run(&["get", "/m:sys"]).ok().stdout, "{}\n");
+    let cand = env.run(&["--ds", "candidate", "get", "/m:sys", "--compact"]).ok();
+    assert_eq!(cand.stdout, "{\"m:sys\":{\"hostname\":\"r2\"}}\n");
+    env.run(&["--ds", "bogus", "get", "/"]).user_error("unknown datastore `bogus`");
+}
+
+#[test]
+fn store_from_env_and_default_directory() {
+    let env = Env::new();
+    let url = format!("lmdb:{}?sync=off", env.path("from-env").display());
+    env.raw(&["set", "/m:a", "1"], None, Some(&url)).ok();
+    let other = env.run_in("from-env", &["get", "/m:a", "--compact"], None).ok();
+    assert_eq!(other.stdout, "{\"m:a\":1}\n");
+    // --store wins over the environment.
+    let given = env.path("given");
+    env.raw(&["--store", given.to_str().unwrap(), "set", "/m:b", "2"], None, Some(&url)).ok();
+    assert_eq!(env.raw(&["get", "/m:b"], None, Some(&url)).ok().stdout, "{}\n");
+
+    // Neither: ./canopy-data in the working directory.
+    env.raw(&["set", "/m:c", "true"], None, None).ok();
+    assert!(env.path("canopy-data").join("data.mdb").exists());
+    assert_eq!(env.run_in("canopy-data", &["get", "/m:c", "--compact"], None).ok().stdout, "{\"m:c\":true}\n");
+}
+
+#[test]
+fn check_and_compact_a_healthy_store() {
+    let env = Env::new();
+    env.import_sample("data");
+    env.run(&["delete", "/ietf-interfaces:interfaces"]).ok();
+    assert_eq!(env.run(&["compact"]).ok().stdout, "");
+    let run = env.run(&["check"]).ok();
+    assert_eq!(run.stdout, "ok\n");
+    assert_eq!(env.run(&["count", "//interface"]).ok().stdout, "0\n");
+}
+
+/// Writes `bytes` as the `data.mdb` of a new store directory.
+fn damaged_store(env: &Env, name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = env.path(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("data.mdb"), bytes).unwrap();
+    dir
+}
+
+fn assert_refused(env: &Env, store: &Path, needle: &str) {
+    for args in [&["check"][..], &["get", "/"], &["set", "/m:a", "1"]] {
+        let mut all = vec!["--store", store.to_str().unwrap()];
+        all.extend_from_slice(args);
+        env.raw(&all, None, None).user_error(needle);
+    }
+}
+
+#[test]
+fn garbage_store_is_refused() {
+    let env = Env::new();
+    let garbage: Vec<u8> = (0..64 * 1024u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let dir = damaged_store(&env, "garbage", &garbage);
+    assert_refused(&env, &dir, "damaged");
+}
+
+#[test]
+fn truncated_store_is_refused() {
+    let env = Env::new();
+    env.import_sample("data");
+    let bytes = std::fs::read(env.path("data").join("data.mdb")).unwrap();
+    for (name, len) in [("half", bytes.len() / 2), ("short", bytes.len() - 100)] {
+        let dir = damaged_store(&env, name, &bytes[..len]);
+        assert_refused(&env, &dir, "truncated");
+    }
+}
+
+#[test]
+fn malformed_input_is_a_user_error() {
+    let env = Env::new();
+    env.import_sample("data");
+    env.run(&["get", "/ietf-interfaces:interfaces/interface[name='eth1'"])
+        .user_error("invalid path `/ietf-interfaces:interfaces/interface[name='eth1'` at position 49");
+    env.run(&["delete", "/a//b"]).user_error("at position");
+    env.run(&["set", "/m:x", "{\"a\": 1,\n\"a\": 2}"]).user_error("line 2");
+    env.run_in("data", &["import", "-"], Some("{\n  \"m:a\": [1, {\"b\": 2}]\n}")).user_error("line 2");
+    env.run_in("data", &["edit", "-"], Some("{\"m:a\": 1,, }")).user_error("invalid JSON at line 1, column 11");
+    env.run(&["import", "no-such-file.json"]).user_error("cannot read no-such-file.json");
+    env.run(&["import", "-", "--list", "interface=name"]).user_error("list declaration `interface=name`");
+    // The sample's data was not touched by any of it.
+    assert_eq!(env.run(&["export"]).ok().json(), sample());
+
+    for (url, needle) in [
+        ("lmdb:x?sync=maybe", "sync must be"),
+        ("lmdb:x?cache=yes", "cache must be"),
+        ("nosuch:x", "unknown backend `nosuch`"),
+        ("postgres://127.0.0.1/db", "not enabled in this build"),
+        ("", "it is empty"),
+    ] {
+        env.raw(&["--store", url, "get", "/"], None, None).user_error(needle);
+    }
+}
+
+#[test]
+fn bad_arguments_are_refused_by_clap() {
+    let env = Env::new();
+    let run = env.raw(&["get"], None, None);
+    assert_eq!(run.code, 2, "clap's usage error: {}", run.stderr);
+    let run = env.raw(&["edit", "-", "--op", "upsert"], Some("{}"), None);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("upsert"), "{}", run.stderr);
+}
