@@ -8,8 +8,7 @@ use std::io::{self, BufReader, Read, Write};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use canopy::json::{write_container, WriteOptions};
-use canopy::{Commit, Container, Insert, ListInfo, Operation, ReadOptions, Session, Store, Value};
+use canopy::{Commit, Insert, ListInfo, Operation, ReadOptions, Session, Store, Value};
 use canopy_store::keys::Datastore;
 use clap::{Parser, Subcommand};
 
@@ -147,8 +146,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let store = Store::open(&url)?;
     let session = store.session(ds);
     match cli.command {
-        Command::Get { path, depth, compact } => print_tree(&session.get(&path, ReadOptions { depth })?, !compact)?,
-        Command::Export { path, compact } => print_tree(&session.get(&path, ReadOptions::default())?, !compact)?,
+        Command::Get { path, depth, compact } => print_json(&session, &path, ReadOptions { depth }, !compact)?,
+        Command::Export { path, compact } => print_json(&session, &path, ReadOptions::default(), !compact)?,
         Command::Count { query } => println!("{}", session.count(&query)?),
         Command::Set { path, value } => {
             let t = value.trim_start();
@@ -194,10 +193,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes `tree` as RFC 7951 JSON to stdout, ending with a newline.
-fn print_tree(tree: &Container, pretty: bool) -> Result<()> {
+/// Writes what `query` selects as RFC 7951 JSON to stdout, ending with a newline.
+fn print_json(session: &Session, query: &str, opts: ReadOptions, pretty: bool) -> Result<()> {
     let mut out = io::stdout().lock();
-    write_container(&mut out, tree, &WriteOptions { pretty, depth: None })?;
+    session.get_json(query, opts, pretty, &mut out)?;
     // The pretty form ends with a newline already.
     if !pretty {
         writeln!(out)?;

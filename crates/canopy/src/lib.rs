@@ -21,6 +21,7 @@ mod load;
 pub mod open;
 mod schema;
 mod store;
+mod stream;
 
 pub use canopy_core::diff::{Change, Place, Subtree};
 pub use canopy_core::edit::{Edit, Operation};

@@ -250,7 +250,7 @@ fn split_segment(key: &[u8]) -> canopy_store::Result<(String, RawSel<'_>, usize)
 /// `parent_len` bytes) into `parent`. A node whose own fragment is not among
 /// the items was read before: its stored descendants go into the tree's
 /// version of it, or nowhere when this transaction deleted it.
-fn build(
+pub(crate) fn build(
     parent: &mut Container,
     items: &mut [(Vec<u8>, Option<Decoded>)],
     parent_len: usize,

@@ -631,8 +631,19 @@ impl Session<'_> {
     ///
     /// # Errors
     /// As [`Session::get`], and write errors of `out`.
-    pub fn get_json<W: std::io::Write>(&self, query: &str, opts: ReadOptions, pretty: bool, out: W) -> Result<()> {
+    pub fn get_json<W: std::io::Write>(&self, query: &str, opts: ReadOptions, pretty: bool, mut out: W) -> Result<()> {
         let q = Query::parse(query)?;
+        // Uncached, a whole subtree streams from the stored fragments.
+        if let (None, None, Some(p)) = (&self.store.cache, opts.depth, q.to_instance_path()) {
+            if crate::stream::streamable(&p) {
+                let snap = self.store.backend.snapshot()?;
+                let schema = self.store.schema_at(&*snap)?;
+                let p = canonical_path(&Container::default(), &p, &*schema);
+                if crate::stream::write_path(&*snap, self.ds, &schema, &p, pretty, &mut out)? {
+                    return Ok(());
+                }
+            }
+        }
         let wopts = canopy_core::json::WriteOptions { pretty, depth: None };
         let written = self.store.with_tree(self.ds, &q, |tree, _| {
             let paths = q.evaluate(&tree);

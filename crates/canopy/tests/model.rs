@@ -124,9 +124,26 @@ fn run(store: &Store, txs: Vec<Vec<Edit>>) -> Result<(), TestCaseError> {
             _ => return Err(TestCaseError::fail(format!("tx {tx:?}: reference {expected:?}, store {got:?}"))),
         }
         prop_assert_eq!(&whole(store), &reference, "after {:?}", tx);
+        check_json_reads(store)?;
     }
     let problems = store.check().unwrap();
     prop_assert!(problems.is_empty(), "{:?}", problems);
+    Ok(())
+}
+
+/// `get_json` (which streams from storage when it can) writes exactly what
+/// `get` followed by the tree writer writes.
+fn check_json_reads(store: &Store) -> Result<(), TestCaseError> {
+    let session = store.session(Datastore::Running);
+    for q in ["/", "/m:c", "/m:c/lst[k='1']", "/m:c/lst[k='2']/sub", "/m:c/u[k='3']", "/m:c/u", "/m:c/x"] {
+        for pretty in [false, true] {
+            let mut streamed = Vec::new();
+            session.get_json(q, Default::default(), pretty, &mut streamed).unwrap();
+            let tree = session.get(q, Default::default()).unwrap();
+            let expected = canopy::json::to_string(&tree, &canopy::json::WriteOptions { pretty, depth: None });
+            prop_assert_eq!(String::from_utf8(streamed).unwrap(), expected, "query {}", q);
+        }
+    }
     Ok(())
 }
 
