@@ -27,6 +27,11 @@ impl Children {
         Children::default()
     }
 
+    /// Room for `n` children without growing.
+    pub fn with_capacity(n: usize) -> Children {
+        Children { items: Vec::with_capacity(n) }
+    }
+
     fn find(&self, name: &str) -> Result<usize, usize> {
         // Appending in order is the common case: check the end first.
         match self.items.last() {

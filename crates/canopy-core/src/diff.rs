@@ -170,32 +170,40 @@ pub fn added_node(path: &Path, node: &Node, out: &mut Vec<Change>) {
 }
 
 fn removed_node(path: &Path, node: &Node, out: &mut Vec<Change>) {
+    removed_node_owned(path, node.clone(), out);
+}
+
+/// Appends the changes that delete `node` at `path` (a plain-name path),
+/// moving its data into them.
+pub fn removed_node_owned(path: &Path, node: Node, out: &mut Vec<Change>) {
     match node {
         Node::List(l) => {
             // Last first, so that positions and places stay valid as entries go.
-            let n = l.len();
-            let entries: Vec<&Container> = l.entries().collect();
-            for i in (0..n).rev() {
-                let sel = entry_selector(l, entries[i], i);
-                let prev = (i > 0).then(|| entry_selector(l, entries[i - 1], i - 1));
+            let sels: Vec<Selector> = l.entries().enumerate().map(|(i, e)| entry_selector(&l, e, i)).collect();
+            let info = l.info.clone();
+            let mut entries = l.into_entries();
+            for i in (0..sels.len()).rev() {
+                let prev = (i > 0).then(|| sels[i - 1].clone());
+                let entry = entries.pop().expect("one entry per selector");
                 out.push(Change::Deleted {
-                    path: with_selector(path, sel),
-                    node: Subtree::Entry(entries[i].clone()),
-                    place: place_after(&l.info, prev),
+                    path: with_selector(path, sels[i].clone()),
+                    node: Subtree::Entry(entry),
+                    place: place_after(&info, prev),
                 });
             }
         }
-        Node::LeafList(v) => {
+        Node::LeafList(mut v) => {
             for i in (0..v.len()).rev() {
                 let prev = (i > 0).then(|| Selector::Value(v[i - 1].value.as_text().into_owned()));
+                let e = v.pop().expect("in range");
                 out.push(Change::Deleted {
-                    path: with_selector(path, Selector::Value(v[i].value.as_text().into_owned())),
-                    node: Subtree::Value(v[i].clone()),
+                    path: with_selector(path, Selector::Value(e.value.as_text().into_owned())),
+                    node: Subtree::Value(e),
                     place: Some(prev.map_or(Place::First, Place::After)),
                 });
             }
         }
-        n => out.push(Change::Deleted { path: path.clone(), node: Subtree::Node(n.clone()), place: None }),
+        n => out.push(Change::Deleted { path: path.clone(), node: Subtree::Node(n), place: None }),
     }
 }
 

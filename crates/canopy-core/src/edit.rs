@@ -92,6 +92,15 @@ fn list_info_for(schema: &dyn Schema, schema_path: &str, sel: &Selector) -> List
 /// [`Error::Exists`] (create of an existing node), [`Error::Invalid`] (a value that
 /// does not fit the path, keys that disagree with the path).
 pub fn apply_edit(root: &mut Container, edit: &Edit, schema: &dyn Schema) -> Result<Vec<Change>> {
+    apply_edit_owned(root, edit.clone(), schema)
+}
+
+/// [`apply_edit`] taking the edit by value, so its value moves into the tree
+/// instead of being copied.
+///
+/// # Errors
+/// As [`apply_edit`].
+pub fn apply_edit_owned(root: &mut Container, edit: Edit, schema: &dyn Schema) -> Result<Vec<Change>> {
     let path = canonical_path(root, &edit.path, schema);
     let mut out = Vec::new();
     match apply_inner(root, edit, &path, schema, &mut out) {
@@ -129,7 +138,7 @@ fn prune_empty(root: &mut Container, path: &Path) {
 
 fn apply_inner(
     root: &mut Container,
-    edit: &Edit,
+    edit: Edit,
     path: &Path,
     schema: &dyn Schema,
     out: &mut Vec<Change>,
@@ -149,7 +158,7 @@ fn apply_inner(
             if edit.op == Operation::Create && exists(root, path) {
                 return Err(Error::Exists { path: path.to_string() });
             }
-            let value = edit_value(edit, path)?;
+            let value = edit_value(edit.value, path)?;
             if path.is_root() {
                 let Node::Container(c) = value else {
                     return Err(Error::invalid("/", "the root takes an object"));
@@ -173,9 +182,9 @@ fn apply_inner(
 }
 
 /// The value of a merge/replace/create edit, with a leaf-list entry's default.
-fn edit_value(edit: &Edit, path: &Path) -> Result<Node> {
-    match (&edit.value, &path.last().map(|s| &s.selector)) {
-        (Some(v), _) => Ok(v.clone()),
+fn edit_value(value: Option<Node>, path: &Path) -> Result<Node> {
+    match (value, &path.last().map(|s| &s.selector)) {
+        (Some(v), _) => Ok(v),
         (None, Some(Selector::Value(v))) => Ok(Node::leaf(Value::String(v.clone()))),
         (None, _) => Err(Error::invalid(path, "this edit needs a value")),
     }
@@ -648,10 +657,10 @@ fn remove_node(root: &mut Container, path: &Path, out: &mut Vec<Change>) -> Resu
     let node = parent.children.get(&seg.name).ok_or_else(|| Error::NotFound { path: path.to_string() })?;
     let mut removed = Vec::new();
     match (&seg.selector, node) {
-        (Selector::None, n) => {
-            let mut before = Container::default();
-            before.children.insert(seg.name.clone(), n.clone());
-            diff::diff_container(&parent_path, &before, &Container::default(), &mut removed);
+        (Selector::None, _) => {
+            let n = parent.children.remove(&seg.name).expect("present");
+            diff::removed_node_owned(path, n, out);
+            return Ok(());
         }
         (Selector::Value(v), Node::LeafList(ll)) => {
             let i = ll.iter().position(|e| e.value.as_text() == v.as_str()).expect("exists");

@@ -110,6 +110,11 @@ impl List {
         self.entries.values()
     }
 
+    /// The entries, in document order, taken out of the list.
+    pub fn into_entries(self) -> Vec<Container> {
+        self.entries.into_values().collect()
+    }
+
     /// Entries with their position keys, in document order.
     pub fn entries_with_pos(&self) -> impl DoubleEndedIterator<Item = (&[u8], &Container)> {
         self.entries.iter().map(|(k, v)| (k.as_slice(), v))

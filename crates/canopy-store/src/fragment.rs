@@ -183,8 +183,11 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
         return Err(r.err("unknown flags"));
     }
     let order = if flags & HAS_ORDER != 0 { Some(r.bytes()?.to_vec()) } else { None };
-    let mut c = Container { meta: r.meta()?, ..Container::default() };
+    let meta = r.meta()?;
     let n = r.varint()?;
+    // Every child takes at least 3 bytes: do not trust a count the bytes cannot hold.
+    let cap = (n as usize).min(b.len() / 3);
+    let mut c = Container { meta, children: canopy_core::tree::Children::with_capacity(cap) };
     for _ in 0..n {
         let name = r.str()?;
         let node = match r.byte()? {

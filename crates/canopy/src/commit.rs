@@ -105,15 +105,15 @@ impl Writer<'_> {
             if l.info.keys.is_empty() {
                 keys::push_order(&mut er, pos);
                 self.write_subtree(&er, e, None);
-            } else {
-                let suffix = keycode::entry_key(&l.keys_of(e).unwrap_or_default());
+            } else if l.info.user_ordered {
+                let suffix = l.entry_key_of(e).unwrap_or_default();
                 er.extend_from_slice(&suffix);
-                if l.info.user_ordered {
-                    self.puts.insert(self.order_key(list_rel, pos), suffix);
-                    self.write_subtree(&er, e, Some(pos));
-                } else {
-                    self.write_subtree(&er, e, None);
-                }
+                self.puts.insert(self.order_key(list_rel, pos), suffix);
+                self.write_subtree(&er, e, Some(pos));
+            } else {
+                // A system-ordered entry's position key is its entry key.
+                er.extend_from_slice(pos);
+                self.write_subtree(&er, e, None);
             }
         }
     }

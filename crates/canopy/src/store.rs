@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use canopy_core::diff::{self, Change, Subtree};
-use canopy_core::edit::{apply_edit, canonical_path, Edit, Operation};
+use canopy_core::edit::{apply_edit_owned, canonical_path, Edit, Operation};
 use canopy_core::keycode;
 use canopy_core::path::query::Query;
 use canopy_core::path::{Path, Selector};
@@ -204,15 +204,12 @@ impl Store {
         crate::check::check(self.backend())
     }
 
-    /// Runs `edits` as one transaction on `ds`.
+    /// Runs `edits` as one transaction on `ds`. When another process commits
+    /// first, the transaction is rebuilt on the new state and tried again.
     fn transact(&self, ds: Datastore, edits: &[Edit]) -> Result<Commit> {
         let _w = self.writer.lock().map_err(|_| poisoned())?;
         for _ in 0..CONFLICT_RETRIES {
-            let result = match &self.cache {
-                Some(cache) => self.transact_cached(cache, ds, edits),
-                None => self.transact_uncached(ds, edits),
-            };
-            match result {
+            match self.transact_once(ds, edits.to_vec()) {
                 Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => continue,
                 other => return other,
             }
@@ -223,21 +220,38 @@ impl Store {
         )))
     }
 
-    fn transact_uncached(&self, ds: Datastore, edits: &[Edit]) -> Result<Commit> {
+    /// Runs `edits`, taken by value (their values move into the tree), as one
+    /// transaction. Not retried: a conflict with another process's commit is
+    /// reported as [`ErrorKind::Conflict`] and nothing is stored.
+    fn transact_owned(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
+        let _w = self.writer.lock().map_err(|_| poisoned())?;
+        self.transact_once(ds, edits)
+    }
+
+    fn transact_once(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
+        match &self.cache {
+            Some(cache) => self.transact_cached(cache, ds, edits),
+            None => self.transact_uncached(ds, edits),
+        }
+    }
+
+    fn transact_uncached(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
         let snap = self.backend.snapshot()?;
         let base = self.schema_at(&*snap)?;
-        let (schema, learned) = learn(&base, edits)?;
+        let (schema, learned) = learn(&base, &edits)?;
         let mut root = Container::default();
         let mut loader = Loader::new(&*snap, ds, &schema);
         let mut changes = Vec::new();
         for e in edits {
-            prepare(&mut loader, &mut root, e, &schema)?;
-            changes.extend(apply_edit(&mut root, e, &schema)?);
+            prepare(&mut loader, &mut root, &e, &schema)?;
+            changes.extend(apply_edit_owned(&mut root, e, &schema)?);
         }
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: snap.revision(), changes });
         }
         let batch = batch_for(&changes, &root, ds, &*snap, &schema, &learned, &|k| loader.has_range(k))?;
+        drop(loader);
+        drop(root);
         drop(snap);
         let revision = self.backend.apply(&batch)?;
         self.learned_committed(revision, schema);
@@ -248,7 +262,7 @@ impl Store {
         &self,
         cache: &RwLock<HashMap<Datastore, Cached>>,
         ds: Datastore,
-        edits: &[Edit],
+        edits: Vec<Edit>,
     ) -> Result<Commit> {
         let mut g = cache.write().map_err(|_| poisoned())?;
         let snap = self.backend.snapshot()?;
@@ -259,10 +273,10 @@ impl Store {
             g.insert(ds, Cached { revision: snap.revision(), tree });
         }
         let cached = g.get_mut(&ds).expect("just loaded");
-        let (schema, learned) = learn(&base, edits)?;
+        let (schema, learned) = learn(&base, &edits)?;
         let mut changes: Vec<Change> = Vec::new();
         for e in edits {
-            match apply_edit(&mut cached.tree, e, &schema) {
+            match apply_edit_owned(&mut cached.tree, e, &schema) {
                 Ok(c) => changes.extend(c),
                 Err(err) => {
                     undo(&mut cached.tree, &changes);
@@ -796,7 +810,8 @@ impl Session<'_> {
     /// [`Error::Data`] for malformed JSON (with line and column); as [`Session::apply`].
     pub fn import<R: std::io::Read>(&self, input: R, op: Operation) -> Result<Commit> {
         let tree = canopy_core::json::parse_document(input, &*self.store.schema_now()?)?;
-        self.apply(&[Edit { op, path: Path::root(), value: Some(Node::Container(tree)), insert: None }])
+        let edit = Edit { op, path: Path::root(), value: Some(Node::Container(tree)), insert: None };
+        self.store.transact_owned(self.ds, vec![edit])
     }
 }
 

@@ -49,12 +49,15 @@ fn io(e: std::io::Error) -> Error {
     Error::Usage(format!("writing the output: {e}"))
 }
 
+/// A user-ordered list being gathered: its key, name, schema path, fragments.
+type Gathered = (Vec<u8>, String, String, Vec<(Vec<u8>, Option<Decoded>)>);
+
 struct Streamer<'a, W: Write> {
     w: JsonWriter<W>,
     stack: Vec<Frame>,
     schema: &'a Schemaless,
-    /// A user-ordered list being gathered: its key, name, schema path, fragments.
-    gathering: Option<(Vec<u8>, String, String, Vec<(Vec<u8>, Option<Decoded>)>)>,
+    /// A user-ordered list being gathered.
+    gathering: Option<Gathered>,
 }
 
 impl<W: Write> Streamer<'_, W> {

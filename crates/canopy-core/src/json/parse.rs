@@ -845,7 +845,7 @@ impl<'s, R: Read> Parser<'s, R> {
             }
             let mut entry = Container::default();
             self.object_into(&mut entry, module, None)?;
-            if let Some(k) = list.info.keys.iter().find(|k| !matches!(entry.children.get(*k), Some(Node::Leaf { .. })))
+            if let Some(k) = list.info.keys.iter().find(|k| !matches!(entry.children.get(k), Some(Node::Leaf { .. })))
             {
                 return Err(self.rd.err_at(at, format!("list entry is missing key leaf `{k}`")));
             }
