@@ -450,7 +450,7 @@ fn apply_one(root: &mut Container, change: &Change) -> Result<()> {
                     Some(_) => return Err(Error::invalid(path, "not a list")),
                     None => {
                         let info = entry_list_info(&seg.selector, place);
-                        parent.children.insert(seg.name.clone(), Node::List(List::new(info)));
+                        parent.children.insert(seg.name.clone(), Node::List(Box::new(List::new(info))));
                         match parent.children.get_mut(&seg.name) {
                             Some(Node::List(l)) => l,
                             _ => unreachable!("just inserted"),

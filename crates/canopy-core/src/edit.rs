@@ -247,7 +247,7 @@ fn ensure_container<'a>(
             Selector::Keys(keys) => {
                 if create_node {
                     let info = list_info_for(schema, &here.schema_path(), &seg.selector);
-                    cur.children.insert(seg.name.clone(), Node::List(List::new(info)));
+                    cur.children.insert(seg.name.clone(), Node::List(Box::new(List::new(info))));
                 }
                 let Some(Node::List(list)) = cur.children.get_mut(&seg.name) else {
                     return Err(Error::invalid(&here, "not a list"));
@@ -346,7 +346,7 @@ fn put_child(
             };
             if !parent.children.contains_key(name) {
                 let info = list_info_for(schema, &path.schema_path(), sel);
-                parent.children.insert(name.clone(), Node::List(List::new(info)));
+                parent.children.insert(name.clone(), Node::List(Box::new(List::new(info))));
             }
             let Some(Node::List(list)) = parent.children.get_mut(name) else {
                 return Err(Error::invalid(path, "not a list"));
@@ -620,7 +620,7 @@ fn merge_container(
 fn normalise_new(path: &Path, value: Node, schema: &dyn Schema) -> Result<Node> {
     match value {
         Node::List(l) => match schema.list_info(&path.schema_path()) {
-            Some(info) if info != l.info => relist(path, l, info),
+            Some(info) if info != l.info => relist(path, *l, info),
             _ => Ok(Node::List(l)),
         },
         v => Ok(v),
@@ -630,7 +630,7 @@ fn normalise_new(path: &Path, value: Node, schema: &dyn Schema) -> Result<Node> 
 /// A replacement value shaped like `existing` (a list keeps the existing info).
 fn normalise_like(path: &Path, existing: &Node, value: Node) -> Result<Node> {
     match (existing, value) {
-        (Node::List(e), Node::List(l)) if e.info != l.info => relist(path, l, e.info.clone()),
+        (Node::List(e), Node::List(l)) if e.info != l.info => relist(path, *l, e.info.clone()),
         (_, v) => Ok(v),
     }
 }
@@ -641,7 +641,7 @@ fn relist(path: &Path, l: List, info: ListInfo) -> Result<Node> {
     for e in l.entries() {
         out.insert(e.clone(), &Insert::Last).map_err(|e| Error::invalid(path, e.to_string()))?;
     }
-    Ok(Node::List(out))
+    Ok(Node::List(Box::new(out)))
 }
 
 /// Removes the node at `path` from `root`, recording what was removed.

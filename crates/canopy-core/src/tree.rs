@@ -290,10 +290,12 @@ pub enum Node {
     },
     LeafList(Vec<LeafListEntry>),
     Container(Container),
-    List(List),
+    /// Boxed, like anydata's value, so that a `Node` (one per child of every
+    /// container) stays the size of a leaf.
+    List(Box<List>),
     /// An `anydata`/`anyxml` value, kept as JSON.
     AnyData {
-        value: serde_json::Value,
+        value: Box<serde_json::Value>,
         meta: Meta,
     },
 }
@@ -468,8 +470,10 @@ mod tests {
         let ll = Node::LeafList(
             ["x", "y"].map(|v| LeafListEntry { value: Value::String(v.into()), meta: Meta::new() }).to_vec(),
         );
-        let top =
-            Container { meta: Meta::new(), children: [("pair".into(), Node::List(pair)), ("ll".into(), ll)].into() };
+        let top = Container {
+            meta: Meta::new(),
+            children: [("pair".into(), Node::List(Box::new(pair))), ("ll".into(), ll)].into(),
+        };
         Container { meta: Meta::new(), children: [("m:top".into(), Node::Container(top))].into() }
     }
 

@@ -38,7 +38,7 @@ fn list_strategy(info: ListInfo, inner: BoxedStrategy<Container>) -> impl Strate
             for e in es {
                 let _ = l.insert(e, &Insert::Last); // duplicates dropped
             }
-            Node::List(l)
+            Node::List(Box::new(l))
         })
     })
 }
@@ -126,7 +126,7 @@ proptest! {
             }
             let mut c = Container::default();
             if !l.is_empty() {
-                c.children.insert("l".into(), Node::List(l));
+                c.children.insert("l".into(), Node::List(Box::new(l)));
             }
             c
         };

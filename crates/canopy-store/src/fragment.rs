@@ -207,7 +207,7 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
             3 => {
                 let text = r.bytes()?;
                 let value = serde_json::from_slice(text).map_err(|_| r.err("anydata is not JSON"))?;
-                Node::AnyData { value, meta: r.meta()? }
+                Node::AnyData { value: Box::new(value), meta: r.meta()? }
             }
             _ => return Err(r.err("unknown child kind")),
         };
@@ -236,7 +236,10 @@ mod tests {
             "ll".into(),
             Node::LeafList(vec![LeafListEntry { value: Value::Bool(true), meta: [("m:o".into(), "1".into())].into() }]),
         );
-        c.children.insert("any".into(), Node::AnyData { value: serde_json::json!({"a": [1, 2]}), meta: Meta::new() });
+        c.children.insert(
+            "any".into(),
+            Node::AnyData { value: Box::new(serde_json::json!({"a": [1, 2]})), meta: Meta::new() },
+        );
         let enc = encode(&c, Some(&[0x83, 1, 2, 3]));
         let d = decode(&enc).unwrap();
         assert_eq!(d.container, c);

@@ -341,7 +341,7 @@ fn attach(
                 return Err(StoreError::corrupted(format!("list {schema_path} is stored without its key names")))
             }
         };
-        parent.children.insert(name.clone(), Node::List(List::new(info)));
+        parent.children.insert(name.clone(), Node::List(Box::new(List::new(info))));
     }
     let list = match parent.children.get_mut(&name) {
         Some(Node::List(l)) => l,
@@ -496,7 +496,7 @@ pub(crate) fn place(root: &mut Container, rel: &[u8], d: Decoded, schema: &dyn S
 }
 
 fn list_node<'t>(cur: &'t mut Container, name: &str, info: ListInfo, rel: &[u8]) -> canopy_store::Result<&'t mut List> {
-    let node = cur.children.entry(name.to_string()).or_insert_with(|| Node::List(List::new(info)));
+    let node = cur.children.entry(name.to_string()).or_insert_with(|| Node::List(Box::new(List::new(info))));
     match node {
         Node::List(l) => Ok(l),
         _ => Err(StoreError::corrupted(format!(

@@ -820,11 +820,11 @@ fn owned(r: NodeRef<'_>) -> Subtree {
     match r {
         NodeRef::Root(c) | NodeRef::Container(c) => Subtree::Node(Node::Container(c.clone())),
         NodeRef::Entry(c) => Subtree::Entry(c.clone()),
-        NodeRef::List(l) => Subtree::Node(Node::List(l.clone())),
+        NodeRef::List(l) => Subtree::Node(Node::List(Box::new(l.clone()))),
         NodeRef::Leaf(v, m) => Subtree::Node(Node::Leaf { value: v.clone(), meta: m.clone() }),
         NodeRef::LeafList(v) => Subtree::Node(Node::LeafList(v.to_vec())),
         NodeRef::LeafListEntry(e) => Subtree::Value(e.clone()),
-        NodeRef::AnyData(v, m) => Subtree::Node(Node::AnyData { value: v.clone(), meta: m.clone() }),
+        NodeRef::AnyData(v, m) => Subtree::Node(Node::AnyData { value: Box::new(v.clone()), meta: m.clone() }),
     }
 }
 

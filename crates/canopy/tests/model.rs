@@ -83,7 +83,7 @@ fn edit_strategy() -> impl Strategy<Value = Edit> {
             }
             let mut c = Container::default();
             if !l.is_empty() {
-                c.children.insert("lst".into(), Node::List(l));
+                c.children.insert("lst".into(), Node::List(Box::new(l)));
             }
             c.children.insert("x".into(), Node::leaf(Value::String("w".into())));
             Edit { op, path: "/m:c".parse().unwrap(), value: Some(Node::Container(c)), insert: None }

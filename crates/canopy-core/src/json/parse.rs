@@ -742,7 +742,7 @@ impl<'s, R: Read> Parser<'s, R> {
         let kind = self.schema.kind(&self.sp);
         if kind == Some(NodeKind::AnyData) {
             let value = self.any_value()?;
-            return Ok(Some(Node::AnyData { value, meta: Meta::new() }));
+            return Ok(Some(Node::AnyData { value: Box::new(value), meta: Meta::new() }));
         }
         match self.rd.peek()? {
             Some(b'{') => {
@@ -803,8 +803,8 @@ impl<'s, R: Read> Parser<'s, R> {
                 self.rd.bump();
                 let info = self.schema.list_info(&self.sp);
                 match (info, kind) {
-                    (Some(info), _) => Some(Node::List(List::new(info))),
-                    (None, Some(NodeKind::List)) => Some(Node::List(List::new(ListInfo::keyless()))),
+                    (Some(info), _) => Some(Node::List(Box::new(List::new(info)))),
+                    (None, Some(NodeKind::List)) => Some(Node::List(Box::new(List::new(ListInfo::keyless())))),
                     _ => None,
                 }
             }
@@ -812,7 +812,7 @@ impl<'s, R: Read> Parser<'s, R> {
                 if let Some(k @ (NodeKind::Container | NodeKind::Leaf | NodeKind::LeafList)) = kind {
                     return Err(self.mismatch(k, "an array of objects"));
                 }
-                Some(Node::List(self.list_entries(module)?))
+                Some(Node::List(Box::new(self.list_entries(module)?)))
             }
             _ => {
                 if let Some(k @ (NodeKind::Container | NodeKind::Leaf | NodeKind::List)) = kind {
@@ -845,8 +845,7 @@ impl<'s, R: Read> Parser<'s, R> {
             }
             let mut entry = Container::default();
             self.object_into(&mut entry, module, None)?;
-            if let Some(k) = list.info.keys.iter().find(|k| !matches!(entry.children.get(k), Some(Node::Leaf { .. })))
-            {
+            if let Some(k) = list.info.keys.iter().find(|k| !matches!(entry.children.get(k), Some(Node::Leaf { .. }))) {
                 return Err(self.rd.err_at(at, format!("list entry is missing key leaf `{k}`")));
             }
             // The entry moves into the list, so the message takes the key

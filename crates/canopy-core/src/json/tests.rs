@@ -144,7 +144,7 @@ fn lists_and_leaf_lists() {
 fn empty_arrays_are_lists_only_when_the_schema_says_so() {
     let schema = Schemaless { lists: [("/m:lst".to_string(), ListInfo::keyed(["k"]))].into() };
     let root = parse_str(r#"{"m:lst":[],"m:other":[]}"#, &schema).unwrap();
-    assert_eq!(child(&root, "m:lst"), &Node::List(List::new(ListInfo::keyed(["k"]))));
+    assert_eq!(child(&root, "m:lst"), &Node::List(Box::new(List::new(ListInfo::keyed(["k"])))));
     assert!(!root.children.contains_key("m:other"));
 }
 
@@ -154,7 +154,7 @@ fn anydata_is_kept_as_json() {
     let doc = r#"{"any1":{"b":[1,null,{"x":"y"}],"a":1.0e+5},"@any1":{"m:a":"1"}}"#;
     let root = parse_str(doc, &NameSchema).unwrap();
     let Node::AnyData { value, meta: m } = child(&root, "any1") else { panic!() };
-    assert_eq!(value, &serde_json::from_str::<serde_json::Value>(r#"{"b":[1,null,{"x":"y"}],"a":1.0e+5}"#).unwrap());
+    assert_eq!(&**value, &serde_json::from_str::<serde_json::Value>(r#"{"b":[1,null,{"x":"y"}],"a":1.0e+5}"#).unwrap());
     assert_eq!(m, &meta(&[("m:a", "1")]));
     // Member order inside anydata is kept.
     assert_eq!(to_string(&root, &compact()), doc);
@@ -633,7 +633,7 @@ fn build(members: &[(u8, Shape)], parent_module: Option<&str>, out: &mut Contain
         let node = match shape {
             Shape::Leaf(v, meta) => Node::Leaf { value: v.clone(), meta: meta.clone() },
             Shape::LeafList(v) => Node::LeafList(v.clone()),
-            Shape::Any(v, meta) => Node::AnyData { value: v.clone(), meta: meta.clone() },
+            Shape::Any(v, meta) => Node::AnyData { value: Box::new(v.clone()), meta: meta.clone() },
             Shape::Cont(meta, members) => {
                 let mut c = Container { meta: meta.clone(), ..Container::default() };
                 build(members, module, &mut c);
@@ -660,7 +660,7 @@ fn build(members: &[(u8, Shape)], parent_module: Option<&str>, out: &mut Contain
                     }
                     list.insert(e, &Insert::Last).unwrap();
                 }
-                Node::List(list)
+                Node::List(Box::new(list))
             }
         };
         out.children.insert(name, node);

@@ -111,8 +111,10 @@ fn push_text(out: &mut String, c: &Container) {
             Node::LeafList(v) => v.iter().for_each(|e| out.push_str(&e.value.as_text())),
             Node::Container(c) => push_text(out, c),
             Node::List(l) => l.entries().for_each(|e| push_text(out, e)),
-            Node::AnyData { value: serde_json::Value::String(s), .. } => out.push_str(s),
-            Node::AnyData { value, .. } => out.push_str(&value.to_string()),
+            Node::AnyData { value, .. } => match &**value {
+                serde_json::Value::String(s) => out.push_str(s),
+                other => out.push_str(&other.to_string()),
+            },
         }
     }
 }
@@ -309,7 +311,8 @@ fn copy_path(src: &Container, out: &mut Container, segs: &[Segment]) {
         }
         (Node::List(l), sel) => {
             let Some((pos, entry)) = l.find(sel) else { return };
-            let o = out.children.entry(seg.name.clone()).or_insert_with(|| Node::List(List::new(l.info.clone())));
+            let o =
+                out.children.entry(seg.name.clone()).or_insert_with(|| Node::List(Box::new(List::new(l.info.clone()))));
             let Node::List(ol) = o else { return };
             // The source's position keys keep the result in the source's order.
             if rest.is_empty() {
@@ -382,7 +385,7 @@ pub(crate) mod tests {
         for e in entries {
             l.insert(e, &Insert::Last).unwrap();
         }
-        Node::List(l)
+        Node::List(Box::new(l))
     }
 
     fn leaf_list(values: &[&str]) -> Node {
