@@ -168,14 +168,18 @@ pub(crate) fn batch_for(
             Change::Created { node, .. } if is_fragment_node(node) => created.push(p),
             Change::Deleted { node, .. } if is_fragment_node(node) => {
                 let entry = matches!(node, Subtree::Entry(_));
-                // A list gone from the tree is gone from storage only if the
-                // tree held all of it (a sparse tree may hold a few entries).
-                if entry && list_of(tree, p).is_none() && list_key(p).is_some_and(|lk| complete(&lk)) {
-                    // The whole list is gone: one prefix delete covers it.
-                    let mut lp = p.clone();
-                    lp.segments.last_mut().expect("entry").selector = Selector::None;
-                    whole_lists_gone.insert(lp);
-                    continue;
+                if entry {
+                    let lp = canopy_core::diff::with_selector(p, Selector::None);
+                    if whole_lists_gone.contains(&lp) {
+                        continue;
+                    }
+                    // A list gone from the tree is gone from storage only if the
+                    // tree held all of it (a sparse tree may hold a few entries).
+                    if list_of(tree, p).is_none() && list_key(p).is_some_and(|lk| complete(&lk)) {
+                        // The whole list is gone: one prefix delete covers it.
+                        whole_lists_gone.insert(lp);
+                        continue;
+                    }
                 }
                 let rel = keys::path_key(p)?;
                 if entry && user_ordered(p) {
