@@ -532,29 +532,37 @@ fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, schema: &Sche
             }
         }
     }
-    // User-ordered entries: the list's ends, the entry's neighbours, the anchor's.
-    if let Some(Selector::Keys(kv)) = path.last().map(|s| &s.selector) {
-        let list_path = canopy_core::diff::with_selector(&path, Selector::None);
-        if schema.list_info(&list_path.schema_path()).is_some_and(|i| i.user_ordered) {
-            let Some(parent_rel) = node_key(root, &list_path.parent().unwrap_or_default()) else { return Ok(()) };
-            let mut list_rel = parent_rel;
-            keys::push_name(&mut list_rel, &list_path.last().expect("list").name);
-            let order_of = |root: &Container, vals: &[String]| -> Option<Vec<u8>> {
-                match root.lookup(&list_path) {
-                    Some(NodeRef::List(l)) => l.pos_of(vals),
-                    _ => None,
-                }
-            };
-            let vals: Vec<String> = kv.iter().map(|(_, v)| v.clone()).collect();
-            let around = order_of(root, &vals);
-            loader.order_edges(root, &list_rel, around.as_deref())?;
-            if let Some(Insert::Before(anchor) | Insert::After(anchor)) = &edit.insert {
-                let mut arel = list_rel.clone();
-                arel.extend_from_slice(&keycode::entry_key(anchor));
-                loader.fragment(root, &arel)?;
-                let around = order_of(root, anchor);
-                loader.order_edges(root, &list_rel, around.as_deref())?;
+    // User-ordered entries on the path, the target's and its ancestors' (a
+    // merge below a new entry creates it too): the list's ends, the entry's
+    // neighbours, and for the target the anchor's.
+    for depth in 1..=path.segments.len() {
+        let Selector::Keys(kv) = &path.segments[depth - 1].selector else { continue };
+        let entry_path = Path { segments: path.segments[..depth].to_vec() };
+        let list_path = canopy_core::diff::with_selector(&entry_path, Selector::None);
+        if !schema.list_info(&list_path.schema_path()).is_some_and(|i| i.user_ordered) {
+            continue;
+        }
+        let Some(parent_rel) = node_key(root, &list_path.parent().unwrap_or_default()) else { break };
+        let mut list_rel = parent_rel;
+        keys::push_name(&mut list_rel, &list_path.last().expect("list").name);
+        let order_of = |root: &Container, vals: &[String]| -> Option<Vec<u8>> {
+            match root.lookup(&list_path) {
+                Some(NodeRef::List(l)) => l.pos_of(vals),
+                _ => None,
             }
+        };
+        let vals: Vec<String> = kv.iter().map(|(_, v)| v.clone()).collect();
+        let around = order_of(root, &vals);
+        loader.order_edges(root, &list_rel, around.as_deref())?;
+        if depth < path.segments.len() {
+            continue;
+        }
+        if let Some(Insert::Before(anchor) | Insert::After(anchor)) = &edit.insert {
+            let mut arel = list_rel.clone();
+            arel.extend_from_slice(&keycode::entry_key(anchor));
+            loader.fragment(root, &arel)?;
+            let around = order_of(root, anchor);
+            loader.order_edges(root, &list_rel, around.as_deref())?;
         }
     }
     Ok(())

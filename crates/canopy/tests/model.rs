@@ -48,6 +48,11 @@ fn edit_strategy() -> impl Strategy<Value = Edit> {
             format!("/m:c/lst[k='{k}']/sub/y").parse().unwrap(),
             Node::leaf(Value::String(v.into()))
         )),
+        // A merge below a user-ordered entry creates the entry too.
+        (k.clone(), val.clone()).prop_map(|(k, v)| Edit::merge(
+            format!("/m:c/u[k='{k}']/v").parse().unwrap(),
+            Node::leaf(Value::String(v.into()))
+        )),
         (k.clone(), op.clone()).prop_map(|(k, op)| Edit {
             op,
             path: format!("/m:c/lst[k='{k}']/sub").parse().unwrap(),
@@ -149,6 +154,27 @@ fn check_json_reads(store: &Store) -> Result<(), TestCaseError> {
 
 fn txs() -> impl Strategy<Value = Vec<Vec<Edit>>> {
     prop::collection::vec(prop::collection::vec(edit_strategy(), 1..4), 1..12)
+}
+
+/// Regression: uncached, a merge below a new user-ordered entry gave it the
+/// order key of the list's first entry, so the second entry overwrote the
+/// first one's order record and `check` found the first missing from it.
+#[test]
+fn user_ordered_entries_created_below_their_path() {
+    for url in ["memory:x", "memory:x?cache=on"] {
+        let store = Store::open(url).unwrap();
+        store.declare_list("/m:c/u", user_list()).unwrap();
+        for k in ["a", "b", "c"] {
+            store.running().set(&format!("/m:c/u[k='{k}']/v"), Value::String(k.into())).unwrap();
+        }
+        assert_eq!(store.check().unwrap(), Vec::<String>::new(), "{url}");
+        let tree = whole(&store);
+        let Some(canopy_core::NodeRef::List(l)) = tree.lookup(&"/m:c/u".parse().unwrap()) else {
+            panic!("{url}: no list")
+        };
+        let keys: Vec<String> = l.entries().map(|e| e.key_text("k").unwrap()).collect();
+        assert_eq!(keys, ["a", "b", "c"], "{url}");
+    }
 }
 
 proptest! {
