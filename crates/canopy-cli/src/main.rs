@@ -135,6 +135,29 @@ fn broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe))
 }
 
+/// Set in the child process that runs `check` for its parent.
+const CHECK_CHILD: &str = "CANOPY_CHECK_CHILD";
+
+/// Runs `check` in a child process: LMDB has no page checksums and can crash
+/// (SIGSEGV, SIGBUS) reading a file damaged in its data pages, and a damaged
+/// store is exactly what `check` is run on. A crash of the child is reported as
+/// a damaged store.
+fn check_in_child(url: &str) -> Result<ExitCode> {
+    let status = std::process::Command::new(std::env::current_exe()?)
+        .args(std::env::args_os().skip(1))
+        .env(CHECK_CHILD, "1")
+        .status()?;
+    if let Some(code) = status.code() {
+        return Ok(ExitCode::from(u8::try_from(code).unwrap_or(2)));
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let signal = status.signal().unwrap_or(0);
+    Err(UserError(format!(
+        "store {url} is damaged: the storage engine crashed reading it (signal {signal}); restore it from a backup"
+    ))
+    .into())
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
     let ds: Datastore = cli.ds.parse().map_err(UserError)?;
     let url = match cli.store {
@@ -143,6 +166,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             std::env::var("CANOPY_STORE").ok().filter(|s| !s.is_empty()).unwrap_or(canopy::open::DEFAULT_STORE.into())
         }
     };
+    if matches!(cli.command, Command::Check) && std::env::var_os(CHECK_CHILD).is_none() {
+        return check_in_child(&url);
+    }
     let store = Store::open(&url)?;
     let session = store.session(ds);
     match cli.command {

@@ -24,6 +24,7 @@ const DECLARE: &[&str] = &[
 const ETH1: &str = "/ietf-interfaces:interfaces/interface[name='eth1']";
 const ACES: &str = "/ietf-access-control-list:acls/acl[name='edge-in']/aces";
 
+#[derive(Debug)]
 struct Run {
     code: i32,
     stdout: String,
@@ -67,7 +68,7 @@ impl Env {
     /// Runs `canopy` in the directory, without `CANOPY_STORE`.
     fn raw(&self, args: &[&str], stdin: Option<&str>, env: Option<&str>) -> Run {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_canopy"));
-        cmd.args(args).current_dir(self.dir.path()).env_remove("CANOPY_STORE");
+        cmd.args(args).current_dir(self.dir.path()).env_remove("CANOPY_STORE").env_remove("CANOPY_CHECK_CHILD");
         if let Some(url) = env {
             cmd.env("CANOPY_STORE", url);
         }
@@ -341,6 +342,53 @@ fn truncated_store_is_refused() {
         let dir = damaged_store(&env, name, &bytes[..len]);
         assert_refused(&env, &dir, "truncated");
     }
+}
+
+#[test]
+fn check_survives_scribbled_data_pages() {
+    // LMDB has no page checksums and can crash reading damaged data pages;
+    // `check` must still end with an exit status (0: the damage went
+    // unnoticed, 1: reported), never die by a signal.
+    let env = Env::new();
+    let mut doc = String::from("{\"m:c\":{\"lst\":[");
+    for i in 0..3000 {
+        doc.push_str(&format!("{}{{\"k\":{i},\"v\":\"value {i} of the list\"}}", if i > 0 { "," } else { "" }));
+    }
+    doc.push_str("]}}");
+    env.run_in("data", &["import", "-", "--list", "/m:c/lst=k"], Some(&doc)).ok();
+    let bytes = std::fs::read(env.path("data").join("data.mdb")).unwrap();
+    let pages = bytes.len() / 4096;
+    assert!(pages > 10, "the store spans many pages ({pages})");
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut reported = 0;
+    for case in 0..24 {
+        let mut damaged = bytes.clone();
+        for _ in 0..4 {
+            // Leave the two meta pages alone: damage there is caught at open.
+            let page = 2 + (next() as usize) % (pages - 2);
+            let at = page * 4096 + (next() as usize) % 4000;
+            for b in &mut damaged[at..at + 64] {
+                *b = next() as u8;
+            }
+        }
+        let dir = damaged_store(&env, &format!("scribbled{case}"), &damaged);
+        let run = env.raw(&["--store", dir.to_str().unwrap(), "check"], None, None);
+        match run.code {
+            0 => assert_eq!(run.stdout, "ok\n"),
+            1 => {
+                reported += 1;
+                assert!(!run.stdout.is_empty() || run.stderr.starts_with("canopy: "), "{run:?}");
+            }
+            other => panic!("check exited with {other}: {run:?}"),
+        }
+    }
+    assert!(reported > 0, "some of 24 damaged stores are reported");
 }
 
 #[test]
