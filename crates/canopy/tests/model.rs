@@ -1,7 +1,7 @@
 //! Model test: random transactions against a store and against an in-memory
 //! reference tree (canopy-core's `apply_edit`); after each transaction the
 //! stored datastore equals the reference, and a failed transaction changes
-//! nothing. Runs uncached and cached, on the memory backend and on LMDB.
+//! nothing. Runs uncached and cached, on the memory backend, on LMDB and on SQLite.
 
 use canopy::{Container, Datastore, Edit, Insert, ListInfo, Node, Operation, Store, Value};
 use canopy_core::edit::apply_edit;
@@ -172,6 +172,27 @@ proptest! {
     fn lmdb_uncached_then_reopened(t in txs()) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("lmdb:{}?sync=off", dir.path().display());
+        let expected = {
+            let store = Store::open(&url).unwrap();
+            run(&store, t)?;
+            whole(&store)
+        };
+        let again = Store::open(&url).unwrap();
+        prop_assert_eq!(whole(&again), expected);
+        let cached = Store::open(&format!("{url}&cache=on")).unwrap();
+        drop(again);
+        prop_assert!(cached.check().unwrap().is_empty());
+    }
+}
+
+#[cfg(feature = "backend-sqlite")]
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn sqlite_uncached_then_reopened(t in txs()) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}?sync=off", dir.path().join("store.db").display());
         let expected = {
             let store = Store::open(&url).unwrap();
             run(&store, t)?;
