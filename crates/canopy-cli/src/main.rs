@@ -10,13 +10,14 @@ use std::process::ExitCode;
 use anyhow::Result;
 use canopy::{Commit, Insert, ListInfo, Operation, ReadOptions, Session, Store, Value};
 use canopy_store::keys::Datastore;
+use canopy_store::SyncMode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(name = "canopy", version, about = "Read and edit a canopy store of hierarchical configuration data.")]
 struct Cli {
     /// Store URL: `lmdb:DIR?sync=commit|off&cache=on`, a bare directory (LMDB),
-    /// or `memory:NAME` (empty at every start). Default: $CANOPY_STORE, else ./canopy-data.
+    /// `sqlite:FILE?sync=commit|off`, or `memory:NAME` (empty at every start). Default: $CANOPY_STORE, else ./canopy-data.
     #[arg(long, global = true, value_name = "URL")]
     store: Option<String>,
     /// Datastore: running, startup, candidate or operational.
@@ -89,6 +90,15 @@ enum Command {
     Check,
     /// Print how many nodes a query selects.
     Count { query: String },
+    /// Print the backend, revision, fragment count, bytes on disk and sync mode.
+    Info,
+    /// Copy a whole store into an empty store of any backend (--store is not used).
+    Copy {
+        #[arg(long, value_name = "URL")]
+        from: String,
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
 }
 
 /// A user error found here rather than in the library (an unreadable file, a
@@ -169,6 +179,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if matches!(cli.command, Command::Check) && std::env::var_os(CHECK_CHILD).is_none() {
         return check_in_child(&url);
     }
+    if let Command::Copy { from, to } = &cli.command {
+        let report = canopy::copy(&Store::open(from)?, &Store::open(to)?)?;
+        eprintln!(
+            "copied {} keys ({} fragments) of revision {} in {} batches; {to} is at revision {}",
+            report.keys, report.fragments, report.source_revision, report.batches, report.revision
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let store = Store::open(&url)?;
     let session = store.session(ds);
     match cli.command {
@@ -203,6 +221,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             store.compact()?;
             eprintln!("compacted {url}");
         }
+        Command::Info => {
+            let info = store.info()?;
+            let sync = match info.sync {
+                SyncMode::Commit => "commit",
+                SyncMode::Off => "off",
+            };
+            println!("backend: {}", info.backend);
+            println!("revision: {}", info.revision);
+            println!("fragments: {}", info.fragments);
+            println!("bytes on disk: {}", info.disk_bytes);
+            println!("sync: {sync}");
+        }
+        Command::Copy { .. } => unreachable!("handled before a store is opened"),
         Command::Check => {
             let problems = store.check()?;
             if problems.is_empty() {

@@ -426,3 +426,68 @@ fn bad_arguments_are_refused_by_clap() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("upsert"), "{}", run.stderr);
 }
+
+/// The `name: value` lines of `canopy info`.
+fn info(env: &Env, url: &str) -> Vec<(String, String)> {
+    let run = env.raw(&["--store", url, "info"], None, None).ok();
+    run.stdout.lines().map(|l| l.split_once(": ").map(|(k, v)| (k.into(), v.into())).unwrap()).collect()
+}
+
+#[test]
+fn info_describes_each_backend() {
+    let env = Env::new();
+    env.import_sample("data");
+    let lmdb = info(&env, env.path("data").to_str().unwrap());
+    let names: Vec<&str> = lmdb.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["backend", "revision", "fragments", "bytes on disk", "sync"]);
+    assert_eq!(lmdb[0].1, "lmdb");
+    assert_ne!(lmdb[1].1, "0");
+    assert_eq!(lmdb[4].1, "commit");
+    let fragments: u64 = lmdb[2].1.parse().unwrap();
+    assert!(fragments > 10, "{lmdb:?}");
+    assert!(lmdb[3].1.parse::<u64>().unwrap() > 0);
+
+    let url = format!("sqlite:{}?sync=off", env.path("s.db").display());
+    let sqlite = info(&env, &url);
+    assert_eq!((sqlite[0].1.as_str(), sqlite[1].1.as_str(), sqlite[2].1.as_str()), ("sqlite", "0", "0"));
+    assert_eq!(sqlite[4].1, "off");
+    let memory = info(&env, "memory:x");
+    assert_eq!((memory[0].1.as_str(), memory[3].1.as_str()), ("memory", "0"));
+}
+
+#[test]
+fn copy_between_backends() {
+    let env = Env::new();
+    env.import_sample("data");
+    let lmdb = env.path("data").display().to_string();
+    let sqlite = format!("sqlite:{}", env.path("copy.db").display());
+    let run = env.raw(&["copy", "--from", &lmdb, "--to", &sqlite], None, None).ok();
+    assert_eq!(run.stdout, "");
+    let fragments = &info(&env, &lmdb)[2].1;
+    assert!(
+        run.stderr.starts_with("copied ") && run.stderr.contains(&format!("({fragments} fragments)")),
+        "{}",
+        run.stderr
+    );
+    let original = env.run(&["get", "/"]).ok().stdout;
+    assert_eq!(env.raw(&["--store", &sqlite, "get", "/"], None, None).ok().stdout, original);
+    assert_eq!(&info(&env, &sqlite)[2].1, fragments);
+    // The copy behaves like the original: declared lists keep their keys.
+    env.raw(&["--store", &sqlite, "set", &format!("{ETH1}/mtu"), "1400"], None, None).ok();
+
+    env.raw(&["copy", "--from", &lmdb, "--to", &sqlite], None, None).user_error("not empty");
+    env.raw(&["copy", "--from", "nosuch:x", "--to", &sqlite], None, None).user_error("unknown backend");
+}
+
+#[test]
+fn a_non_sqlite_file_is_refused_as_a_sqlite_store() {
+    let env = Env::new();
+    std::fs::write(env.path("x.db"), SAMPLE).unwrap();
+    let url = format!("sqlite:{}", env.path("x.db").display());
+    for args in [&["check"][..], &["get", "/"], &["info"]] {
+        let mut all = vec!["--store", url.as_str()];
+        all.extend_from_slice(args);
+        env.raw(&all, None, None).user_error("not a SQLite database");
+    }
+    assert_eq!(std::fs::read_to_string(env.path("x.db")).unwrap(), SAMPLE, "left unchanged");
+}

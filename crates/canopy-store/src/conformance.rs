@@ -105,6 +105,28 @@ pub fn delete_prefix_removes_exactly_the_subtree(open: Opener, dir: &Path) {
     assert_eq!(keys, vec![b"\x10".to_vec(), b"\x10a".to_vec(), b"\x10ab".to_vec()]);
 }
 
+pub fn scan_and_delete_from_the_empty_key(open: Opener, dir: &Path) {
+    let b = open(dir);
+    put(&*b, &[(b"\x00meta", b"m"), (b"\x10a", b"1")]);
+    let s = b.snapshot().unwrap();
+    let mut keys = Vec::new();
+    s.scan(&[], None, false, &mut |k, _| {
+        keys.push(k.to_vec());
+        Ok(true)
+    })
+    .unwrap();
+    assert!(keys.contains(&b"\x00meta".to_vec()) && keys.contains(&b"\x10a".to_vec()), "{keys:?}");
+    assert_eq!(s.first_with_prefix(&[], true).unwrap().unwrap().0, b"\x10a".to_vec());
+    drop(s);
+    let mut d = Batch::default();
+    d.delete_prefix(Vec::new());
+    assert_eq!(b.apply(&d).unwrap(), 2, "the revision outlives deleting every key");
+    let s = b.snapshot().unwrap();
+    assert_eq!(s.revision(), 2);
+    assert_eq!(s.get(b"\x00meta").unwrap(), None);
+    assert!(all(&*b).is_empty());
+}
+
 pub fn conflicting_batch_writes_nothing(open: Opener, dir: &Path) {
     let b = open(dir);
     put(&*b, &[(b"\x10a", b"1")]);
@@ -239,7 +261,7 @@ macro_rules! conformance_tests {
     ($open:expr, persistent = $persistent:expr) => {
         $crate::conformance_tests!(@tests $open, $persistent;
             empty_store, put_get_delete_revision, scans_in_order_with_bounds,
-            delete_prefix_removes_exactly_the_subtree, conflicting_batch_writes_nothing,
+            delete_prefix_removes_exactly_the_subtree, scan_and_delete_from_the_empty_key, conflicting_batch_writes_nothing,
             snapshots_are_isolated, values_from_empty_to_16_mib, many_small_keys,
             readers_run_during_writes, compact_keeps_data);
         #[test]

@@ -14,6 +14,7 @@
 //! reads and writes touch only the fragments they need; with it, each
 //! datastore's tree stays in memory and writes go through as diffs.
 
+mod admin;
 mod check;
 mod commit;
 pub mod error;
@@ -23,6 +24,7 @@ mod schema;
 mod store;
 mod stream;
 
+pub use admin::{copy, CopyReport, StoreInfo, COPY_BATCH};
 pub use canopy_core::diff::{Change, Place, Subtree};
 pub use canopy_core::edit::{Edit, Operation};
 pub use canopy_core::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};

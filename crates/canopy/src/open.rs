@@ -21,6 +21,8 @@ pub fn open_backend(url: &StoreUrl) -> Result<Box<dyn Backend>> {
     match scheme {
         #[cfg(feature = "backend-lmdb")]
         "lmdb" => Ok(Box::new(canopy_lmdb::LmdbBackend::open_url(url)?)),
+        #[cfg(feature = "backend-sqlite")]
+        "sqlite" => Ok(Box::new(canopy_sqlite::SqliteBackend::open_url(url)?)),
         "memory" => {
             url.check_params(&[])?;
             Ok(Box::new(canopy_store::memory::MemoryBackend::new()))

@@ -1,7 +1,7 @@
 //! Model test: random transactions against a store and against an in-memory
 //! reference tree (canopy-core's `apply_edit`); after each transaction the
 //! stored datastore equals the reference, and a failed transaction changes
-//! nothing. Runs uncached and cached, on the memory backend and on LMDB.
+//! nothing. Runs uncached and cached, on the memory backend, on LMDB and on SQLite.
 
 use canopy::{Container, Datastore, Edit, Insert, ListInfo, Node, Operation, Store, Value};
 use canopy_core::edit::apply_edit;
@@ -152,6 +152,22 @@ fn check_json_reads(store: &Store) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Runs the transactions on a persistent store, then checks that a reopened
+/// store, and a cached one, hold the same.
+fn uncached_then_reopened(url: &str, txs: Vec<Vec<Edit>>) -> Result<(), TestCaseError> {
+    let expected = {
+        let store = Store::open(url).unwrap();
+        run(&store, txs)?;
+        whole(&store)
+    };
+    let again = Store::open(url).unwrap();
+    prop_assert_eq!(whole(&again), expected);
+    let cached = Store::open(&format!("{url}&cache=on")).unwrap();
+    drop(again);
+    prop_assert!(cached.check().unwrap().is_empty());
+    Ok(())
+}
+
 fn txs() -> impl Strategy<Value = Vec<Vec<Edit>>> {
     prop::collection::vec(prop::collection::vec(edit_strategy(), 1..4), 1..12)
 }
@@ -197,16 +213,17 @@ proptest! {
     #[test]
     fn lmdb_uncached_then_reopened(t in txs()) {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("lmdb:{}?sync=off", dir.path().display());
-        let expected = {
-            let store = Store::open(&url).unwrap();
-            run(&store, t)?;
-            whole(&store)
-        };
-        let again = Store::open(&url).unwrap();
-        prop_assert_eq!(whole(&again), expected);
-        let cached = Store::open(&format!("{url}&cache=on")).unwrap();
-        drop(again);
-        prop_assert!(cached.check().unwrap().is_empty());
+        uncached_then_reopened(&format!("lmdb:{}?sync=off", dir.path().display()), t)?;
+    }
+}
+
+#[cfg(feature = "backend-sqlite")]
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn sqlite_uncached_then_reopened(t in txs()) {
+        let dir = tempfile::tempdir().unwrap();
+        uncached_then_reopened(&format!("sqlite:{}?sync=off", dir.path().join("store.db").display()), t)?;
     }
 }

@@ -210,13 +210,23 @@ impl Shared {
                 BatchOp::DeletePrefix(p) => {
                     let end = canopy_store::backend::prefix_end(p);
                     let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-                    inner.db.delete_range(&mut wtxn, &(Bound::Included(p.as_slice()), hi))?;
+                    inner.db.delete_range(&mut wtxn, &(lower_bound(p), hi))?;
                 }
             }
         }
         inner.db.put(&mut wtxn, REVISION, &(rev + 1).to_be_bytes())?;
         wtxn.commit()?;
         Ok(rev + 1)
+    }
+}
+
+/// The lower bound of a range from `start`: LMDB refuses an empty key, even as
+/// a bound, and every key is at least the empty one.
+fn lower_bound(start: &[u8]) -> Bound<&[u8]> {
+    if start.is_empty() {
+        Bound::Unbounded
+    } else {
+        Bound::Included(start)
     }
 }
 
@@ -285,7 +295,7 @@ impl Snapshot for LmdbSnapshot<'_> {
         visit: &mut canopy_store::backend::Visit<'_>,
     ) -> Result<()> {
         let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
-        let range = (Bound::Included(start), hi);
+        let range = (lower_bound(start), hi);
         let err = |e| lmdb_err(self.dir, "scan", e);
         if reverse {
             for item in self.db.rev_range(&self.txn, &range).map_err(err)? {
