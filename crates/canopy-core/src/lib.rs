@@ -20,4 +20,4 @@ pub use path::query::Query;
 pub use path::{Path, Segment, Selector};
 pub use schema::{Schema, Schemaless};
 pub use tree::{Container, Insert, LeafListEntry, List, ListInfo, Name, Node, NodeRef};
-pub use value::{Meta, Value};
+pub use value::{Meta, Value, ValueRef};

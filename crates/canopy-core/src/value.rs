@@ -85,6 +85,27 @@ impl Value {
     }
 }
 
+/// A borrowed [`Value`], as read in place from stored bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueRef<'a> {
+    String(&'a str),
+    Number(&'a str),
+    Bool(bool),
+    Empty,
+}
+
+impl ValueRef<'_> {
+    /// The owned value.
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::String(s) => Value::String(s.to_string()),
+            ValueRef::Number(n) => Value::Number(n.to_string()),
+            ValueRef::Bool(b) => Value::Bool(b),
+            ValueRef::Empty => Value::Empty,
+        }
+    }
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.as_text())

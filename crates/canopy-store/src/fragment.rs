@@ -14,7 +14,7 @@
 //! ```
 //! Child containers and lists are not inside: they are fragments of their own.
 
-use canopy_core::{Container, LeafListEntry, Meta, Node, Value};
+use canopy_core::{Container, LeafListEntry, Meta, Node, Value, ValueRef};
 
 use crate::error::{Result, StoreError};
 
@@ -190,27 +190,7 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
     let mut c = Container { meta, children: canopy_core::tree::Children::with_capacity(cap) };
     for _ in 0..n {
         let name = r.str()?;
-        let node = match r.byte()? {
-            1 => {
-                let value = r.value()?;
-                Node::Leaf { value, meta: r.meta()? }
-            }
-            2 => {
-                let count = r.varint()?;
-                let mut v = Vec::with_capacity(count.min(1024) as usize);
-                for _ in 0..count {
-                    let value = r.value()?;
-                    v.push(LeafListEntry { value, meta: r.meta()? });
-                }
-                Node::LeafList(v)
-            }
-            3 => {
-                let text = r.bytes()?;
-                let value = serde_json::from_slice(text).map_err(|_| r.err("anydata is not JSON"))?;
-                Node::AnyData { value: Box::new(value), meta: r.meta()? }
-            }
-            _ => return Err(r.err("unknown child kind")),
-        };
+        let node = r.child()?;
         if c.children.insert(name, node).is_some() {
             return Err(r.err("duplicate child"));
         }
@@ -219,6 +199,131 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
         return Err(r.err("trailing bytes"));
     }
     Ok(Decoded { container: c, order })
+}
+
+impl<'a> Reader<'a> {
+    fn str_ref(&mut self) -> Result<&'a str> {
+        let b = self.bytes()?;
+        std::str::from_utf8(b).map_err(|_| self.err("invalid UTF-8"))
+    }
+
+    fn value_ref(&mut self) -> Result<ValueRef<'a>> {
+        Ok(match self.byte()? {
+            b's' => ValueRef::String(self.str_ref()?),
+            b'n' => ValueRef::Number(self.str_ref()?),
+            b't' => ValueRef::Bool(true),
+            b'f' => ValueRef::Bool(false),
+            b'e' => ValueRef::Empty,
+            _ => return Err(self.err("unknown value tag")),
+        })
+    }
+
+    fn child(&mut self) -> Result<Node> {
+        Ok(match self.byte()? {
+            1 => {
+                let value = self.value()?;
+                Node::Leaf { value, meta: self.meta()? }
+            }
+            2 => {
+                let count = self.varint()?;
+                let mut v = Vec::with_capacity(count.min(1024) as usize);
+                for _ in 0..count {
+                    let value = self.value()?;
+                    v.push(LeafListEntry { value, meta: self.meta()? });
+                }
+                Node::LeafList(v)
+            }
+            3 => {
+                let text = self.bytes()?;
+                let value = serde_json::from_slice(text).map_err(|_| self.err("anydata is not JSON"))?;
+                Node::AnyData { value: Box::new(value), meta: self.meta()? }
+            }
+            _ => return Err(self.err("unknown child kind")),
+        })
+    }
+}
+
+/// An inline child read in place: a leaf borrows its value from the bytes;
+/// leaf-lists and anydata (rarer) are decoded.
+pub enum ChildRef<'a> {
+    Leaf(ValueRef<'a>, Meta),
+    Other(Node),
+}
+
+/// A cursor over the inline children of a fragment's bytes, so a reader can
+/// take them one at a time (in name order) without decoding them all first.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Inline {
+    pos: usize,
+    left: u64,
+}
+
+/// Opens a fragment: its order key, its metadata, and a cursor over its
+/// inline children.
+///
+/// # Errors
+/// `Corrupted` when the bytes are not a fragment of a known version.
+pub fn open(b: &[u8]) -> Result<(Option<&[u8]>, Meta, Inline)> {
+    let mut r = Reader { b, pos: 0 };
+    let version = r.byte()?;
+    if version != VERSION {
+        return Err(r.err(&format!("unknown fragment version {version}")));
+    }
+    let flags = r.byte()?;
+    if flags & !HAS_ORDER != 0 {
+        return Err(r.err("unknown flags"));
+    }
+    let order = if flags & HAS_ORDER != 0 { Some(r.bytes()?) } else { None };
+    let meta = r.meta()?;
+    let left = r.varint()?;
+    if left == 0 && r.pos != b.len() {
+        return Err(r.err("trailing bytes"));
+    }
+    Ok((order, meta, Inline { pos: r.pos, left }))
+}
+
+impl Inline {
+    /// No children.
+    pub fn empty() -> Inline {
+        Inline::default()
+    }
+
+    /// The name of the next child, without taking it.
+    ///
+    /// # Errors
+    /// `Corrupted` when the bytes are damaged.
+    pub fn peek_name<'a>(&self, b: &'a [u8]) -> Result<Option<&'a str>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        Reader { b, pos: self.pos }.str_ref().map(Some)
+    }
+
+    /// Takes the next child.
+    ///
+    /// # Errors
+    /// `Corrupted` when the bytes are damaged (including trailing bytes after
+    /// the last child).
+    pub fn next<'a>(&mut self, b: &'a [u8]) -> Result<Option<(&'a str, ChildRef<'a>)>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        let mut r = Reader { b, pos: self.pos };
+        let name = r.str_ref()?;
+        let child = if b.get(r.pos) == Some(&1) {
+            r.pos += 1;
+            let v = r.value_ref()?;
+            ChildRef::Leaf(v, r.meta()?)
+        } else {
+            ChildRef::Other(r.child()?)
+        };
+        self.pos = r.pos;
+        self.left -= 1;
+        if self.left == 0 && r.pos != b.len() {
+            return Err(r.err("trailing bytes"));
+        }
+        Ok(Some((name, child)))
+    }
 }
 
 #[cfg(test)]
@@ -254,6 +359,29 @@ mod tests {
             let mut bad = enc.clone();
             bad[i] ^= 0xFF;
             let _ = decode(&bad); // must not panic
+            let _ = read_in_place(&bad);
         }
+        // Read in place, the same children in the same order.
+        let (order, meta, _) = open(&enc).unwrap();
+        assert_eq!((order, &meta), (Some(&[0x83, 1, 2, 3][..]), &c.meta));
+        let names: Vec<String> = read_in_place(&enc).unwrap();
+        assert_eq!(names, c.children.keys().cloned().collect::<Vec<_>>());
+        for cut in 0..enc.len() {
+            assert!(read_in_place(&enc[..cut]).is_err(), "truncated at {cut} accepted in place");
+        }
+    }
+
+    fn read_in_place(b: &[u8]) -> Result<Vec<String>> {
+        let (_, _, mut inline) = open(b)?;
+        let mut names = Vec::new();
+        while let Some(name) = inline.peek_name(b)? {
+            let (n, child) = inline.next(b)?.expect("peeked");
+            assert_eq!(n, name);
+            if let ChildRef::Leaf(v, _) = child {
+                let _ = v.to_value();
+            }
+            names.push(n.to_string());
+        }
+        Ok(names)
     }
 }

@@ -25,23 +25,29 @@ struct Frame {
     /// Relative key of the node (a container or entry), or of the list (its
     /// parent's key and name) for a list frame.
     key: Vec<u8>,
-    /// Leaves, leaf-lists and anydata not written yet, in name order.
-    pending: std::vec::IntoIter<(String, Node)>,
-    /// The next pending item, peeked.
-    next: Option<(String, Node)>,
+    /// The node's fragment bytes; its inline children not written yet are
+    /// read from them in place, in name order.
+    bytes: Vec<u8>,
+    inline: fragment::Inline,
     list: bool,
     schema_path: String,
 }
 
 impl Frame {
-    fn node(key: Vec<u8>, c: Container, schema_path: String) -> Frame {
-        let mut pending = c.children.into_iter().collect::<Vec<_>>().into_iter();
-        let next = pending.next();
-        Frame { key, pending, next, list: false, schema_path }
+    /// A frame for a container or entry whose fragment is `bytes`.
+    fn node(key: Vec<u8>, bytes: Vec<u8>, inline: fragment::Inline, schema_path: String) -> Frame {
+        Frame { key, bytes, inline, list: false, schema_path }
+    }
+
+    /// A frame for a built container (ancestors' key leaves).
+    fn built(key: Vec<u8>, c: &Container, schema_path: String) -> Result<Frame> {
+        let bytes = fragment::encode(c, None);
+        let (_, _, inline) = fragment::open(&bytes)?;
+        Ok(Frame::node(key, bytes, inline, schema_path))
     }
 
     fn list(key: Vec<u8>, schema_path: String) -> Frame {
-        Frame { key, pending: Vec::new().into_iter(), next: None, list: true, schema_path }
+        Frame { key, bytes: Vec::new(), inline: fragment::Inline::empty(), list: true, schema_path }
     }
 }
 
@@ -64,18 +70,21 @@ impl<W: Write> Streamer<'_, W> {
     /// Writes the pending inline children of the top frame whose names sort
     /// before `before` (all of them with `None`).
     fn flush_pending(&mut self, before: Option<&str>) -> Result<()> {
-        let Some(top) = self.stack.last_mut() else { return Ok(()) };
-        while let Some((name, _)) = &top.next {
-            if before.is_some_and(|b| name.as_str() >= b) {
+        let Streamer { w, stack, .. } = self;
+        let Some(top) = stack.last_mut() else { return Ok(()) };
+        while let Some(name) = top.inline.peek_name(&top.bytes)? {
+            if before.is_some_and(|b| name >= b) {
                 break;
             }
-            let (name, node) = top.next.take().expect("peeked");
-            top.next = top.pending.next();
-            match node {
-                Node::Leaf { value, meta } => self.w.leaf(&name, &value, &meta).map_err(io)?,
-                Node::LeafList(v) => self.w.leaf_list(&name, &v).map_err(io)?,
-                Node::AnyData { value, meta } => self.w.anydata(&name, &value, &meta).map_err(io)?,
-                Node::Container(_) | Node::List(_) => {}
+            let (name, child) = top.inline.next(&top.bytes)?.expect("peeked");
+            match child {
+                fragment::ChildRef::Leaf(v, meta) => w.leaf_ref(name, v, &meta).map_err(io)?,
+                fragment::ChildRef::Other(Node::LeafList(v)) => w.leaf_list(name, &v).map_err(io)?,
+                fragment::ChildRef::Other(Node::AnyData { value, meta }) => {
+                    w.anydata(name, &value, &meta).map_err(io)?
+                }
+                fragment::ChildRef::Other(Node::Leaf { value, meta }) => w.leaf(name, &value, &meta).map_err(io)?,
+                fragment::ChildRef::Other(Node::Container(_) | Node::List(_)) => {}
             }
         }
         Ok(())
@@ -95,22 +104,24 @@ impl<W: Write> Streamer<'_, W> {
         Ok(())
     }
 
-    /// Writes one fragment arriving in document order.
-    fn fragment(&mut self, rel: &[u8], d: Decoded, floor: usize) -> Result<()> {
+    /// Writes one fragment (`v`, its stored bytes) arriving in document order.
+    fn fragment(&mut self, rel: &[u8], v: &[u8], floor: usize) -> Result<()> {
         if let Some((lk, ..)) = &self.gathering {
             if rel.starts_with(lk) {
+                let d = fragment::decode(v)?;
                 self.gathering.as_mut().expect("gathering").3.push((rel.to_vec(), Some(d)));
                 return Ok(());
             }
             self.write_gathered()?;
         }
         self.close_until(rel, floor)?;
+        let (_, meta, inline) = fragment::open(v)?;
         if let Some(top) = self.stack.last().filter(|f| f.list) {
             // The next entry of the open list.
             let sp = top.schema_path.clone();
             self.w.begin_entry().map_err(io)?;
-            self.w.meta(&d.container.meta).map_err(io)?;
-            self.stack.push(Frame::node(rel.to_vec(), d.container, sp));
+            self.w.meta(&meta).map_err(io)?;
+            self.stack.push(Frame::node(rel.to_vec(), v.to_vec(), inline, sp));
             return Ok(());
         }
         let parent_len = self.stack.last().map_or(0, |f| f.key.len());
@@ -132,25 +143,23 @@ impl<W: Write> Streamer<'_, W> {
             // A container.
             self.flush_pending(Some(&name))?;
             self.w.begin_container(&name).map_err(io)?;
-            self.w.meta(&d.container.meta).map_err(io)?;
-            self.stack.push(Frame::node(rel.to_vec(), d.container, sp));
+            self.w.meta(&meta).map_err(io)?;
+            self.stack.push(Frame::node(rel.to_vec(), v.to_vec(), inline, sp));
             return Ok(());
         }
         // A list entry: open its list unless the top frame is that list.
         let list_key = &rel[..parent_len + pos];
-        let in_list = self.stack.last().is_some_and(|f| f.list && f.key == list_key);
-        if !in_list {
-            if self.schema.list_info(&sp).is_some_and(|i| i.user_ordered) {
-                self.gathering = Some((list_key.to_vec(), name, sp, vec![(rel.to_vec(), Some(d))]));
-                return Ok(());
-            }
-            self.flush_pending(Some(&name))?;
-            self.w.begin_list(&name).map_err(io)?;
-            self.stack.push(Frame::list(list_key.to_vec(), sp.clone()));
+        if self.schema.list_info(&sp).is_some_and(|i| i.user_ordered) {
+            let d = fragment::decode(v)?;
+            self.gathering = Some((list_key.to_vec(), name, sp, vec![(rel.to_vec(), Some(d))]));
+            return Ok(());
         }
+        self.flush_pending(Some(&name))?;
+        self.w.begin_list(&name).map_err(io)?;
+        self.stack.push(Frame::list(list_key.to_vec(), sp.clone()));
         self.w.begin_entry().map_err(io)?;
-        self.w.meta(&d.container.meta).map_err(io)?;
-        self.stack.push(Frame::node(rel.to_vec(), d.container, sp));
+        self.w.meta(&meta).map_err(io)?;
+        self.stack.push(Frame::node(rel.to_vec(), v.to_vec(), inline, sp));
         Ok(())
     }
 
@@ -237,7 +246,7 @@ pub(crate) fn write_path<W: Write>(
         None
     } else {
         match snap.get(&key)? {
-            Some(v) => Some(fragment::decode(&v)?),
+            Some(v) => Some(v),
             None => return Ok(false),
         }
     };
@@ -246,9 +255,9 @@ pub(crate) fn write_path<W: Write>(
     let mut base = 0;
     if path.is_root() {
         if let Some(v) = snap.get(&data)? {
-            let d = fragment::decode(&v)?;
-            s.w.meta(&d.container.meta).map_err(io)?;
-            s.stack.push(Frame::node(Vec::new(), d.container, String::new()));
+            let (_, meta, inline) = fragment::open(&v)?;
+            s.w.meta(&meta).map_err(io)?;
+            s.stack.push(Frame::node(Vec::new(), v, inline, String::new()));
             base = 1;
         }
     }
@@ -261,7 +270,7 @@ pub(crate) fn write_path<W: Write>(
         match &seg.selector {
             Selector::None if !last => {
                 s.w.begin_container(&seg.name).map_err(io)?;
-                s.stack.push(Frame::node(anc_rel.clone(), Container::default(), sp));
+                s.stack.push(Frame::built(anc_rel.clone(), &Container::default(), sp)?);
             }
             Selector::Keys(kv) if !last => {
                 for (_, v) in kv {
@@ -279,15 +288,15 @@ pub(crate) fn write_path<W: Write>(
                 }
                 s.w.begin_list(&seg.name).map_err(io)?;
                 s.w.begin_entry().map_err(io)?;
-                s.stack.push(Frame::node(anc_rel.clone(), keys_only, sp));
+                s.stack.push(Frame::built(anc_rel.clone(), &keys_only, sp)?);
             }
             _ => {}
         }
     }
     let floor = s.stack.len();
     // The target itself, then everything below it.
-    if let Some(d) = target {
-        s.fragment(&rel, d, floor)?;
+    if let Some(v) = target {
+        s.fragment(&rel, &v, floor)?;
     }
     let dl = data.len();
     let mut err = None;
@@ -298,7 +307,7 @@ pub(crate) fn write_path<W: Write>(
         if r == rel.as_slice() {
             return Ok(true);
         }
-        let step = fragment::decode(v).map_err(Error::from).and_then(|d| s.fragment(r, d, floor));
+        let step = s.fragment(r, v, floor);
         match step {
             Ok(()) => Ok(true),
             Err(e) => {

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use super::escape_pieces;
 use crate::tree::{Container, LeafListEntry, Node};
-use crate::value::{Meta, Value};
+use crate::value::{Meta, Value, ValueRef};
 
 /// Bytes gathered before they are handed to the output.
 const FLUSH_AT: usize = 64 * 1024;
@@ -105,6 +105,22 @@ impl<W: Write> JsonWriter<W> {
     pub fn leaf(&mut self, name: &str, value: &Value, meta: &Meta) -> io::Result<()> {
         self.key(name)?;
         self.value(value);
+        self.node_meta(name, meta)
+    }
+
+    /// Writes leaf `name` from a borrowed value (see [`leaf`](Self::leaf)).
+    ///
+    /// # Errors
+    /// As [`begin_container`](Self::begin_container).
+    pub fn leaf_ref(&mut self, name: &str, value: ValueRef<'_>, meta: &Meta) -> io::Result<()> {
+        self.key(name)?;
+        match value {
+            ValueRef::String(s) => self.string(s),
+            ValueRef::Number(n) => self.buf.extend_from_slice(n.as_bytes()),
+            ValueRef::Bool(true) => self.buf.extend_from_slice(b"true"),
+            ValueRef::Bool(false) => self.buf.extend_from_slice(b"false"),
+            ValueRef::Empty => self.buf.extend_from_slice(b"[null]"),
+        }
         self.node_meta(name, meta)
     }
 
