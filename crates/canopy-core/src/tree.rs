@@ -110,6 +110,18 @@ impl List {
         self.entries.values()
     }
 
+    /// Rebuilds the list's maps from their sorted contents, which packs the
+    /// B-tree nodes full. Entries inserted in order (as loading does) leave the
+    /// nodes half full: packing them saves about a third of the list's own
+    /// memory in a long-lived tree. Lists inside entries are packed too.
+    pub fn pack(&mut self) {
+        self.entries = std::mem::take(&mut self.entries).into_iter().collect();
+        self.by_key = std::mem::take(&mut self.by_key).into_iter().collect();
+        for e in self.entries.values_mut() {
+            e.pack_lists();
+        }
+    }
+
     /// The entries, in document order, taken out of the list.
     pub fn into_entries(self) -> Vec<Container> {
         self.entries.into_values().collect()
@@ -325,6 +337,17 @@ impl Node {
 }
 
 impl Container {
+    /// Packs every list below this container (see [`List::pack`]).
+    pub fn pack_lists(&mut self) {
+        for child in self.children.values_mut() {
+            match child {
+                Node::Container(c) => c.pack_lists(),
+                Node::List(l) => l.pack(),
+                _ => {}
+            }
+        }
+    }
+
     /// Number of data nodes below this container.
     pub fn count_children(&self) -> usize {
         self.children.values().map(Node::count).sum()

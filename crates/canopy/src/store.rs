@@ -412,6 +412,8 @@ fn undo(tree: &mut Container, changes: &[Change]) {
 fn load_all(snap: &dyn Snapshot, ds: Datastore, schema: &Schemaless) -> Result<Container> {
     let mut root = Container::default();
     Loader::new(snap, ds, schema).range(&mut root, &[])?;
+    // The tree is kept: pack its lists.
+    root.pack_lists();
     Ok(root)
 }
 
