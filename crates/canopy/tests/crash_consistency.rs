@@ -171,11 +171,30 @@ fn verify(url: &str, run: &Run, start: u64, reference: &mut Container) -> u64 {
     last
 }
 
+/// The durable backends the crash test runs on.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Lmdb,
+    #[cfg_attr(not(feature = "backend-sqlite"), allow(dead_code))]
+    Sqlite,
+}
+
 #[test]
 fn kill_during_commits() {
-    let kills: usize = std::env::var("CANOPY_CRASH_KILLS").map_or(200, |s| s.parse().expect("CANOPY_CRASH_KILLS"));
+    kill_during_commits_on(Kind::Lmdb, 200);
+}
+
+#[cfg(feature = "backend-sqlite")]
+#[test]
+fn kill_during_commits_sqlite() {
+    kill_during_commits_on(Kind::Sqlite, 100);
+}
+
+fn kill_during_commits_on(kind: Kind, default_kills: usize) {
+    let kills: usize =
+        std::env::var("CANOPY_CRASH_KILLS").map_or(default_kills, |s| s.parse().expect("CANOPY_CRASH_KILLS"));
     let seed: u64 = std::env::var("CANOPY_CRASH_SEED").map_or_else(|_| rand::random(), |s| s.parse().unwrap());
-    eprintln!("kill_during_commits: {kills} kills, CANOPY_CRASH_SEED={seed}");
+    eprintln!("kill_during_commits ({kind:?}): {kills} kills, CANOPY_CRASH_SEED={seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let started = Instant::now();
     let (mut total_tx, mut unreported, mut alive_ms) = (0u64, 0u64, 0u128);
@@ -188,7 +207,7 @@ fn kill_during_commits() {
             last = 0;
             reference = Container::default();
         }
-        let url = |cache: bool| store_url(dir.path(), cache);
+        let url = |cache: bool| store_url(kind, dir.path(), cache);
         let delay = Duration::from_millis(rng.gen_range(1..=40));
         let run = run_child(&url(rng.gen_bool(0.25)), last + 1, delay, rng.gen_bool(0.1));
         alive_ms += run.alive_ms;
@@ -201,13 +220,17 @@ fn kill_during_commits() {
     }
     let secs = started.elapsed().as_secs_f64();
     eprintln!(
-        "kill_during_commits: {kills} kills, {total_tx} transactions committed ({unreported} committed but \
+        "kill_during_commits ({kind:?}): {kills} kills, {total_tx} transactions committed ({unreported} committed but \
          not reported before the kill), {secs:.1} s, {:.1} ms per cycle (child alive {:.1} ms on average)",
         secs * 1000.0 / kills as f64,
         alive_ms as f64 / kills as f64
     );
 }
 
-fn store_url(dir: &Path, cache: bool) -> String {
-    format!("lmdb:{}?sync=commit{}", dir.display(), if cache { "&cache=on" } else { "" })
+fn store_url(kind: Kind, dir: &Path, cache: bool) -> String {
+    let cache = if cache { "&cache=on" } else { "" };
+    match kind {
+        Kind::Lmdb => format!("lmdb:{}?sync=commit{cache}", dir.display()),
+        Kind::Sqlite => format!("sqlite:{}?sync=commit{cache}", dir.join("store.db").display()),
+    }
 }
