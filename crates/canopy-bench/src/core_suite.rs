@@ -1,9 +1,7 @@
 //! The core suite: the seed's `perf` list (`/perf:cont/lst`, keys `k1` number
-//! and `k2` string, leaf `l`) at one size, on the embedded default (LMDB),
-//! beside raw LMDB doing the same puts and gets of the same key and value
-//! bytes canopy stores.
-
-#![allow(unsafe_code)] // opening a raw LMDB environment for the floor is `unsafe` in heed.
+//! and `k2` string, leaf `l`) at one size, on one backend, beside that
+//! backend's raw engine doing the same puts and gets of the same key and value
+//! bytes canopy stores ([`crate::raw`]).
 
 use std::path::Path;
 
@@ -11,8 +9,6 @@ use anyhow::{Context, Result};
 use canopy::{Datastore, ListInfo, Operation, ReadOptions, Store, Subtree, Value};
 use canopy_core::tree::{Container, Node};
 use canopy_store::{fragment, keys};
-use heed::types::Bytes;
-use heed::{Database, EnvFlags, EnvOpenOptions, WithoutTls};
 
 use crate::timing::{fmt, measure, measure_with, Sample};
 
@@ -72,35 +68,22 @@ fn raw_pairs(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
     out
 }
 
-type RawEnv = heed::Env<WithoutTls>;
-
-fn raw_open(dir: &Path, sync: bool) -> Result<(RawEnv, Database<Bytes, Bytes>)> {
-    std::fs::create_dir_all(dir)?;
-    let mut opts = EnvOpenOptions::new().read_txn_without_tls();
-    opts.map_size(4 << 30);
-    if !sync {
-        // SAFETY: only changes when LMDB flushes.
-        unsafe { opts.flags(EnvFlags::NO_SYNC) };
+/// The store URL of `backend` in `dir`.
+fn url(backend: &str, dir: &Path, sync: &str, cache: bool) -> String {
+    let cache = if cache { "&cache=on" } else { "" };
+    match backend {
+        "sqlite" => format!("sqlite:{}?sync={sync}{cache}", dir.join("store.db").display()),
+        other => format!("{other}:{}?sync={sync}{cache}", dir.display()),
     }
-    // SAFETY: the environment is private to this benchmark.
-    let env = unsafe { opts.open(dir) }?;
-    let mut w = env.write_txn()?;
-    let db: Database<Bytes, Bytes> = env.create_database(&mut w, None)?;
-    w.commit()?;
-    Ok((env, db))
-}
-
-fn close(env: RawEnv) {
-    env.prepare_for_closing().wait();
 }
 
 fn dir_size(dir: &Path) -> u64 {
     std::fs::read_dir(dir).map(|d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()).unwrap_or(0)
 }
 
-fn new_store(dir: &Path, sync: &str, cache: bool) -> Result<Store> {
-    let url = format!("lmdb:{}?sync={sync}{}", dir.display(), if cache { "&cache=on" } else { "" });
-    let store = Store::open(&url)?;
+fn new_store(backend: &str, dir: &Path, sync: &str, cache: bool) -> Result<Store> {
+    std::fs::create_dir_all(dir)?;
+    let store = Store::open(&url(backend, dir, sync, cache))?;
     store.declare_list("/perf:cont/lst", ListInfo::keyed(["k1", "k2"]))?;
     Ok(store)
 }
@@ -122,44 +105,56 @@ fn items(n: usize, count: usize, seed: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Runs the suite at `n` entries with `repeat` measured runs per row.
+/// The key prefix of all entries of the list.
+fn list_prefix() -> Vec<u8> {
+    let mut p = keys::data_prefix(Datastore::Running);
+    p.extend(keys::path_key(&"/perf:cont".parse().expect("path")).expect("key"));
+    keys::push_name(&mut p, "lst");
+    p
+}
+
+/// Runs the suite at `n` entries on `backend` with `repeat` measured runs per row.
 ///
 /// # Errors
 /// Any store or file error.
-pub fn run(n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)> {
+pub fn run(backend: &str, n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)> {
     let tmp = tempfile::tempdir()?;
     let json = perf_json(n);
     let pairs = raw_pairs(n);
     let mut rows = Vec::new();
+    let fresh = {
+        let mut k = 0;
+        move |tmp: &Path| {
+            k += 1;
+            tmp.join(format!("fresh{k}"))
+        }
+    };
+    let mut fresh = fresh;
 
     // Import the whole document into a fresh store, one synced transaction.
-    let mut run_no = 0;
+    let mut dirs = Vec::new();
+    for _ in 0..=repeat {
+        dirs.push(fresh(tmp.path()));
+    }
     let canopy = measure_with(
         repeat,
-        |_| {
-            run_no += 1;
-            let d = tmp.path().join(format!("import{run_no}"));
-            (new_store(&d, "commit", false).expect("store"), d)
-        },
+        |i| (new_store(backend, &dirs[i], "commit", false).expect("store"), dirs[i].clone()),
         |(store, d)| {
             store.running().import(json.as_bytes(), Operation::Merge).expect("import");
             drop(store);
             let _ = std::fs::remove_dir_all(d);
         },
     );
+    let mut raw_dirs = Vec::new();
+    for _ in 0..=repeat {
+        raw_dirs.push(fresh(tmp.path()));
+    }
     let raw = measure_with(
         repeat,
-        |i| {
-            let d = tmp.path().join(format!("rawimport{i}"));
-            raw_open(&d, true).map(|(e, db)| (e, db, d)).expect("raw")
-        },
-        |(env, db, d)| {
-            let mut w = env.write_txn().expect("txn");
-            for (k, v) in &pairs {
-                db.put(&mut w, k, v).expect("put");
-            }
-            w.commit().expect("commit");
-            close(env);
+        |i| (crate::raw::open(backend, &raw_dirs[i], true).expect("raw"), raw_dirs[i].clone()),
+        |(mut r, d)| {
+            r.put_all(&pairs).expect("put");
+            drop(r);
             let _ = std::fs::remove_dir_all(d);
         },
     );
@@ -172,42 +167,27 @@ pub fn run(n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)> {
 
     // The stores the read and write rows use.
     let main_dir = tmp.path().join("main");
-    {
-        let store = new_store(&main_dir, "commit", false)?;
-        store.running().import(json.as_bytes(), Operation::Merge)?;
-    }
+    new_store(backend, &main_dir, "commit", false)?.running().import(json.as_bytes(), Operation::Merge)?;
     let raw_dir = tmp.path().join("raw");
-    {
-        let (env, db) = raw_open(&raw_dir, true)?;
-        let mut w = env.write_txn()?;
-        for (k, v) in &pairs {
-            db.put(&mut w, k, v)?;
-        }
-        w.commit()?;
-        close(env);
-    }
-    let figures_store = dir_size(&main_dir);
-    let figures_raw = dir_size(&raw_dir);
+    crate::raw::open(backend, &raw_dir, true)?.put_all(&pairs)?;
+    let store_bytes = dir_size(&main_dir);
+    let raw_bytes = crate::raw::open(backend, &raw_dir, true)?.disk_size();
+
     let probe = entry_path(n / 2) + "/l";
     let canopy = measure(repeat * 4, |_| {
-        let store = Store::open(&format!("lmdb:{}", main_dir.display())).expect("open");
-        let v = store.running().get_item(&probe).expect("get");
-        assert!(v.is_some());
+        let store = Store::open(&url(backend, &main_dir, "commit", false)).expect("open");
+        assert!(store.running().get_item(&probe).expect("get").is_some());
     });
     let probe_key = pairs[n / 2 + 1].0.clone();
     let raw = measure(repeat * 4, |_| {
-        let (env, db) = raw_open(&raw_dir, true).expect("open");
-        {
-            let r = env.read_txn().expect("txn");
-            assert!(db.get(&r, &probe_key).expect("get").is_some());
-        }
-        close(env);
+        let r = crate::raw::open(backend, &raw_dir, true).expect("open");
+        assert!(r.get(&probe_key).expect("get").is_some());
     });
     rows.push(Row { name: "open store to first read (one leaf)".into(), canopy, raw: Some(raw), ops: 1 });
 
     const READS: usize = 1000;
     for cache in [false, true] {
-        let store = Store::open(&format!("lmdb:{}{}", main_dir.display(), if cache { "?cache=on" } else { "" }))?;
+        let store = Store::open(&url(backend, &main_dir, "commit", cache))?;
         let session = store.running();
         let mut round = 0;
         let canopy = measure(repeat, |_| {
@@ -222,17 +202,15 @@ pub fn run(n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)> {
         let raw = if cache {
             None
         } else {
-            let (env, db) = raw_open(&raw_dir, true)?;
+            let r = crate::raw::open(backend, &raw_dir, true)?;
             let mut round = 0;
             let s = measure(repeat, |_| {
                 round += 1;
                 for i in items(n, READS, round) {
-                    let r = env.read_txn().expect("txn");
-                    let v = db.get(&r, &pairs[i + 1].0).expect("get").expect("present");
-                    std::hint::black_box(fragment::decode(v).expect("decode"));
+                    let v = r.get(&pairs[i + 1].0).expect("get").expect("present");
+                    std::hint::black_box(fragment::decode(&v).expect("decode"));
                 }
             });
-            close(env);
             Some(per_op(s, READS))
         };
         let mode = if cache { "cached" } else { "uncached" };
@@ -246,33 +224,24 @@ pub fn run(n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)> {
         let raw = if cache {
             None
         } else {
-            let (env, db) = raw_open(&raw_dir, true)?;
-            let s = measure(repeat, |_| {
-                let r = env.read_txn().expect("txn");
-                let mut out = Vec::with_capacity(json.len());
-                for kv in db.iter(&r).expect("iter") {
-                    let (_, v) = kv.expect("kv");
-                    out.extend_from_slice(v);
-                }
-                std::hint::black_box(out);
-            });
-            close(env);
-            Some(s)
+            let r = crate::raw::open(backend, &raw_dir, true)?;
+            Some(measure(repeat, |_| {
+                std::hint::black_box(r.scan_all().expect("scan"));
+            }))
         };
         rows.push(Row { name: format!("get the whole tree as JSON ({mode})"), canopy, raw, ops: 1 });
     }
 
     // Memory of the cached tree: heap bytes held after loading it.
     let before = crate::timing::heap_bytes();
-    let cached = Store::open(&format!("lmdb:{}?cache=on", main_dir.display()))?;
+    let cached = Store::open(&url(backend, &main_dir, "commit", true))?;
     cached.running().get_item(&probe)?;
     let after = crate::timing::heap_bytes();
-    let leaves = 3 * n;
-    let cached_bytes_per_leaf = (after > before).then(|| (after - before) as f64 / leaves as f64);
+    let cached_bytes_per_leaf = (after > before).then(|| (after - before) as f64 / (3 * n) as f64);
     drop(cached);
 
     for (sync, ops) in [("off", 1000usize), ("commit", 100)] {
-        let store = Store::open(&format!("lmdb:{}?sync={sync}", main_dir.display()))?;
+        let store = Store::open(&url(backend, &main_dir, sync, false))?;
         let session = store.running();
         let mut round = 0;
         let canopy = measure(repeat, |_| {
@@ -282,18 +251,16 @@ pub fn run(n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)> {
             }
         });
         drop(store);
-        let (env, db) = raw_open(&raw_dir, sync == "commit")?;
+        let mut r = crate::raw::open(backend, &raw_dir, sync == "commit")?;
         let mut round = 0;
         let raw = measure(repeat, |_| {
             round += 1;
             for i in items(n, ops, round) {
-                let mut w = env.write_txn().expect("txn");
                 let (k, v) = &pairs[i + 1];
-                db.put(&mut w, k, v).expect("put");
-                w.commit().expect("commit");
+                r.put_one(k, v).expect("put");
             }
         });
-        close(env);
+        drop(r);
         rows.push(Row {
             name: format!("set one leaf (sync={sync})"),
             canopy: per_op(canopy, ops),
@@ -303,15 +270,16 @@ pub fn run(n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)> {
     }
 
     // Delete the whole list in one transaction.
-    let mut run_no = 0;
+    let mut dirs = Vec::new();
+    for _ in 0..=repeat {
+        dirs.push(fresh(tmp.path()));
+    }
     let canopy = measure_with(
         repeat,
-        |_| {
-            run_no += 1;
-            let d = tmp.path().join(format!("del{run_no}"));
-            let store = new_store(&d, "commit", false).expect("store");
+        |i| {
+            let store = new_store(backend, &dirs[i], "commit", false).expect("store");
             store.running().import(json.as_bytes(), Operation::Merge).expect("import");
-            (store, d)
+            (store, dirs[i].clone())
         },
         |(store, d)| {
             store.running().delete("/perf:cont/lst").expect("delete");
@@ -319,28 +287,21 @@ pub fn run(n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)> {
             let _ = std::fs::remove_dir_all(d);
         },
     );
+    let mut raw_dirs = Vec::new();
+    for _ in 0..=repeat {
+        raw_dirs.push(fresh(tmp.path()));
+    }
+    let prefix = list_prefix();
     let raw = measure_with(
         repeat,
         |i| {
-            let d = tmp.path().join(format!("rawdel{i}"));
-            let (env, db) = raw_open(&d, true).expect("raw");
-            let mut w = env.write_txn().expect("txn");
-            for (k, v) in &pairs {
-                db.put(&mut w, k, v).expect("put");
-            }
-            w.commit().expect("commit");
-            (env, db, d)
+            let mut r = crate::raw::open(backend, &raw_dirs[i], true).expect("raw");
+            r.put_all(&pairs).expect("put");
+            (r, raw_dirs[i].clone())
         },
-        |(env, db, d)| {
-            let mut w = env.write_txn().expect("txn");
-            let mut lo = keys::data_prefix(Datastore::Running);
-            lo.extend(keys::path_key(&"/perf:cont".parse().expect("path")).expect("key"));
-            keys::push_name(&mut lo, "lst");
-            let hi = canopy_store::backend::prefix_end(&lo).expect("end");
-            let range = (std::ops::Bound::Included(lo.as_slice()), std::ops::Bound::Excluded(hi.as_slice()));
-            assert_eq!(db.delete_range(&mut w, &range).expect("delete"), n);
-            w.commit().expect("commit");
-            close(env);
+        |(mut r, d)| {
+            assert_eq!(r.delete_prefix(&prefix).expect("delete"), n);
+            drop(r);
             let _ = std::fs::remove_dir_all(d);
         },
     );
@@ -351,14 +312,19 @@ pub fn run(n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)> {
         ops: 1,
     });
 
-    Ok((rows, Figures { cached_bytes_per_leaf, store_bytes: figures_store, raw_bytes: figures_raw }))
+    Ok((rows, Figures { cached_bytes_per_leaf, store_bytes, raw_bytes }))
 }
 
 /// The report as a markdown table.
-pub fn render_md(n: usize, repeat: usize, rows: &[Row], f: &Figures) -> String {
+pub fn render_md(backend: &str, n: usize, repeat: usize, rows: &[Row], f: &Figures) -> String {
+    let raw_name = match backend {
+        "lmdb" => "raw LMDB",
+        "sqlite" => "raw SQLite",
+        _ => "raw engine",
+    };
     let mut s = format!(
-        "core suite, {n} entries, {repeat} runs per row (mean; median in brackets), LMDB backend, cache off unless the row says cached\n\n\
-         | operation | canopy | raw LMDB | ratio |\n|---|---|---|---|\n"
+        "core suite on `{backend}`, {n} entries, {repeat} runs per row (mean; median in brackets), cache off unless the row says cached\n\n\
+         | operation | canopy | {raw_name} | ratio |\n|---|---|---|---|\n"
     );
     for r in rows {
         let (raw, ratio) = match &r.raw {
@@ -376,7 +342,7 @@ pub fn render_md(n: usize, repeat: usize, rows: &[Row], f: &Figures) -> String {
         ));
     }
     s.push_str(&format!(
-        "\nstore size on disk: canopy {:.1} MB, raw LMDB with the same pairs {:.1} MB\n",
+        "\nstore size on disk: canopy {:.1} MB, {raw_name} with the same pairs {:.1} MB\n",
         f.store_bytes as f64 / 1e6,
         f.raw_bytes as f64 / 1e6
     ));
@@ -393,15 +359,21 @@ pub fn render_md(n: usize, repeat: usize, rows: &[Row], f: &Figures) -> String {
 pub fn main_with_args(args: &[String]) -> Result<()> {
     let mut size = 100_000;
     let mut repeat = 5;
+    let mut backends = vec!["lmdb".to_string()];
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--size" => size = it.next().context("--size needs a number")?.parse().context("--size")?,
             "--repeat" => repeat = it.next().context("--repeat needs a number")?.parse().context("--repeat")?,
-            other => anyhow::bail!("unknown argument `{other}` (--size N, --repeat R)"),
+            "--backends" => {
+                backends = it.next().context("--backends needs a list")?.split(',').map(String::from).collect()
+            }
+            other => anyhow::bail!("unknown argument `{other}` (--size N, --repeat R, --backends a,b)"),
         }
     }
-    let (rows, figures) = run(size, repeat)?;
-    print!("{}", render_md(size, repeat, &rows, &figures));
+    for backend in &backends {
+        let (rows, figures) = run(backend, size, repeat)?;
+        println!("{}", render_md(backend, size, repeat, &rows, &figures));
+    }
     Ok(())
 }

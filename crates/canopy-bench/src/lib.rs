@@ -5,4 +5,5 @@
 //! limit on the machine.
 
 pub mod core_suite;
+pub mod raw;
 pub mod timing;

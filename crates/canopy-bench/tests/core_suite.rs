@@ -3,7 +3,13 @@
 
 #[test]
 fn core_suite_runs_and_reports_every_row() {
-    let (rows, figures) = canopy_bench::core_suite::run(300, 1).unwrap();
+    for backend in ["lmdb", "sqlite"] {
+        check(backend);
+    }
+}
+
+fn check(backend: &str) {
+    let (rows, figures) = canopy_bench::core_suite::run(backend, 300, 1).unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
     for want in [
         "import 300 entries",
@@ -25,6 +31,6 @@ fn core_suite_runs_and_reports_every_row() {
         }
     }
     assert!(figures.store_bytes > 0 && figures.raw_bytes > 0);
-    let md = canopy_bench::core_suite::render_md(300, 1, &rows, &figures);
+    let md = canopy_bench::core_suite::render_md(backend, 300, 1, &rows, &figures);
     assert_eq!(md.matches("\n| ").count(), rows.len() + 1, "{md}");
 }

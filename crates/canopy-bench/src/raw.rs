@@ -1,0 +1,192 @@
+//! The floors: each backend's raw engine doing the work of a suite row with
+//! the same key and value bytes canopy stores, without canopy.
+
+#![allow(unsafe_code)] // opening a raw LMDB environment is `unsafe` in heed.
+
+use std::path::Path;
+
+use anyhow::Result;
+use heed::types::Bytes;
+use heed::{Database, EnvFlags, EnvOpenOptions, WithoutTls};
+
+/// A raw engine's store, opened in a directory.
+pub trait RawStore {
+    /// Puts every pair in one transaction.
+    fn put_all(&mut self, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<()>;
+    /// Reads one key in a fresh read transaction.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Reads every pair in key order; returns the bytes of the values.
+    fn scan_all(&self) -> Result<usize>;
+    /// Puts one pair in its own committed transaction.
+    fn put_one(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Deletes every key under `prefix` in one transaction; returns how many.
+    fn delete_prefix(&mut self, prefix: &[u8]) -> Result<usize>;
+    /// Bytes on disk.
+    fn disk_size(&self) -> u64;
+}
+
+/// Opens the raw engine of `backend` in `dir`, with or without a flush per commit.
+///
+/// # Errors
+/// Errors of the engine.
+pub fn open(backend: &str, dir: &Path, sync: bool) -> Result<Box<dyn RawStore>> {
+    std::fs::create_dir_all(dir)?;
+    Ok(match backend {
+        "lmdb" => Box::new(RawLmdb::open(dir, sync)?),
+        "sqlite" => Box::new(RawSqlite::open(dir, sync)?),
+        other => anyhow::bail!("no raw floor for backend `{other}`"),
+    })
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map(|d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()).unwrap_or(0)
+}
+
+struct RawLmdb {
+    env: Option<heed::Env<WithoutTls>>,
+    db: Database<Bytes, Bytes>,
+    dir: std::path::PathBuf,
+}
+
+impl RawLmdb {
+    fn open(dir: &Path, sync: bool) -> Result<RawLmdb> {
+        let mut opts = EnvOpenOptions::new().read_txn_without_tls();
+        opts.map_size(4 << 30);
+        if !sync {
+            // SAFETY: only changes when LMDB flushes.
+            unsafe { opts.flags(EnvFlags::NO_SYNC) };
+        }
+        // SAFETY: the environment is private to this benchmark.
+        let env = unsafe { opts.open(dir) }?;
+        let mut w = env.write_txn()?;
+        let db: Database<Bytes, Bytes> = env.create_database(&mut w, None)?;
+        w.commit()?;
+        Ok(RawLmdb { env: Some(env), db, dir: dir.to_path_buf() })
+    }
+
+    fn env(&self) -> &heed::Env<WithoutTls> {
+        self.env.as_ref().expect("open")
+    }
+}
+
+impl Drop for RawLmdb {
+    fn drop(&mut self) {
+        if let Some(env) = self.env.take() {
+            env.prepare_for_closing().wait();
+        }
+    }
+}
+
+impl RawStore for RawLmdb {
+    fn put_all(&mut self, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+        let mut w = self.env().write_txn()?;
+        for (k, v) in pairs {
+            self.db.put(&mut w, k, v)?;
+        }
+        w.commit()?;
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let r = self.env().read_txn()?;
+        Ok(self.db.get(&r, key)?.map(<[u8]>::to_vec))
+    }
+
+    fn scan_all(&self) -> Result<usize> {
+        let r = self.env().read_txn()?;
+        let mut out = Vec::new();
+        for kv in self.db.iter(&r)? {
+            out.extend_from_slice(kv?.1);
+        }
+        Ok(out.len())
+    }
+
+    fn put_one(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut w = self.env().write_txn()?;
+        self.db.put(&mut w, key, value)?;
+        w.commit()?;
+        Ok(())
+    }
+
+    fn delete_prefix(&mut self, prefix: &[u8]) -> Result<usize> {
+        let hi = canopy_store::backend::prefix_end(prefix).expect("prefix has an end");
+        let range = (std::ops::Bound::Included(prefix), std::ops::Bound::Excluded(hi.as_slice()));
+        let mut w = self.env().write_txn()?;
+        let n = self.db.delete_range(&mut w, &range)?;
+        w.commit()?;
+        Ok(n)
+    }
+
+    fn disk_size(&self) -> u64 {
+        dir_size(&self.dir)
+    }
+}
+
+/// SQLite running the statements canopy's backend runs (same table, WAL,
+/// the same `synchronous` settings).
+struct RawSqlite {
+    conn: rusqlite::Connection,
+    dir: std::path::PathBuf,
+}
+
+impl RawSqlite {
+    fn open(dir: &Path, sync: bool) -> Result<RawSqlite> {
+        let conn = rusqlite::Connection::open(dir.join("raw.db"))?;
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))?;
+        conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "NORMAL" })?;
+        conn.execute("CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID", [])?;
+        Ok(RawSqlite { conn, dir: dir.to_path_buf() })
+    }
+}
+
+impl RawStore for RawSqlite {
+    fn put_all(&mut self, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut st = tx.prepare_cached("INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)")?;
+            for (k, v) in pairs {
+                st.execute((k, v))?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut st = self.conn.prepare_cached("SELECT v FROM kv WHERE k = ?1")?;
+        let mut rows = st.query([key])?;
+        Ok(match rows.next()? {
+            Some(r) => Some(r.get(0)?),
+            None => None,
+        })
+    }
+
+    fn scan_all(&self) -> Result<usize> {
+        let mut st = self.conn.prepare_cached("SELECT k, v FROM kv ORDER BY k")?;
+        let mut rows = st.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.extend_from_slice(r.get_ref(1)?.as_blob()?);
+        }
+        Ok(out.len())
+    }
+
+    fn put_one(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.prepare_cached("INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)")?.execute((key, value))?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn delete_prefix(&mut self, prefix: &[u8]) -> Result<usize> {
+        let hi = canopy_store::backend::prefix_end(prefix).expect("prefix has an end");
+        let tx = self.conn.transaction()?;
+        let n = tx.prepare_cached("DELETE FROM kv WHERE k >= ?1 AND k < ?2")?.execute((prefix, hi.as_slice()))?;
+        tx.commit()?;
+        Ok(n)
+    }
+
+    fn disk_size(&self) -> u64 {
+        dir_size(&self.dir)
+    }
+}
