@@ -134,6 +134,9 @@ impl RawSqlite {
         let conn = rusqlite::Connection::open(dir.join("raw.db"))?;
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))?;
         conn.pragma_update(None, "synchronous", if sync { "FULL" } else { "NORMAL" })?;
+        // The floor must flush exactly as canopy's backend does: check it took.
+        let level: i64 = conn.pragma_query_value(None, "synchronous", |r| r.get(0))?;
+        anyhow::ensure!(level == if sync { 2 } else { 1 }, "raw SQLite: synchronous is {level}");
         conn.execute("CREATE TABLE IF NOT EXISTS kv(k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID", [])?;
         Ok(RawSqlite { conn, dir: dir.to_path_buf() })
     }
