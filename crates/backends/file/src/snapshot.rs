@@ -200,22 +200,27 @@ fn decode_block(bytes: &[u8], start: usize, pairs: &mut Vec<(Vec<u8>, Vec<u8>)>)
         let shared = r.varint()?;
         let suffix = r.varint()?;
         let suffix = r.take(suffix)?;
-        let mut key = match pairs.last() {
+        let key = match pairs.last() {
             Some((prev, _)) if i > 0 => {
-                if shared > prev.len() as u64 {
+                let shared = usize::try_from(shared).unwrap_or(usize::MAX);
+                if shared > prev.len() {
                     return Err(corrupted(r.at, "a key shares more bytes than the previous key has"));
                 }
-                prev[..shared as usize].to_vec()
+                // Both keys start with the shared bytes: the suffixes decide the order.
+                if suffix <= &prev[shared..] {
+                    return Err(corrupted(r.at, "keys are not in ascending order"));
+                }
+                let mut key = Vec::with_capacity(shared + suffix.len());
+                key.extend_from_slice(&prev[..shared]);
+                key.extend_from_slice(suffix);
+                key
             }
             _ if shared != 0 => return Err(corrupted(r.at, "the first key of a block shares a prefix")),
-            _ => Vec::new(),
-        };
-        key.extend_from_slice(suffix);
-        if let Some((prev, _)) = pairs.last() {
-            if *prev >= key {
+            Some((prev, _)) if suffix <= prev.as_slice() => {
                 return Err(corrupted(r.at, "keys are not in ascending order"));
             }
-        }
+            _ => suffix.to_vec(),
+        };
         let value = r.varint()?;
         let value = r.take(value)?.to_vec();
         pairs.push((key, value));
