@@ -1,7 +1,8 @@
 //! Model test: random transactions against a store and against an in-memory
 //! reference tree (canopy-core's `apply_edit`); after each transaction the
 //! stored datastore equals the reference, and a failed transaction changes
-//! nothing. Runs uncached and cached, on the memory backend, on LMDB and on SQLite.
+//! nothing. Runs uncached and cached, on the memory backend, on LMDB, SQLite and the
+//! snapshot file.
 
 use canopy::{Container, Datastore, Edit, Insert, ListInfo, Node, Operation, Store, Value};
 use canopy_core::edit::apply_edit;
@@ -225,5 +226,16 @@ proptest! {
     fn sqlite_uncached_then_reopened(t in txs()) {
         let dir = tempfile::tempdir().unwrap();
         uncached_then_reopened(&format!("sqlite:{}?sync=off", dir.path().join("store.db").display()), t)?;
+    }
+}
+
+#[cfg(feature = "backend-file")]
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn snapshot_uncached_then_reopened(t in txs()) {
+        let dir = tempfile::tempdir().unwrap();
+        uncached_then_reopened(&format!("snapshot:{}?sync=off", dir.path().join("store.snap").display()), t)?;
     }
 }

@@ -1,0 +1,377 @@
+//! canopy's whole-file backends: the whole store lives in memory as an ordered
+//! map and is rewritten to one file on every commit.
+//!
+//! * `snapshot:PATH` — canopy's compact binary format ([`snapshot`],
+//!   `docs/formats/snapshot.md`).
+//!
+//! Shared by every format (this module):
+//! * Snapshots are `Arc` clones of the map, as in the memory backend; a commit
+//!   changes the map in place unless a snapshot still holds it.
+//! * [`Backend::apply`] writes the new state to `PATH.tmp` in the same
+//!   directory and renames it over `PATH`, so a crash leaves the old file or
+//!   the new one, never part of one. With `sync=commit` (default) the
+//!   temporary file is flushed before the rename and the directory after it:
+//!   the commit is durable when `apply` returns. With `sync=off` nothing is
+//!   flushed: a commit survives a crash of the process; a crash of the machine
+//!   may lose recent commits, and on a file system that does not order the
+//!   rename after the data it may leave a truncated file, which is refused at
+//!   open (never loaded half).
+//! * One process writes: opening takes an exclusive lock (`flock`) on
+//!   `PATH.lock` and holds it while the store is open; another process gets
+//!   `Unavailable`. Handles opened in one process on one path share one state.
+//! * The revision is stored in the file, not as a key of the map.
+
+pub mod snapshot;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use canopy_store::backend::{Backend, Batch, BatchOp, Snapshot, SyncMode, Visit};
+use canopy_store::error::{ErrorKind, Result, StoreError};
+use canopy_store::StoreUrl;
+
+/// The whole store: keys in order.
+pub type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// A file format: how the whole map and its revision become one file.
+pub trait Format: Send + Sync {
+    /// The URL scheme and backend kind (`snapshot`).
+    fn name(&self) -> &'static str;
+
+    /// The file holding `map` at `revision`.
+    ///
+    /// # Errors
+    /// `Unsupported` for data the format cannot hold.
+    fn encode(&self, map: &Map, revision: u64) -> Result<Vec<u8>>;
+
+    /// The map and revision a file holds.
+    ///
+    /// # Errors
+    /// `Corrupted` for a damaged or foreign file, `Unsupported` for a newer
+    /// format version; the message says what is wrong and where.
+    fn decode(&self, bytes: &[u8]) -> Result<(Map, u64)>;
+}
+
+/// A whole-file store. Cheap to open twice in one process: handles on one
+/// path share their state.
+pub struct FileBackend {
+    shared: Arc<Shared>,
+}
+
+struct State {
+    map: Arc<Map>,
+    revision: u64,
+}
+
+/// The state of one store file, shared by every handle in the process.
+struct Shared {
+    path: PathBuf,
+    format: &'static dyn Format,
+    sync: SyncMode,
+    /// Readers clone the map under the read lock; `apply` holds the write lock
+    /// until the file is written, so nobody sees a batch that may be undone.
+    state: RwLock<State>,
+    /// Holds the exclusive `flock` on `PATH.lock` while the store is open.
+    _lock: fs::File,
+}
+
+/// Stores open in this process, by canonical path.
+static OPEN: Mutex<Vec<(PathBuf, Weak<Shared>)>> = Mutex::new(Vec::new());
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+fn poisoned() -> StoreError {
+    StoreError::new(ErrorKind::Unavailable, "file store lock poisoned by a panic")
+}
+
+impl FileBackend {
+    /// Opens the store a URL names: `snapshot:PATH?sync=commit|off`.
+    ///
+    /// # Errors
+    /// `InvalidUrl` for an unknown scheme or parameter; see [`FileBackend::open`].
+    pub fn open_url(url: &StoreUrl) -> Result<FileBackend> {
+        url.check_params(&["sync"])?;
+        let format: &'static dyn Format = match url.scheme.as_deref() {
+            Some("snapshot") => &snapshot::SnapshotFormat,
+            other => {
+                return Err(StoreError::new(
+                    ErrorKind::InvalidUrl,
+                    format!("invalid store URL `{}`: not a file backend ({other:?})", url.as_str()),
+                ))
+            }
+        };
+        FileBackend::open(Path::new(&url.location), format, url.sync_mode()?)
+    }
+
+    /// Opens the store in file `path`, creating it (and its directory) when absent.
+    ///
+    /// # Errors
+    /// `Unavailable` when another process holds the store, when `path` is a
+    /// directory, or when this process has it open in another format or sync
+    /// mode; the format's `Corrupted` / `Unsupported` for a file it refuses;
+    /// I/O errors.
+    pub fn open(path: &Path, format: &'static dyn Format, sync: SyncMode) -> Result<FileBackend> {
+        let ctx = || format!("{} store {}", format.name(), path.display());
+        if path.is_dir() {
+            return Err(StoreError::new(ErrorKind::Unavailable, format!("{}: is a directory", ctx())));
+        }
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent).map_err(|e| StoreError::io(ctx(), e))?;
+        }
+        let lock_path = sibling(path, ".lock");
+        let canonical = fs::canonicalize(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))
+            .map_err(|e| StoreError::io(ctx(), e))?
+            .join(path.file_name().unwrap_or_default());
+        let mut open = OPEN.lock().map_err(|_| poisoned())?;
+        open.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(shared) = open.iter().find(|(p, _)| *p == canonical).and_then(|(_, w)| w.upgrade()) {
+            if shared.format.name() != format.name() || shared.sync != sync {
+                return Err(StoreError::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "{}: already open in this process as `{}` with sync={:?}",
+                        ctx(),
+                        shared.format.name(),
+                        shared.sync
+                    ),
+                ));
+            }
+            return Ok(FileBackend { shared });
+        }
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StoreError::io(format!("{}: lock file", ctx()), e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::new(
+                    ErrorKind::Unavailable,
+                    format!("{}: in use by another process (it holds {})", ctx(), lock_path.display()),
+                ))
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(StoreError::io(format!("{}: lock", ctx()), e)),
+        }
+        let shared = Arc::new(Shared {
+            path: path.to_path_buf(),
+            format,
+            sync,
+            state: RwLock::new(State { map: Arc::new(Map::new()), revision: 0 }),
+            _lock: lock,
+        });
+        // A temporary file is left only by a commit that did not finish.
+        let _ = fs::remove_file(shared.tmp_path());
+        match fs::read(path) {
+            Ok(bytes) => {
+                let (map, revision) = format.decode(&bytes).map_err(|e| shared.context(e))?;
+                *shared.state.write().map_err(|_| poisoned())? = State { map: Arc::new(map), revision };
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => shared.write_file(&Map::new(), 0)?,
+            Err(e) => return Err(StoreError::io(ctx(), e)),
+        }
+        open.push((canonical, Arc::downgrade(&shared)));
+        Ok(FileBackend { shared })
+    }
+}
+
+impl Shared {
+    fn tmp_path(&self) -> PathBuf {
+        sibling(&self.path, ".tmp")
+    }
+
+    /// `e` with the store named in front of its message.
+    fn context(&self, e: StoreError) -> StoreError {
+        StoreError::new(e.kind(), format!("{} store {}: {e}", self.format.name(), self.path.display()))
+    }
+
+    /// Replaces the file atomically by one holding `map` at `revision`.
+    fn write_file(&self, map: &Map, revision: u64) -> Result<()> {
+        let bytes = self.format.encode(map, revision).map_err(|e| self.context(e))?;
+        let tmp = self.tmp_path();
+        let io =
+            |what: &str, e| StoreError::io(format!("{} store {}: {what}", self.format.name(), self.path.display()), e);
+        let written = (|| {
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            if self.sync == SyncMode::Commit {
+                f.sync_all()?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(io("write the new file", e));
+        }
+        fs::rename(&tmp, &self.path).map_err(|e| io("replace the file", e))?;
+        if self.sync == SyncMode::Commit {
+            self.sync_dir().map_err(|e| io("flush the directory", e))?;
+        }
+        Ok(())
+    }
+
+    fn sync_dir(&self) -> std::io::Result<()> {
+        let dir = self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        fs::File::open(dir)?.sync_all()
+    }
+
+    fn apply(&self, batch: &Batch) -> Result<u64> {
+        let mut state = self.state.write().map_err(|_| poisoned())?;
+        if let Some(expect) = batch.expect_revision {
+            if expect != state.revision {
+                return Err(StoreError::new(
+                    ErrorKind::Conflict,
+                    format!(
+                        "{} store {}: the store changed (revision {}, expected {expect})",
+                        self.format.name(),
+                        self.path.display(),
+                        state.revision
+                    ),
+                ));
+            }
+        }
+        let revision = state.revision + 1;
+        let map = Arc::make_mut(&mut state.map);
+        let undo = apply_ops(map, &batch.ops);
+        match self.write_file(map, revision) {
+            Ok(()) => {
+                state.revision = revision;
+                Ok(revision)
+            }
+            Err(e) => {
+                undo_ops(map, undo);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// What a key held before a batch changed it.
+type Undo = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+fn apply_ops(map: &mut Map, ops: &[BatchOp]) -> Undo {
+    let mut undo = Vec::new();
+    for op in ops {
+        match op {
+            BatchOp::Put(k, v) => {
+                let old = map.insert(k.clone(), v.clone());
+                undo.push((k.clone(), old));
+            }
+            BatchOp::Delete(k) => {
+                if let Some(old) = map.remove(k) {
+                    undo.push((k.clone(), Some(old)));
+                }
+            }
+            BatchOp::DeletePrefix(p) => {
+                let removed: Vec<Vec<u8>> =
+                    map.range(p.clone()..).take_while(|(k, _)| k.starts_with(p)).map(|(k, _)| k.clone()).collect();
+                for k in removed {
+                    let old = map.remove(&k);
+                    undo.push((k, old));
+                }
+            }
+        }
+    }
+    undo
+}
+
+fn undo_ops(map: &mut Map, undo: Undo) {
+    for (k, old) in undo.into_iter().rev() {
+        match old {
+            Some(v) => map.insert(k, v),
+            None => map.remove(&k),
+        };
+    }
+}
+
+struct FileSnapshot {
+    map: Arc<Map>,
+    revision: u64,
+}
+
+impl Snapshot for FileSnapshot {
+    fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.map.get(key).cloned())
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
+        use std::ops::Bound;
+        if end.is_some_and(|e| e <= start) {
+            return Ok(());
+        }
+        let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
+        let range = self.map.range::<[u8], _>((Bound::Included(start), hi));
+        if reverse {
+            for (k, v) in range.rev() {
+                if !visit(k, v)? {
+                    break;
+                }
+            }
+        } else {
+            for (k, v) in range {
+                if !visit(k, v)? {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Backend for FileBackend {
+    fn kind(&self) -> &'static str {
+        self.shared.format.name()
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        let state = self.shared.state.read().map_err(|_| poisoned())?;
+        Ok(Box::new(FileSnapshot { map: state.map.clone(), revision: state.revision }))
+    }
+
+    fn apply(&self, batch: &Batch) -> Result<u64> {
+        self.shared.apply(batch)
+    }
+
+    fn sync_mode(&self) -> SyncMode {
+        self.shared.sync
+    }
+
+    fn disk_size(&self) -> Result<u64> {
+        fs::metadata(&self.shared.path).map(|m| m.len()).map_err(|e| self.shared.context(StoreError::io("size", e)))
+    }
+
+    /// Re-reads the file and checks that it decodes to the state in memory.
+    fn check(&self) -> Result<Vec<String>> {
+        let state = self.shared.state.read().map_err(|_| poisoned())?;
+        let bytes = fs::read(&self.shared.path).map_err(|e| self.shared.context(StoreError::io("read", e)))?;
+        Ok(match self.shared.format.decode(&bytes) {
+            Err(e) => vec![self.shared.context(e).to_string()],
+            Ok((map, revision)) if revision != state.revision || map != *state.map => vec![format!(
+                "{} store {}: the file (revision {revision}) differs from the store in memory (revision {})",
+                self.shared.format.name(),
+                self.shared.path.display(),
+                state.revision
+            )],
+            Ok(_) => Vec::new(),
+        })
+    }
+
+    fn flush(&self) -> Result<()> {
+        let _state = self.shared.state.read().map_err(|_| poisoned())?;
+        let io = |e| self.shared.context(StoreError::io("flush", e));
+        fs::File::open(&self.shared.path).and_then(|f| f.sync_all()).map_err(io)?;
+        self.shared.sync_dir().map_err(io)
+    }
+}
