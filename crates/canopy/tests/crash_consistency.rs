@@ -177,6 +177,8 @@ enum Kind {
     Lmdb,
     #[cfg_attr(not(feature = "backend-sqlite"), allow(dead_code))]
     Sqlite,
+    #[cfg_attr(not(feature = "backend-file"), allow(dead_code))]
+    Snapshot,
 }
 
 #[test]
@@ -188,6 +190,12 @@ fn kill_during_commits() {
 #[test]
 fn kill_during_commits_sqlite() {
     kill_during_commits_on(Kind::Sqlite, 100);
+}
+
+#[cfg(feature = "backend-file")]
+#[test]
+fn kill_during_commits_snapshot() {
+    kill_during_commits_on(Kind::Snapshot, 100);
 }
 
 fn kill_during_commits_on(kind: Kind, default_kills: usize) {
@@ -232,5 +240,6 @@ fn store_url(kind: Kind, dir: &Path, cache: bool) -> String {
     match kind {
         Kind::Lmdb => format!("lmdb:{}?sync=commit{cache}", dir.display()),
         Kind::Sqlite => format!("sqlite:{}?sync=commit{cache}", dir.join("store.db").display()),
+        Kind::Snapshot => format!("snapshot:{}?sync=commit{cache}", dir.join("store.snap").display()),
     }
 }
