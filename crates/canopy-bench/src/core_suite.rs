@@ -73,6 +73,8 @@ fn url(backend: &str, dir: &Path, sync: &str, cache: bool) -> String {
     let cache = if cache { "&cache=on" } else { "" };
     match backend {
         "sqlite" => format!("sqlite:{}?sync={sync}{cache}", dir.join("store.db").display()),
+        "snapshot" => format!("snapshot:{}?sync={sync}{cache}", dir.join("store.snap").display()),
+        "json" => format!("json:{}?sync={sync}{cache}", dir.join("store.json").display()),
         other => format!("{other}:{}?sync={sync}{cache}", dir.display()),
     }
 }
@@ -320,6 +322,7 @@ pub fn render_md(backend: &str, n: usize, repeat: usize, rows: &[Row], f: &Figur
     let raw_name = match backend {
         "lmdb" => "raw LMDB",
         "sqlite" => "raw SQLite",
+        "snapshot" | "json" => "raw file write",
         _ => "raw engine",
     };
     let mut s = format!(

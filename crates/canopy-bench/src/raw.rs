@@ -34,6 +34,7 @@ pub fn open(backend: &str, dir: &Path, sync: bool) -> Result<Box<dyn RawStore>> 
     Ok(match backend {
         "lmdb" => Box::new(RawLmdb::open(dir, sync)?),
         "sqlite" => Box::new(RawSqlite::open(dir, sync)?),
+        "snapshot" | "json" => Box::new(RawFile::open(dir, sync)?),
         other => anyhow::bail!("no raw floor for backend `{other}`"),
     })
 }
@@ -191,5 +192,105 @@ impl RawStore for RawSqlite {
 
     fn disk_size(&self) -> u64 {
         dir_size(&self.dir)
+    }
+}
+
+/// The floor of a whole-file store: the pairs in an in-memory ordered map, and
+/// at every commit the least such a design must do — write every pair (length
+/// and bytes) into a new file through one buffer, flush it when `sync`, and
+/// rename it over the old one. Loading reads the file back into the map.
+struct RawFile {
+    map: std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    path: std::path::PathBuf,
+    sync: bool,
+}
+
+impl RawFile {
+    fn open(dir: &Path, sync: bool) -> Result<RawFile> {
+        let path = dir.join("raw.file");
+        let mut map = std::collections::BTreeMap::new();
+        if let Ok(bytes) = std::fs::read(&path) {
+            let mut pos = 0;
+            let take = |pos: &mut usize| -> Result<Vec<u8>> {
+                let len =
+                    u32::from_le_bytes(bytes.get(*pos..*pos + 4).ok_or_else(|| anyhow::anyhow!("short"))?.try_into()?);
+                let end = *pos + 4 + len as usize;
+                let v = bytes.get(*pos + 4..end).ok_or_else(|| anyhow::anyhow!("short"))?.to_vec();
+                *pos = end;
+                Ok(v)
+            };
+            while pos < bytes.len() {
+                let k = take(&mut pos)?;
+                let v = take(&mut pos)?;
+                map.insert(k, v);
+            }
+        }
+        Ok(RawFile { map, path, sync })
+    }
+
+    fn write(&self) -> Result<()> {
+        use std::io::Write;
+        let tmp = self.path.with_extension("tmp");
+        let file = std::fs::File::create(&tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, file);
+        for (k, v) in &self.map {
+            w.write_all(&(k.len() as u32).to_le_bytes())?;
+            w.write_all(k)?;
+            w.write_all(&(v.len() as u32).to_le_bytes())?;
+            w.write_all(v)?;
+        }
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        if self.sync {
+            file.sync_all()?;
+        }
+        std::fs::rename(&tmp, &self.path)?;
+        if self.sync {
+            std::fs::File::open(self.path.parent().expect("dir"))?.sync_all()?;
+        }
+        Ok(())
+    }
+}
+
+impl RawStore for RawFile {
+    fn put_all(&mut self, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+        for (k, v) in pairs {
+            self.map.insert(k.clone(), v.clone());
+        }
+        self.write()
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.map.get(key).cloned())
+    }
+
+    fn scan_all(&self) -> Result<usize> {
+        let mut out = Vec::new();
+        for v in self.map.values() {
+            out.extend_from_slice(v);
+        }
+        Ok(out.len())
+    }
+
+    fn put_one(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.map.insert(key.to_vec(), value.to_vec());
+        self.write()
+    }
+
+    fn delete_prefix(&mut self, prefix: &[u8]) -> Result<usize> {
+        let doomed: Vec<Vec<u8>> = self
+            .map
+            .range(prefix.to_vec()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in &doomed {
+            self.map.remove(k);
+        }
+        self.write()?;
+        Ok(doomed.len())
+    }
+
+    fn disk_size(&self) -> u64 {
+        std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
     }
 }
