@@ -252,6 +252,13 @@ fn ensure_container<'a>(
                 let Some(Node::List(list)) = cur.children.get_mut(&seg.name) else {
                     return Err(Error::invalid(&here, "not a list"));
                 };
+                if list.info.keys.is_empty() {
+                    // No entry matched the predicates (canonical_path turns a
+                    // single match into a position): add one.
+                    let n = append_keyless(list, &here, keys, Container::default(), out)?;
+                    cur = list.get_mut(&[n.to_string()]).expect("just added");
+                    continue;
+                }
                 let vals = selector_values(&list.info, &seg.selector)
                     .ok_or_else(|| Error::invalid(&here, format!("the list's keys are {:?}", list.info.keys)))?;
                 if list.get(&vals).is_none() {
@@ -351,6 +358,10 @@ fn put_child(
             let Some(Node::List(list)) = parent.children.get_mut(name) else {
                 return Err(Error::invalid(path, "not a list"));
             };
+            if let (Selector::Keys(keys), true) = (sel, list.info.keys.is_empty()) {
+                append_keyless(list, path, keys, entry, out)?;
+                return Ok(());
+            }
             if let Selector::Keys(keys) = sel {
                 for (k, v) in keys {
                     match entry.children.get(k) {
@@ -698,6 +709,15 @@ pub fn canonical_path(root: &Container, path: &Path, schema: &dyn Schema) -> Pat
         let here = out.child(seg.name.clone(), Selector::None);
         let node = cur.and_then(|c| c.children.get(&seg.name));
         let selector = match &seg.selector {
+            // A keyless list (e.g. imported from plain JSON without declared
+            // keys): key predicates pick the one entry whose leaves match.
+            Selector::Keys(keys) if matches!(node, Some(Node::List(l)) if l.info.keys.is_empty()) => {
+                let Some(Node::List(l)) = node else { unreachable!() };
+                match keyless_matches(l, keys).as_slice() {
+                    [i] => Selector::Position(*i as u64 + 1),
+                    _ => seg.selector.clone(),
+                }
+            }
             Selector::Keys(keys) => {
                 let info = match node {
                     Some(Node::List(l)) => Some(l.info.clone()),
@@ -718,4 +738,48 @@ pub fn canonical_path(root: &Container, path: &Path, schema: &dyn Schema) -> Pat
         out.segments.push(crate::path::Segment { name: seg.name.clone(), selector });
     }
     out
+}
+
+/// Indexes of the entries of a keyless list whose leaves equal every `(name,
+/// value)` pair.
+fn keyless_matches(l: &List, keys: &[(String, String)]) -> Vec<usize> {
+    l.entries()
+        .enumerate()
+        .filter(|(_, e)| keys.iter().all(|(k, v)| e.key_text(k).as_deref() == Some(v.as_str())))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Appends to keyless list `l` a new entry made of `content` and the leaves
+/// the key predicates name, recording the creation. Several matching entries
+/// make the predicates ambiguous.
+fn append_keyless(
+    l: &mut List,
+    list_path: &Path,
+    keys: &[(String, String)],
+    mut content: Container,
+    out: &mut Vec<Change>,
+) -> Result<usize> {
+    let matches = keyless_matches(l, keys);
+    if matches.len() > 1 {
+        return Err(Error::invalid(
+            list_path,
+            format!(
+                "{} entries of this list (which has no declared keys) match {keys:?}; declare its keys or address an entry by position",
+                matches.len()
+            ),
+        ));
+    }
+    for (k, v) in keys {
+        content.children.entry(k.clone()).or_insert_with(|| Node::leaf(Value::String(v.clone())));
+    }
+    let place = last_place(l);
+    l.insert(content.clone(), &Insert::Last)?;
+    let n = l.len();
+    out.push(Change::Created {
+        path: with_selector(list_path, Selector::Position(n as u64)),
+        node: Subtree::Entry(content),
+        place: Some(place),
+    });
+    Ok(n)
 }

@@ -238,12 +238,15 @@ impl Store {
     fn transact_uncached(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
         let snap = self.backend.snapshot()?;
         let base = self.schema_at(&*snap)?;
-        let (schema, learned) = learn(&base, &edits)?;
+        let mut schema = (*base).clone();
+        let mut learned = Vec::new();
         let mut root = Container::default();
-        let mut loader = Loader::new(&*snap, ds, &schema);
+        // Stored lists are all in `base`; `schema` grows with what edits teach.
+        let mut loader = Loader::new(&*snap, ds, &base);
         let mut changes = Vec::new();
         for e in edits {
             prepare(&mut loader, &mut root, &e, &schema)?;
+            learn_edit(&mut schema, &mut learned, &e, &root);
             changes.extend(apply_edit_owned(&mut root, e, &schema)?);
         }
         if changes.is_empty() && learned.is_empty() {
@@ -273,9 +276,11 @@ impl Store {
             g.insert(ds, Cached { revision: snap.revision(), tree });
         }
         let cached = g.get_mut(&ds).expect("just loaded");
-        let (schema, learned) = learn(&base, &edits)?;
+        let mut schema = (*base).clone();
+        let mut learned = Vec::new();
         let mut changes: Vec<Change> = Vec::new();
         for e in edits {
+            learn_edit(&mut schema, &mut learned, &e, &cached.tree);
             match apply_edit_owned(&mut cached.tree, e, &schema) {
                 Ok(c) => changes.extend(c),
                 Err(err) => {
@@ -417,11 +422,12 @@ fn load_all(snap: &dyn Snapshot, ds: Datastore, schema: &Schemaless) -> Result<C
     Ok(root)
 }
 
-/// The schema with what `edits` teach it: lists created through keyed paths
-/// and lists in edit values. Returns it and the newly learned lists.
-fn learn(base: &Schemaless, edits: &[Edit]) -> Result<(Schemaless, Vec<(String, ListInfo)>)> {
-    let mut schema = base.clone();
-    let mut learned = Vec::new();
+/// Teaches `schema` what `edit` says about lists it does not know: keyed paths
+/// through a new list give its keys (user-ordered when the edit inserts at a
+/// position); lists in the edit's value give theirs. A list that `tree` holds
+/// as keyless (imported without declared keys) is not taught keys: key
+/// predicates select among its entries instead. New lists go to `learned`.
+fn learn_edit(schema: &mut Schemaless, learned: &mut Vec<(String, ListInfo)>, edit: &Edit, tree: &Container) {
     let mut teach = |schema: &mut Schemaless, sp: String, info: ListInfo| {
         if !schema.lists.contains_key(&sp) {
             schema.lists.insert(sp.clone(), info.clone());
@@ -442,9 +448,9 @@ fn learn(base: &Schemaless, edits: &[Edit]) -> Result<(Schemaless, Vec<(String, 
             match child {
                 Node::Container(cc) => walk(schema, &csp, cc, teach),
                 Node::List(l) => {
-                    if !l.info.keys.is_empty() {
-                        teach(schema, csp.clone(), l.info.clone());
-                    }
+                    // Keyless lists are recorded too: then every stored list
+                    // is known as one, and reads plan around it.
+                    teach(schema, csp.clone(), l.info.clone());
                     for e in l.entries() {
                         walk(schema, &csp, e, teach);
                     }
@@ -453,33 +459,31 @@ fn learn(base: &Schemaless, edits: &[Edit]) -> Result<(Schemaless, Vec<(String, 
             }
         }
     }
-    for e in edits {
-        let mut p = Path::root();
-        for seg in &e.path.segments {
-            p = p.child(seg.name.clone(), Selector::None);
-            if let Selector::Keys(k) = &seg.selector {
-                let info = match (&e.insert, e.path.last() == Some(seg)) {
-                    // An insert position on a new list's entry asks for user order.
-                    (Some(_), true) => {
-                        ListInfo { keys: k.iter().map(|(n, _)| n.clone()).collect(), user_ordered: true }
-                    }
-                    _ => ListInfo::keyed(k.iter().map(|(n, _)| n.clone())),
-                };
-                teach(&mut schema, p.schema_path(), info);
-            }
+    let path = canonical_path(tree, &edit.path, schema);
+    for (i, seg) in path.segments.iter().enumerate() {
+        let Selector::Keys(k) = &seg.selector else { continue };
+        let list = Path { segments: path.segments[..=i].to_vec() };
+        let list = canopy_core::diff::with_selector(&list, Selector::None);
+        if matches!(tree.lookup(&list), Some(NodeRef::List(l)) if l.info.keys.is_empty()) {
+            continue;
         }
-        match &e.value {
-            Some(Node::Container(c)) => walk(&mut schema, &e.path.schema_path(), c, &mut teach),
-            Some(Node::List(l)) if !l.info.keys.is_empty() => {
-                teach(&mut schema, e.path.schema_path(), l.info.clone());
-                for entry in l.entries() {
-                    walk(&mut schema, &e.path.schema_path(), entry, &mut teach);
-                }
-            }
-            _ => {}
-        }
+        let info = match (&edit.insert, i + 1 == path.segments.len()) {
+            // An insert position on a new list's entry asks for user order.
+            (Some(_), true) => ListInfo { keys: k.iter().map(|(n, _)| n.clone()).collect(), user_ordered: true },
+            _ => ListInfo::keyed(k.iter().map(|(n, _)| n.clone())),
+        };
+        teach(schema, list.schema_path(), info);
     }
-    Ok((schema, learned))
+    match &edit.value {
+        Some(Node::Container(c)) => walk(schema, &edit.path.schema_path(), c, &mut teach),
+        Some(Node::List(l)) => {
+            teach(schema, edit.path.schema_path(), l.info.clone());
+            for entry in l.entries() {
+                walk(schema, &edit.path.schema_path(), entry, &mut teach);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The deepest path every node `query` can select lies under. An unprefixed
@@ -518,6 +522,24 @@ fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path) -> Result<
 
 /// Loads what `edit` needs into the sparse tree `root`.
 fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, schema: &Schemaless) -> Result<()> {
+    // A keyless list (imported without declared keys), or one the schema does
+    // not know yet: read it whole, so that key predicates can pick among its
+    // entries (see `canonical_path`).
+    for (i, seg) in edit.path.segments.iter().enumerate() {
+        if !matches!(seg.selector, Selector::Keys(_)) {
+            continue;
+        }
+        let parent = canonical_path(root, &Path { segments: edit.path.segments[..i].to_vec() }, schema);
+        let info = schema.list_info(&parent.child(seg.name.clone(), Selector::None).schema_path());
+        if info.is_some_and(|i| !i.keys.is_empty()) {
+            continue;
+        }
+        loader.path(root, &parent)?;
+        if let Some(mut rel) = node_key(root, &parent) {
+            keys::push_name(&mut rel, &seg.name);
+            loader.range(root, &rel)?;
+        }
+    }
     let path = canonical_path(root, &edit.path, schema);
     loader.path(root, &path)?;
     match edit.op {
