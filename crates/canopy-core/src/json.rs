@@ -29,7 +29,9 @@ mod write;
 #[cfg(test)]
 mod tests;
 
-pub use parse::{parse_document, parse_str, parse_subtree, parse_subtree_str, MAX_DEPTH};
+pub use parse::{
+    offset_error, parse_document, parse_str, parse_subtree, parse_subtree_str, top_level_members, Member, MAX_DEPTH,
+};
 pub use write::{to_string, write_container, JsonWriter, WriteOptions};
 
 /// `\u00XX` escapes of the control characters without a short escape.

@@ -21,6 +21,7 @@
 
 use canopy_core::keycode;
 use canopy_core::path::{Path, Selector};
+use canopy_core::tree::ListInfo;
 
 use crate::error::{Result, StoreError};
 
@@ -198,6 +199,28 @@ pub fn first_segment_len(key: &[u8]) -> Result<usize> {
         _ => {}
     }
     Ok(pos)
+}
+
+/// The stored form of a list's info: `{"keys":[...],"user-ordered":bool}`.
+pub fn encode_list_info(info: &ListInfo) -> Vec<u8> {
+    serde_json::json!({"keys": info.keys, "user-ordered": info.user_ordered}).to_string().into_bytes()
+}
+
+/// Decodes a list info record of the list at schema path `path`.
+///
+/// # Errors
+/// `Corrupted` when the bytes are not a list info record.
+pub fn decode_list_info(path: &str, b: &[u8]) -> Result<ListInfo> {
+    let bad = || StoreError::corrupted(format!("list info of {path} is damaged"));
+    let v: serde_json::Value = serde_json::from_slice(b).map_err(|_| bad())?;
+    let keys = v["keys"]
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|k| k.as_str().map(String::from).ok_or_else(bad))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let user_ordered = v["user-ordered"].as_bool().ok_or_else(bad)?;
+    Ok(ListInfo { keys, user_ordered })
 }
 
 /// Hex form of bytes for messages.

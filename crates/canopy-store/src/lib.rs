@@ -13,6 +13,7 @@ pub mod error;
 pub mod fragment;
 pub mod keys;
 pub mod memory;
+pub mod treeio;
 pub mod url;
 
 pub use backend::{Backend, Batch, BatchOp, Snapshot, SyncMode};

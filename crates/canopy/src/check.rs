@@ -7,7 +7,7 @@ use canopy_store::keys::{self, RawSelector};
 use canopy_store::Backend;
 
 use crate::error::Result;
-use crate::load::describe_key;
+use canopy_store::treeio::describe_key;
 
 /// At most this many problems are listed; the rest are counted.
 const MAX_LISTED: usize = 100;

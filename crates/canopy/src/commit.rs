@@ -6,7 +6,7 @@
 //! its fragment and its order-index record. Keyless lists, whose entries have no
 //! identity but their place, are rewritten whole when anything in them changes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use canopy_core::diff::{Change, Subtree};
 use canopy_core::keycode;
@@ -14,6 +14,7 @@ use canopy_core::path::{Path, Selector};
 use canopy_core::tree::{Container, List, Node};
 use canopy_store::fragment;
 use canopy_store::keys::{self, Datastore};
+use canopy_store::treeio::Fragments;
 use canopy_store::{Batch, Snapshot};
 
 use crate::error::Result;
@@ -21,12 +22,12 @@ use crate::load::node_key;
 
 /// Collects the writes of one commit.
 struct Writer<'a> {
-    ds: Datastore,
+    /// Fragments and order-index records to put.
+    out: Fragments,
     snap: &'a dyn Snapshot,
     tree: &'a Container,
     prefix_deletes: BTreeSet<Vec<u8>>,
     order_deletes: BTreeSet<Vec<u8>>,
-    puts: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 /// The path of the outermost keyless list `path` passes through, if any.
@@ -59,63 +60,16 @@ fn list_key(entry: &Path) -> Option<Vec<u8>> {
 }
 
 impl Writer<'_> {
-    fn data_key(&self, rel: &[u8]) -> Vec<u8> {
-        let mut k = keys::data_prefix(self.ds);
-        k.extend_from_slice(rel);
-        k
-    }
-
-    fn order_key(&self, list_rel: &[u8], order: &[u8]) -> Vec<u8> {
-        let mut k = keys::order_prefix(self.ds);
-        k.extend_from_slice(list_rel);
-        k.extend_from_slice(order);
-        k.push(0);
-        k
-    }
-
     fn delete_prefix(&mut self, rel: Vec<u8>) {
         self.prefix_deletes.insert(rel);
     }
 
     /// The order key a user-ordered entry had before this commit.
     fn stored_order(&self, rel: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(match self.snap.get(&self.data_key(rel))? {
+        Ok(match self.snap.get(&self.out.data_key(rel))? {
             Some(v) => fragment::decode(&v)?.order,
             None => None,
         })
-    }
-
-    /// Writes container `c` at `rel` and everything below it.
-    fn write_subtree(&mut self, rel: &[u8], c: &Container, order: Option<&[u8]>) {
-        self.puts.insert(self.data_key(rel), fragment::encode(c, order));
-        for (name, child) in &c.children {
-            let mut child_rel = rel.to_vec();
-            keys::push_name(&mut child_rel, name);
-            match child {
-                Node::Container(cc) => self.write_subtree(&child_rel, cc, None),
-                Node::List(l) => self.write_list_entries(&child_rel, l),
-                _ => {}
-            }
-        }
-    }
-
-    fn write_list_entries(&mut self, list_rel: &[u8], l: &List) {
-        for (pos, e) in l.entries_with_pos() {
-            let mut er = list_rel.to_vec();
-            if l.info.keys.is_empty() {
-                keys::push_order(&mut er, pos);
-                self.write_subtree(&er, e, None);
-            } else if l.info.user_ordered {
-                let suffix = l.entry_key_of(e).unwrap_or_default();
-                er.extend_from_slice(&suffix);
-                self.puts.insert(self.order_key(list_rel, pos), suffix);
-                self.write_subtree(&er, e, Some(pos));
-            } else {
-                // A system-ordered entry's position key is its entry key.
-                er.extend_from_slice(pos);
-                self.write_subtree(&er, e, None);
-            }
-        }
     }
 
     /// Rewrites the one fragment at `path` (its own content, not its children).
@@ -126,7 +80,7 @@ impl Writer<'_> {
             (Some(Selector::Keys(_)), Some(l)) if l.info.user_ordered => l.keys_of(c).ok().and_then(|k| l.pos_of(&k)),
             _ => None,
         };
-        self.puts.insert(self.data_key(&rel), fragment::encode(c, order.as_deref()));
+        self.out.puts.insert(self.out.data_key(&rel), fragment::encode(c, order.as_deref()));
     }
 }
 
@@ -146,14 +100,8 @@ pub(crate) fn batch_for(
         let list = canopy_core::diff::with_selector(entry, Selector::None);
         schema.list_info(&list.schema_path()).is_some_and(|i| i.user_ordered)
     };
-    let mut w = Writer {
-        ds,
-        snap,
-        tree,
-        prefix_deletes: BTreeSet::new(),
-        order_deletes: BTreeSet::new(),
-        puts: BTreeMap::new(),
-    };
+    let mut w =
+        Writer { out: Fragments::new(ds), snap, tree, prefix_deletes: BTreeSet::new(), order_deletes: BTreeSet::new() };
     let mut keyless: BTreeSet<Path> = BTreeSet::new();
     let mut created: Vec<&Path> = Vec::new();
     let mut dirty: BTreeSet<Path> = BTreeSet::new();
@@ -184,7 +132,7 @@ pub(crate) fn batch_for(
                 let rel = keys::path_key(p)?;
                 if entry && user_ordered(p) {
                     if let (Some(order), Some(lk)) = (w.stored_order(&rel)?, list_key(p)) {
-                        let ok = w.order_key(&lk, &order);
+                        let ok = w.out.order_key(&lk, &order);
                         w.order_deletes.insert(ok);
                     }
                 }
@@ -193,7 +141,7 @@ pub(crate) fn batch_for(
             Change::Moved { .. } if matches!(p.last().map(|s| &s.selector), Some(Selector::Keys(_))) => {
                 let rel = keys::path_key(p)?;
                 if let (Some(order), Some(lk)) = (w.stored_order(&rel)?, list_key(p)) {
-                    let ok = w.order_key(&lk, &order);
+                    let ok = w.out.order_key(&lk, &order);
                     w.order_deletes.insert(ok);
                 }
                 if let (Some(l), Some(lk)) = (list_of(tree, p), list_key(p)) {
@@ -201,8 +149,8 @@ pub(crate) fn batch_for(
                         canopy_core::diff::selector_values(&l.info, &p.last().expect("entry").selector)
                             .unwrap_or_default();
                     if let Some(pos) = l.pos_of(&keys) {
-                        let ok = w.order_key(&lk, &pos);
-                        w.puts.insert(ok, keycode::entry_key(&keys));
+                        let ok = w.out.order_key(&lk, &pos);
+                        w.out.puts.insert(ok, keycode::entry_key(&keys));
                     }
                 }
                 dirty.insert(p.clone());
@@ -228,7 +176,7 @@ pub(crate) fn batch_for(
         if let Some(Node::List(l)) =
             canopy_core::edit::container_ref(tree, &parent).and_then(|c| c.children.get(&kl.last().expect("list").name))
         {
-            w.write_list_entries(&rel, l);
+            w.out.write_list_entries(&rel, l);
         }
     }
     for p in created {
@@ -242,19 +190,19 @@ pub(crate) fn batch_for(
                 let keys = l.keys_of(c).unwrap_or_default();
                 order = l.pos_of(&keys);
                 if let (Some(pos), Some(lk)) = (&order, list_key(p)) {
-                    let ok = w.order_key(&lk, pos);
-                    w.puts.insert(ok, keycode::entry_key(&keys));
+                    let ok = w.out.order_key(&lk, pos);
+                    w.out.puts.insert(ok, keycode::entry_key(&keys));
                 }
             }
         }
-        w.write_subtree(&rel, c, order.as_deref());
+        w.out.write_subtree(&rel, c, order.as_deref());
     }
     for p in &dirty {
         w.write_fragment(p);
     }
     let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
     for rel in &w.prefix_deletes {
-        batch.delete_prefix(w.data_key(rel));
+        batch.delete_prefix(w.out.data_key(rel));
         let mut ok = keys::order_prefix(ds);
         ok.extend_from_slice(rel);
         batch.delete_prefix(ok);
@@ -262,13 +210,13 @@ pub(crate) fn batch_for(
     for k in w.order_deletes {
         batch.delete(k);
     }
-    for (k, v) in w.puts {
+    for (k, v) in w.out.puts {
         batch.put(k, v);
     }
     for (schema_path, info) in learned {
         let mut k = keys::LIST_INFO.to_vec();
         k.extend_from_slice(schema_path.as_bytes());
-        batch.put(k, crate::schema::encode_list_info(info));
+        batch.put(k, keys::encode_list_info(info));
     }
     Ok(batch)
 }

@@ -24,7 +24,7 @@ pub fn open_backend(url: &StoreUrl) -> Result<Box<dyn Backend>> {
         #[cfg(feature = "backend-sqlite")]
         "sqlite" => Ok(Box::new(canopy_sqlite::SqliteBackend::open_url(url)?)),
         #[cfg(feature = "backend-file")]
-        "snapshot" => Ok(Box::new(canopy_file::FileBackend::open_url(url)?)),
+        "snapshot" | "json" => Ok(Box::new(canopy_file::FileBackend::open_url(url)?)),
         "memory" => {
             url.check_params(&[])?;
             Ok(Box::new(canopy_store::memory::MemoryBackend::new()))

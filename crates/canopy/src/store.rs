@@ -179,7 +179,7 @@ impl Store {
         let mut k = keys::LIST_INFO.to_vec();
         k.extend_from_slice(schema_path.as_bytes());
         let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-        batch.put(k, crate::schema::encode_list_info(&info));
+        batch.put(k, keys::encode_list_info(&info));
         drop(snap);
         self.backend.apply(&batch)?;
         Ok(())

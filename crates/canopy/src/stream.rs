@@ -130,7 +130,7 @@ impl<W: Write> Streamer<'_, W> {
         if seg_len != seg.len() {
             return Err(StoreError::corrupted(format!(
                 "fragment {} has no parent fragment",
-                crate::load::describe_key(rel)
+                canopy_store::treeio::describe_key(rel)
             ))
             .into());
         }
@@ -174,7 +174,7 @@ impl<W: Write> Streamer<'_, W> {
         holder.children.insert(name.clone(), Node::List(Box::new(List::new(info))));
         let mut parent_sp = sp.clone();
         parent_sp.truncate(sp.len() - name.len() - 1);
-        crate::load::build(&mut holder, &mut items, parent_len, &mut parent_sp, self.schema)?;
+        canopy_store::treeio::build(&mut holder, &mut items, parent_len, &mut parent_sp, self.schema)?;
         if let Some(Node::List(l)) = holder.children.get(&name) {
             self.w.begin_list(&name).map_err(io)?;
             for e in l.entries() {

@@ -238,4 +238,10 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         uncached_then_reopened(&format!("snapshot:{}?sync=off", dir.path().join("store.snap").display()), t)?;
     }
+
+    #[test]
+    fn json_uncached_then_reopened(t in txs()) {
+        let dir = tempfile::tempdir().unwrap();
+        uncached_then_reopened(&format!("json:{}?sync=off", dir.path().join("store.json").display()), t)?;
+    }
 }

@@ -3,6 +3,8 @@
 //!
 //! * `snapshot:PATH` — canopy's compact binary format ([`snapshot`],
 //!   `docs/formats/snapshot.md`).
+//! * `json:PATH` — the whole store as one RFC 7951 JSON file people can read
+//!   ([`json`], `docs/formats/json-store.md`).
 //!
 //! Shared by every format (this module):
 //! * Snapshots are `Arc` clones of the map, as in the memory backend; a commit
@@ -21,6 +23,7 @@
 //!   `Unavailable`. Handles opened in one process on one path share one state.
 //! * The revision is stored in the file, not as a key of the map.
 
+pub mod json;
 pub mod snapshot;
 
 use std::collections::BTreeMap;
@@ -92,7 +95,8 @@ fn poisoned() -> StoreError {
 }
 
 impl FileBackend {
-    /// Opens the store a URL names: `snapshot:PATH?sync=commit|off`.
+    /// Opens the store a URL names: `snapshot:PATH?sync=commit|off` or
+    /// `json:PATH?sync=commit|off`.
     ///
     /// # Errors
     /// `InvalidUrl` for an unknown scheme or parameter; see [`FileBackend::open`].
@@ -100,6 +104,7 @@ impl FileBackend {
         url.check_params(&["sync"])?;
         let format: &'static dyn Format = match url.scheme.as_deref() {
             Some("snapshot") => &snapshot::SnapshotFormat,
+            Some("json") => &json::JsonFormat,
             other => {
                 return Err(StoreError::new(
                     ErrorKind::InvalidUrl,
@@ -352,13 +357,16 @@ impl Backend for FileBackend {
         fs::metadata(&self.shared.path).map(|m| m.len()).map_err(|e| self.shared.context(StoreError::io("size", e)))
     }
 
-    /// Re-reads the file and checks that it decodes to the state in memory.
+    /// Re-reads the file and checks that it decodes, and that it is the file
+    /// the state in memory encodes to (formats may renumber what the engine
+    /// does not see, such as order keys, so the maps need not be equal).
     fn check(&self) -> Result<Vec<String>> {
         let state = self.shared.state.read().map_err(|_| poisoned())?;
         let bytes = fs::read(&self.shared.path).map_err(|e| self.shared.context(StoreError::io("read", e)))?;
+        let expected = self.shared.format.encode(&state.map, state.revision).map_err(|e| self.shared.context(e))?;
         Ok(match self.shared.format.decode(&bytes) {
             Err(e) => vec![self.shared.context(e).to_string()],
-            Ok((map, revision)) if revision != state.revision || map != *state.map => vec![format!(
+            Ok((_, revision)) if revision != state.revision || bytes != expected => vec![format!(
                 "{} store {}: the file (revision {revision}) differs from the store in memory (revision {})",
                 self.shared.format.name(),
                 self.shared.path.display(),

@@ -335,6 +335,128 @@ impl<R: Read> Reader<R> {
     }
 }
 
+impl<R: Read> Reader<R> {
+    /// Skips one value (after whitespace) by matching brackets outside
+    /// strings, without checking what it holds: whoever parses the value
+    /// finds what is wrong with it. Stops before the `,` or `}` that ends it.
+    fn skip_value(&mut self) -> Result<()> {
+        let start = self.here();
+        let mut depth = 0usize;
+        let mut in_string = false;
+        let mut escaped = false;
+        while self.fill()? {
+            while self.pos < self.end {
+                let b = self.buf[self.pos];
+                if in_string {
+                    if escaped {
+                        escaped = false;
+                    } else if b == b'\\' {
+                        escaped = true;
+                    } else if b == b'"' {
+                        in_string = false;
+                    }
+                } else {
+                    match b {
+                        b'"' => in_string = true,
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' if depth == 0 => return Ok(()),
+                        b'}' | b']' => depth -= 1,
+                        b',' if depth == 0 => return Ok(()),
+                        _ => {}
+                    }
+                }
+                self.pos += 1;
+                if b == b'\n' {
+                    self.line += 1;
+                    self.line_start = self.base + self.pos as u64;
+                    self.cont = 0;
+                } else if b & 0xC0 == 0x80 {
+                    self.cont += 1;
+                }
+            }
+        }
+        if depth == 0 && !in_string {
+            return Ok(());
+        }
+        Err(self.err_at(start, "the value does not end before the end of the input"))
+    }
+
+    /// Absolute byte offset of the next unread byte.
+    fn offset(&self) -> usize {
+        (self.base + self.pos as u64) as usize
+    }
+}
+
+/// One member of a document's top-level object, found without parsing its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub name: String,
+    /// Byte range of the value in the input.
+    pub value: std::ops::Range<usize>,
+    /// 1-based line and column (in characters) where the value starts.
+    pub line: usize,
+    pub column: usize,
+}
+
+/// Splits the top-level object of `input` into its members: names and the
+/// byte ranges of their values, which are found by matching brackets and are
+/// not checked (parse each value to check it; [`offset_error`] places the
+/// parser's errors in `input`). Cheap: no value is built.
+///
+/// # Errors
+/// [`Error::Json`] with line and column when `input` is not an object, a
+/// member name is malformed or repeated, a value is missing or runs past the
+/// end, or data follows the object.
+pub fn top_level_members(input: &str) -> Result<Vec<Member>> {
+    let schema = crate::Schemaless::default();
+    let mut p = Parser::new(input.as_bytes(), BUF_SIZE, &schema);
+    p.open_document()?;
+    let mut out: Vec<Member> = Vec::new();
+    if p.rd.peek()? == Some(b'}') {
+        p.rd.bump();
+    } else {
+        loop {
+            p.rd.peek()?;
+            let (name, at) = p.rd.string()?;
+            p.rd.expect(b':', "`:` after the member name")?;
+            if out.iter().any(|m| m.name == name) {
+                return Err(p.rd.err_at(at, format!("duplicate member `{name}`")));
+            }
+            p.rd.peek()?;
+            let pos = p.rd.here();
+            let start = p.rd.offset();
+            p.rd.skip_value()?;
+            if p.rd.offset() == start {
+                let found = p.rd.peek()?;
+                return Err(p.rd.err(format!("expected a value, found {}", p.rd.describe(found))));
+            }
+            let mut end = p.rd.offset();
+            while input.as_bytes()[start..end].last().is_some_and(u8::is_ascii_whitespace) {
+                end -= 1;
+            }
+            out.push(Member { name, value: start..end, line: pos.line, column: pos.column });
+            if !p.comma_or_close(b'}')? {
+                break;
+            }
+        }
+    }
+    p.close_document()?;
+    Ok(out)
+}
+
+/// An error from parsing a member's value on its own, placed in the whole
+/// input: its line and column counted from where the value starts.
+pub fn offset_error(e: Error, member: &Member) -> Error {
+    match e {
+        Error::Json { line, column, reason } => Error::Json {
+            line: member.line + line - 1,
+            column: if line == 1 { member.column + column - 1 } else { column },
+            reason,
+        },
+        e => e,
+    }
+}
+
 enum Literal {
     True,
     False,

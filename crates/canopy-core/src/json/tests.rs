@@ -761,3 +761,47 @@ fn tree_building_floor() {
         );
     }
 }
+
+#[test]
+fn top_level_members_are_split_without_parsing() {
+    let text = "{\"a\": {\"x\": \"}],\\\"\"},\n \"b\" : [1, {\"y\": [2]}] ,\"c\":5,\"é\":\"ü\"}\n";
+    let m = top_level_members(text).unwrap();
+    let names: Vec<&str> = m.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c", "é"]);
+    assert_eq!(&text[m[0].value.clone()], "{\"x\": \"}],\\\"\"}");
+    assert_eq!(&text[m[1].value.clone()], "[1, {\"y\": [2]}]");
+    assert_eq!(&text[m[2].value.clone()], "5");
+    assert_eq!((m[1].line, m[1].column), (2, 8));
+    assert!(top_level_members("{}").unwrap().is_empty());
+    for (bad, line, column) in [
+        ("[]", 1, 1),
+        ("{\"a\": 1, \"a\": 2}", 1, 10),
+        ("{\"a\": }", 1, 7),
+        ("{\"a\": {\"b\": 1}", 1, 15),
+        ("{\"a\": {\"b\": [1}", 1, 7),
+        ("{\"a\": 1} x", 1, 10),
+        ("", 1, 1),
+    ] {
+        match top_level_members(bad) {
+            Err(Error::Json { line: l, column: c, .. }) => assert_eq!((l, c), (line, column), "{bad}"),
+            other => panic!("{bad}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn errors_in_a_member_are_placed_in_the_whole_input() {
+    let text = "{\"a\": 1,\n  \"b\": {\"x\": 1,\n \"y\": nul}}";
+    let m = top_level_members(text).unwrap();
+    let e = parse_str(&text[m[1].value.clone()], &Schemaless::default()).unwrap_err();
+    match offset_error(e, &m[1]) {
+        Error::Json { line, column, .. } => assert_eq!((line, column), (3, 7)),
+        other => panic!("{other:?}"),
+    }
+    let e = parse_str(&text[m[1].value.clone()], &Schemaless::default()).unwrap_err();
+    let Error::Json { line, column, .. } = e else { panic!() };
+    assert_eq!((line, column), (2, 7));
+    let e = parse_str("{\"x\" 1}", &Schemaless::default()).unwrap_err();
+    let Error::Json { line, column, .. } = offset_error(e, &m[1]) else { panic!() };
+    assert_eq!((line, column), (2, 13));
+}

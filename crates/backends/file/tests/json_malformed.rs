@@ -1,0 +1,85 @@
+//! Files the json backend refuses, with a clear error, never a panic and never
+//! half loaded.
+
+use std::fs;
+
+use canopy_file::json::JsonFormat;
+use canopy_file::FileBackend;
+use canopy_store::{Backend, Batch, ErrorKind, SyncMode};
+
+const STORE: &str =
+    r#"{"canopy:store":{"format":1,"revision":3,"lists":{"/m:c/lst":{"keys":["k"],"user-ordered":false}}}"#;
+
+#[test]
+fn malformed_files_are_refused_with_what_and_where() {
+    let cases: &[(&str, ErrorKind, &str)] = &[
+        ("", ErrorKind::Corrupted, "line 1, column 1"),
+        ("hello", ErrorKind::Corrupted, "an RFC 7951 document is a JSON object"),
+        ("[]", ErrorKind::Corrupted, "line 1, column 1"),
+        ("{}", ErrorKind::Corrupted, "must be `canopy:store`"),
+        (r#"{"canopy:running":{}}"#, ErrorKind::Corrupted, "must be `canopy:store`"),
+        (r#"{"canopy:store":{"revision":1,"lists":{}}}"#, ErrorKind::Corrupted, "`format` is missing"),
+        (r#"{"canopy:store":{"format":2,"revision":1,"lists":{}}}"#, ErrorKind::Unsupported, "newer"),
+        (r#"{"canopy:store":{"format":0,"revision":1,"lists":{}}}"#, ErrorKind::Corrupted, "does not exist"),
+        (r#"{"canopy:store":{"format":1,"lists":{}}}"#, ErrorKind::Corrupted, "`revision`"),
+        (r#"{"canopy:store":{"format":1,"revision":1}}"#, ErrorKind::Corrupted, "`lists` is missing"),
+        (r#"{"canopy:store":{"format":1,"revision":1,"lists":{"/a":{"keys":1}}}}"#, ErrorKind::Corrupted, "list /a"),
+        (
+            &format!("{STORE},\n\"canopy:other\":{{}}}}"),
+            ErrorKind::Corrupted,
+            "unknown member `canopy:other` at line 2",
+        ),
+        (
+            &format!("{STORE},\n\"canopy:running\":{{\"m:c\":{{\n  \"x\": nul}}}}}}"),
+            ErrorKind::Corrupted,
+            "canopy:running: invalid JSON at line 3, column 8",
+        ),
+        (
+            &format!("{STORE},\n\"canopy:running\":{{\"m:c\":{{\"lst\":[{{\"v\":1}}]}}}}}}"),
+            ErrorKind::Corrupted,
+            "line 2, column 33: list entry is missing key leaf `k`",
+        ),
+        (&format!("{STORE},\"canopy:running\":[1]}}"), ErrorKind::Corrupted, "expected `{`"),
+        (&format!("{STORE},\"canopy:raw\":{{\"1\":\"00\"}}}}"), ErrorKind::Corrupted, "not a hex key"),
+        (&format!("{STORE},\"canopy:running\":{{}}}} x"), ErrorKind::Corrupted, "trailing data"),
+        ("{\"canopy:store\":\u{0}", ErrorKind::Corrupted, "line 1"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.json");
+    for (text, kind, says) in cases {
+        fs::write(&file, text).unwrap();
+        let e = match FileBackend::open(&file, &JsonFormat, SyncMode::Off) {
+            Ok(_) => panic!("opened {text:?}"),
+            Err(e) => e,
+        };
+        assert_eq!(e.kind(), *kind, "{text}: {e}");
+        assert!(e.to_string().contains(says), "{text}: `{e}` does not say `{says}`");
+        assert!(e.to_string().contains("store.json"), "{e}");
+    }
+    fs::write(&file, b"{\"canopy:store\":\xff}").unwrap();
+    let e = FileBackend::open(&file, &JsonFormat, SyncMode::Off).err().expect("not UTF-8");
+    assert!(e.to_string().contains("not UTF-8"), "{e}");
+}
+
+#[test]
+fn every_truncation_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.json");
+    {
+        let b = FileBackend::open(&file, &JsonFormat, SyncMode::Off).unwrap();
+        let mut batch = Batch::default();
+        batch.put(b"\x00other".to_vec(), b"x".to_vec());
+        b.apply(&batch).unwrap();
+    }
+    let whole = fs::read_to_string(&file).unwrap();
+    // Trailing whitespace may go; anything more is refused.
+    for len in 0..whole.trim_end().len() {
+        fs::write(&file, &whole[..len]).unwrap();
+        let e = FileBackend::open(&file, &JsonFormat, SyncMode::Off).err().unwrap_or_else(|| panic!("length {len}"));
+        assert_eq!(e.kind(), ErrorKind::Corrupted, "length {len}: {e}");
+    }
+    fs::write(&file, &whole).unwrap();
+    let b = FileBackend::open(&file, &JsonFormat, SyncMode::Off).unwrap();
+    assert_eq!(b.snapshot().unwrap().get(b"\x00other").unwrap().as_deref(), Some(&b"x"[..]));
+    assert!(b.check().unwrap().is_empty());
+}
