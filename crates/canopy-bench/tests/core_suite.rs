@@ -3,7 +3,7 @@
 
 #[test]
 fn core_suite_runs_and_reports_every_row() {
-    for backend in ["lmdb", "sqlite", "snapshot"] {
+    for backend in ["lmdb", "sqlite", "snapshot", "json"] {
         check(backend);
     }
 }
