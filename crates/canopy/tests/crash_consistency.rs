@@ -179,6 +179,8 @@ enum Kind {
     Sqlite,
     #[cfg_attr(not(feature = "backend-file"), allow(dead_code))]
     Snapshot,
+    #[cfg_attr(not(feature = "backend-file"), allow(dead_code))]
+    Json,
 }
 
 #[test]
@@ -196,6 +198,12 @@ fn kill_during_commits_sqlite() {
 #[test]
 fn kill_during_commits_snapshot() {
     kill_during_commits_on(Kind::Snapshot, 100);
+}
+
+#[cfg(feature = "backend-file")]
+#[test]
+fn kill_during_commits_json() {
+    kill_during_commits_on(Kind::Json, 100);
 }
 
 fn kill_during_commits_on(kind: Kind, default_kills: usize) {
@@ -241,5 +249,6 @@ fn store_url(kind: Kind, dir: &Path, cache: bool) -> String {
         Kind::Lmdb => format!("lmdb:{}?sync=commit{cache}", dir.display()),
         Kind::Sqlite => format!("sqlite:{}?sync=commit{cache}", dir.join("store.db").display()),
         Kind::Snapshot => format!("snapshot:{}?sync=commit{cache}", dir.join("store.snap").display()),
+        Kind::Json => format!("json:{}?sync=commit{cache}", dir.join("store.json").display()),
     }
 }
