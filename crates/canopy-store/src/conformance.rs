@@ -84,6 +84,9 @@ pub fn scans_in_order_with_bounds(open: Opener, dir: &Path) {
     rev.reverse();
     assert_eq!(collect(b"\x10ab", Some(b"\x10b\xff"), true, 100), rev);
     assert_eq!(collect(b"\x10", None, false, 2), keys[..2].to_vec());
+    // An empty or inverted range holds nothing.
+    assert!(collect(b"\x10b", Some(b"\x10b"), false, 100).is_empty());
+    assert!(collect(b"\x10c", Some(b"\x10a"), true, 100).is_empty());
     let mut under_b = Vec::new();
     s.scan_prefix(b"\x10b", false, &mut |k, _| {
         under_b.push(k.to_vec());

@@ -173,32 +173,20 @@ impl<'a> Reader<'a> {
 /// # Errors
 /// `Corrupted` when the bytes are not a fragment of a known version.
 pub fn decode(b: &[u8]) -> Result<Decoded> {
-    let mut r = Reader { b, pos: 0 };
-    let version = r.byte()?;
-    if version != VERSION {
-        return Err(r.err(&format!("unknown fragment version {version}")));
-    }
-    let flags = r.byte()?;
-    if flags & !HAS_ORDER != 0 {
-        return Err(r.err("unknown flags"));
-    }
-    let order = if flags & HAS_ORDER != 0 { Some(r.bytes()?.to_vec()) } else { None };
-    let meta = r.meta()?;
-    let n = r.varint()?;
+    let (order, meta, mut inline) = open(b)?;
     // Every child takes at least 3 bytes: do not trust a count the bytes cannot hold.
-    let cap = (n as usize).min(b.len() / 3);
+    let cap = (inline.left as usize).min(b.len() / 3);
     let mut c = Container { meta, children: canopy_core::tree::Children::with_capacity(cap) };
-    for _ in 0..n {
-        let name = r.str()?;
-        let node = r.child()?;
-        if c.children.insert(name, node).is_some() {
-            return Err(r.err("duplicate child"));
+    while let Some((name, child)) = inline.next(b)? {
+        let node = match child {
+            ChildRef::Leaf(value, meta) => Node::Leaf { value: value.to_value(), meta },
+            ChildRef::Other(node) => node,
+        };
+        if c.children.insert(name.to_string(), node).is_some() {
+            return Err(StoreError::corrupted(format!("fragment damaged: child `{name}` twice")));
         }
     }
-    if r.pos != b.len() {
-        return Err(r.err("trailing bytes"));
-    }
-    Ok(Decoded { container: c, order })
+    Ok(Decoded { container: c, order: order.map(<[u8]>::to_vec) })
 }
 
 impl<'a> Reader<'a> {

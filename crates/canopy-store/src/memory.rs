@@ -22,12 +22,14 @@ impl MemoryBackend {
     }
 }
 
-struct MemorySnapshot {
-    map: Map,
-    revision: u64,
+/// A snapshot of an ordered map held in memory (shared by the in-memory and
+/// the whole-file backends): a reference-counted map and the revision it is at.
+pub struct MapSnapshot {
+    pub map: Arc<BTreeMap<Vec<u8>, Vec<u8>>>,
+    pub revision: u64,
 }
 
-impl Snapshot for MemorySnapshot {
+impl Snapshot for MapSnapshot {
     fn revision(&self) -> u64 {
         self.revision
     }
@@ -43,6 +45,10 @@ impl Snapshot for MemorySnapshot {
         reverse: bool,
         visit: &mut crate::backend::Visit<'_>,
     ) -> Result<()> {
+        // An empty or inverted range holds nothing (and `BTreeMap::range` would panic on it).
+        if end.is_some_and(|e| e <= start) {
+            return Ok(());
+        }
         let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
         let range = self.map.range::<[u8], _>((Bound::Included(start), hi));
         if reverse {
@@ -69,7 +75,7 @@ impl Backend for MemoryBackend {
 
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
         let g = self.state.read().map_err(|_| StoreError::new(ErrorKind::Unavailable, "memory store lock poisoned"))?;
-        Ok(Box::new(MemorySnapshot { map: g.0.clone(), revision: g.1 }))
+        Ok(Box::new(MapSnapshot { map: g.0.clone(), revision: g.1 }))
     }
 
     fn apply(&self, batch: &Batch) -> Result<u64> {

@@ -12,10 +12,10 @@ use std::collections::HashSet;
 use canopy_core::diff::selector_values;
 use canopy_core::keycode;
 use canopy_core::path::{Path, Selector};
-use canopy_core::tree::{Container, List, ListInfo, Node};
+use canopy_core::tree::{Container, List, Node};
 use canopy_core::{Schema, Schemaless};
 use canopy_store::fragment::{self, Decoded};
-use canopy_store::keys::{self, Datastore, RawSegment, RawSelector};
+use canopy_store::keys::{self, Datastore};
 use canopy_store::treeio::{build, describe_key};
 use canopy_store::{Snapshot, StoreError};
 
@@ -237,9 +237,10 @@ fn root_lookup_list<'t>(root: &'t Container, list_entry_path: &Path) -> Option<&
     }
 }
 
-/// Places a decoded fragment at relative key `rel` into `root`. Its ancestors
-/// must be in the tree already (document order guarantees it for range scans;
-/// point loads go top-down). A node already in the tree is left as it is.
+/// Places a decoded fragment at relative key `rel` into `root`: the root's
+/// own fragment merges into `root`; any other goes where its key says, below
+/// ancestors the tree must hold already (point loads go top-down). A node
+/// already in the tree is left as it is.
 pub(crate) fn place(root: &mut Container, rel: &[u8], d: Decoded, schema: &dyn Schema) -> canopy_store::Result<()> {
     if rel.is_empty() {
         root.meta = d.container.meta;
@@ -248,101 +249,7 @@ pub(crate) fn place(root: &mut Container, rel: &[u8], d: Decoded, schema: &dyn S
         }
         return Ok(());
     }
-    let segs = keys::decode_path_key(rel)?;
-    let orphan = || StoreError::corrupted(format!("fragment {} has no parent fragment", describe_key(rel)));
-    let mut cur = root;
-    let mut schema_path = String::new();
-    let n = segs.len();
-    for (i, RawSegment { name, selector }) in segs.into_iter().enumerate() {
-        schema_path.push('/');
-        schema_path.push_str(&name);
-        let last = i + 1 == n;
-        match selector {
-            RawSelector::None => {
-                if last {
-                    match cur.children.get(&name) {
-                        None => {
-                            cur.children.insert(name, Node::Container(d.container));
-                        }
-                        Some(Node::Container(_)) => {}
-                        Some(_) => {
-                            return Err(StoreError::corrupted(format!(
-                                "fragment {}: a container where another kind of node is stored",
-                                describe_key(rel)
-                            )))
-                        }
-                    }
-                    return Ok(());
-                }
-                cur = match cur.children.get_mut(&name) {
-                    Some(Node::Container(c)) => c,
-                    _ => return Err(orphan()),
-                };
-            }
-            RawSelector::Keys(vals) => {
-                let info = schema.list_info(&schema_path).ok_or_else(|| {
-                    StoreError::corrupted(format!("list {schema_path} is stored without its key names"))
-                })?;
-                if info.keys.len() != vals.len() {
-                    return Err(StoreError::corrupted(format!(
-                        "fragment {}: {} key values for a list with keys {:?}",
-                        describe_key(rel),
-                        vals.len(),
-                        info.keys
-                    )));
-                }
-                if last {
-                    let pos = if info.user_ordered {
-                        d.order.clone().ok_or_else(|| {
-                            StoreError::corrupted(format!(
-                                "entry {} of a user-ordered list has no order",
-                                describe_key(rel)
-                            ))
-                        })?
-                    } else {
-                        keycode::entry_key(&vals)
-                    };
-                    let list = list_node(cur, &name, info, rel)?;
-                    if list.get_at(&pos).is_none() {
-                        list.insert_at_pos(pos, d.container)
-                            .map_err(|e| StoreError::corrupted(format!("entry {}: {e}", describe_key(rel))))?;
-                    }
-                    return Ok(());
-                }
-                cur = match cur.children.get_mut(&name) {
-                    Some(Node::List(l)) => l.get_mut(&vals).ok_or_else(orphan)?,
-                    _ => return Err(orphan()),
-                };
-            }
-            RawSelector::Order(order) => {
-                let info = schema.list_info(&schema_path).unwrap_or_else(ListInfo::keyless);
-                if last {
-                    let list = list_node(cur, &name, info, rel)?;
-                    if list.get_at(&order).is_none() {
-                        list.insert_at_pos(order, d.container)
-                            .map_err(|e| StoreError::corrupted(format!("entry {}: {e}", describe_key(rel))))?;
-                    }
-                    return Ok(());
-                }
-                cur = match cur.children.get_mut(&name) {
-                    Some(Node::List(l)) => l.get_at_mut(&order).ok_or_else(orphan)?,
-                    _ => return Err(orphan()),
-                };
-            }
-        }
-    }
-    Ok(())
-}
-
-fn list_node<'t>(cur: &'t mut Container, name: &str, info: ListInfo, rel: &[u8]) -> canopy_store::Result<&'t mut List> {
-    let node = cur.children.entry(name.to_string()).or_insert_with(|| Node::List(Box::new(List::new(info))));
-    match node {
-        Node::List(l) => Ok(l),
-        _ => Err(StoreError::corrupted(format!(
-            "fragment {}: a list entry where another kind of node is stored",
-            describe_key(rel)
-        ))),
-    }
+    canopy_store::treeio::build(root, &mut [(rel.to_vec(), Some(d))], 0, &mut String::new(), schema)
 }
 
 /// The relative key of the node `path` names in `tree` (positions resolved

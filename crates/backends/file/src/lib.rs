@@ -32,8 +32,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
-use canopy_store::backend::{Backend, Batch, BatchOp, Snapshot, SyncMode, Visit};
+use canopy_store::backend::{Backend, Batch, BatchOp, Snapshot, SyncMode};
 use canopy_store::error::{ErrorKind, Result, StoreError};
+use canopy_store::memory::MapSnapshot;
 use canopy_store::StoreUrl;
 
 /// The whole store: keys in order.
@@ -297,44 +298,6 @@ fn undo_ops(map: &mut Map, undo: Undo) {
     }
 }
 
-struct FileSnapshot {
-    map: Arc<Map>,
-    revision: u64,
-}
-
-impl Snapshot for FileSnapshot {
-    fn revision(&self) -> u64 {
-        self.revision
-    }
-
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.map.get(key).cloned())
-    }
-
-    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
-        use std::ops::Bound;
-        if end.is_some_and(|e| e <= start) {
-            return Ok(());
-        }
-        let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
-        let range = self.map.range::<[u8], _>((Bound::Included(start), hi));
-        if reverse {
-            for (k, v) in range.rev() {
-                if !visit(k, v)? {
-                    break;
-                }
-            }
-        } else {
-            for (k, v) in range {
-                if !visit(k, v)? {
-                    break;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 impl Backend for FileBackend {
     fn kind(&self) -> &'static str {
         self.shared.format.name()
@@ -342,7 +305,7 @@ impl Backend for FileBackend {
 
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
         let state = self.shared.state.read().map_err(|_| poisoned())?;
-        Ok(Box::new(FileSnapshot { map: state.map.clone(), revision: state.revision }))
+        Ok(Box::new(MapSnapshot { map: state.map.clone(), revision: state.revision }))
     }
 
     fn apply(&self, batch: &Batch) -> Result<u64> {
