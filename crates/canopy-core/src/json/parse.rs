@@ -605,15 +605,8 @@ impl<'s, R: Read> Parser<'s, R> {
                     return Err(self.rd.err(reason));
                 }
                 self.member(out, module, only, &mut state)?;
-                match self.rd.peek()? {
-                    Some(b',') => self.rd.bump(),
-                    Some(b'}') => {
-                        self.rd.bump();
-                        break;
-                    }
-                    found => {
-                        return Err(self.rd.err(format!("expected `,` or `}}`, found {}", self.rd.describe(found))));
-                    }
+                if !self.comma_or_close(b'}')? {
+                    break;
                 }
             }
         }
@@ -752,15 +745,8 @@ impl<'s, R: Read> Parser<'s, R> {
                 if meta.insert(name.clone(), value).is_some() {
                     return Err(self.rd.err_at(at, format!("duplicate member `{name}`")));
                 }
-                match self.rd.peek()? {
-                    Some(b',') => self.rd.bump(),
-                    Some(b'}') => {
-                        self.rd.bump();
-                        break;
-                    }
-                    found => {
-                        return Err(self.rd.err(format!("expected `,` or `}}`, found {}", self.rd.describe(found))));
-                    }
+                if !self.comma_or_close(b'}')? {
+                    break;
                 }
             }
         }
@@ -799,7 +785,7 @@ impl<'s, R: Read> Parser<'s, R> {
         Ok(out)
     }
 
-    /// After an array element: `true` after `,`, `false` after `close`.
+    /// After an element or member: `true` after `,`, `false` after `close`.
     fn comma_or_close(&mut self, close: u8) -> Result<bool> {
         match self.rd.peek()? {
             Some(b',') => {
