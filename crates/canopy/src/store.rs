@@ -163,19 +163,35 @@ impl Store {
     /// [`Error::Usage`] when the list is known with other keys or ordering.
     pub fn declare_list(&self, schema_path: &str, info: ListInfo) -> Result<()> {
         let _w = self.writer.lock().map_err(|_| poisoned())?;
-        let snap = self.backend.snapshot()?;
-        let schema = self.schema_at(&*snap)?;
-        match schema.list_info(schema_path) {
+        let known = {
+            let snap = self.backend.snapshot()?;
+            self.schema_at(&*snap)?.list_info(schema_path)
+        };
+        match known {
             Some(known) if known == info => return Ok(()),
+            // Recorded keyless (imported before its keys were declared): keys
+            // may be declared once no datastore holds entries stored without them.
+            Some(known) if known.keys.is_empty() => {
+                for ds in Datastore::ALL {
+                    if self.session(ds).count(schema_path)? > 0 {
+                        return Err(Error::Usage(format!(
+                            "list {schema_path} holds entries stored without keys (in {}, imported before its keys \
+                             were declared); delete them before declaring its keys",
+                            ds.name()
+                        )));
+                    }
+                }
+            }
             Some(known) => {
                 return Err(Error::Usage(format!(
-                    "list {schema_path} already has keys {:?}{}; it cannot change",
+                    "list {schema_path} already has keys {:?}{}; declared keys cannot change",
                     known.keys,
                     if known.user_ordered { " (ordered by user)" } else { "" }
                 )))
             }
             None => {}
         }
+        let snap = self.backend.snapshot()?;
         let mut k = keys::LIST_INFO.to_vec();
         k.extend_from_slice(schema_path.as_bytes());
         let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };

@@ -63,3 +63,22 @@ fn cached() {
     let dir = tempfile::tempdir().unwrap();
     exercise(&format!("lmdb:{}?cache=on", dir.path().display()));
 }
+
+#[test]
+fn keys_can_be_declared_once_keyless_entries_are_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&format!("lmdb:{}", dir.path().display())).unwrap();
+    store.running().import(DOC.as_bytes(), Operation::Merge).unwrap();
+    let keyed = canopy::ListInfo::keyed(["k1", "k2"]);
+    let e = store.declare_list("/m:c/lst", keyed.clone()).unwrap_err();
+    assert!(e.to_string().contains("stored without keys"), "{e}");
+    store.running().delete("/m:c/lst").unwrap();
+    store.declare_list("/m:c/lst", keyed.clone()).unwrap();
+    // Now the same document imports into a keyed list.
+    store.running().import(DOC.as_bytes(), Operation::Merge).unwrap();
+    let c = store.running().set("/m:c/lst[k1='2'][k2='c']/v", Value::String("x".into())).unwrap();
+    assert_eq!(c.changes[0].path().to_string(), "/m:c/lst[k1='2'][k2='c']/v");
+    let e = store.declare_list("/m:c/lst", canopy::ListInfo::keyed(["k2"])).unwrap_err();
+    assert!(e.to_string().contains("declared keys cannot change"), "{e}");
+    assert!(store.check().unwrap().is_empty());
+}
