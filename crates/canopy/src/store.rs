@@ -724,8 +724,13 @@ impl Session<'_> {
     /// # Errors
     /// [`Error::Data`] for a path that does not parse; backend errors.
     pub fn get_item(&self, path: &str) -> Result<Option<Subtree>> {
-        let p: Path = path.parse()?;
+        // One parse on the hot path; the instance-path parser runs again only
+        // to name the position of what is not an instance identifier.
         let q = Query::parse(path)?;
+        let p = match q.to_instance_path() {
+            Some(p) => p,
+            None => Query::parse_instance(path)?,
+        };
         self.store.with_tree(self.ds, &q, |tree, schema| {
             let p = canonical_path(&tree, &p, schema);
             tree.lookup(&p).map(owned)
