@@ -20,7 +20,8 @@ struct Cli {
     /// `sqlite:FILE?sync=commit|off`, or `memory:NAME` (empty at every start). Default: $CANOPY_STORE, else ./canopy-data.
     #[arg(long, global = true, value_name = "URL")]
     store: Option<String>,
-    /// Datastore: running, startup, candidate or operational.
+    /// Datastore: running, startup, candidate or operational. On operational,
+    /// reads show running's configuration merged with state; writes store state.
     #[arg(long, global = true, value_name = "NAME", default_value = "running")]
     ds: String,
     #[command(subcommand)]
@@ -92,6 +93,12 @@ enum Command {
     Count { query: String },
     /// Print the backend, revision, fragment count, bytes on disk and sync mode.
     Info,
+    /// Work on whole datastores: copy one onto another, commit or discard the
+    /// candidate, show the candidate's state and the locks held.
+    Datastore {
+        #[command(subcommand)]
+        op: DatastoreCommand,
+    },
     /// Copy a whole store into an empty store of any backend (--store is not used).
     Copy {
         #[arg(long, value_name = "URL")]
@@ -99,6 +106,18 @@ enum Command {
         #[arg(long, value_name = "URL")]
         to: String,
     },
+}
+
+#[derive(Subcommand)]
+enum DatastoreCommand {
+    /// Replace datastore TO with the contents of FROM (running, startup or candidate).
+    Copy { from: String, to: String },
+    /// Commit the candidate to running.
+    Commit,
+    /// Drop the candidate's changes: it reads as running again.
+    Discard,
+    /// Show whether the candidate holds uncommitted changes and which locks are held.
+    Status,
 }
 
 /// A user error found here rather than in the library (an unreadable file, a
@@ -189,6 +208,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
     let store = Store::open(&url)?;
     let session = store.session(ds);
+    // The state a command writes to operational outlives the command.
+    let writer = match ds {
+        Datastore::Operational => store.session(ds).stored(),
+        _ => store.session(ds),
+    };
     match cli.command {
         Command::Get { path, depth, compact } => print_json(&session, &path, ReadOptions { depth }, !compact)?,
         Command::Export { path, compact } => print_json(&session, &path, ReadOptions::default(), !compact)?,
@@ -196,18 +220,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Set { path, value } => {
             let t = value.trim_start();
             let commit = if (t.starts_with('{') || t.starts_with('[')) && t.trim_end() != "[null]" {
-                session.set_json(&path, &value)?
+                writer.set_json(&path, &value)?
             } else {
-                session.set(&path, Value::from_cli(&value))?
+                writer.set(&path, Value::from_cli(&value))?
             };
             report(&commit);
         }
-        Command::Delete { path } => report(&session.delete(&path)?),
+        Command::Delete { path } => report(&writer.delete(&path)?),
         Command::Edit { file, op, path, insert } => {
             let op: Operation = op.parse()?;
             let doc = file.as_deref().map(read_input).transpose()?;
             let insert = insert.as_deref().map(parse_insert).transpose()?;
-            report(&session.edit_json(op, &path, doc.as_deref(), insert)?);
+            report(&writer.edit_json(op, &path, doc.as_deref(), insert)?);
         }
         Command::Import { file, replace, list, user_ordered } => {
             for (spec, user_ordered) in list.iter().map(|s| (s, false)).chain(user_ordered.iter().map(|s| (s, true))) {
@@ -215,7 +239,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 store.declare_list(schema_path, ListInfo { keys, user_ordered })?;
             }
             let op = if replace { Operation::Replace } else { Operation::Merge };
-            report(&import(&session, &file, op)?);
+            report(&import(&writer, &file, op)?);
         }
         Command::Compact => {
             store.compact()?;
@@ -234,6 +258,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("sync: {sync}");
         }
         Command::Copy { .. } => unreachable!("handled before a store is opened"),
+        Command::Datastore { op } => match op {
+            DatastoreCommand::Copy { from, to } => {
+                let from: Datastore = from.parse().map_err(UserError)?;
+                let to: Datastore = to.parse().map_err(UserError)?;
+                report(&store.copy_datastore(from, to)?);
+            }
+            DatastoreCommand::Commit => report(&store.commit_candidate()?),
+            DatastoreCommand::Discard => {
+                store.discard_candidate()?;
+                eprintln!("candidate discarded: it reads as running");
+            }
+            DatastoreCommand::Status => {
+                let modified = store.candidate_modified()?;
+                println!("candidate: {}", if modified { "modified (uncommitted changes)" } else { "same as running" });
+                for l in store.locks()? {
+                    println!("lock: {} held by process {}", l.datastore.name(), l.pid);
+                }
+            }
+        },
         Command::Check => {
             let problems = store.check()?;
             if problems.is_empty() {

@@ -138,7 +138,11 @@ fn get_by_path_and_by_query() {
     let enabled = env.run(&["get", "//interface[enabled='true']/name", "--compact"]).ok();
     assert_eq!(
         enabled.stdout,
-        "{\"ietf-interfaces:interfaces\":{\"interface\":[{\"name\":\"eth0\"},{\"name\":\"lo0\"}]}}\n"
+        concat!(
+            "{\"ietf-interfaces:interfaces\":{\"interface\":[{\"@\":{\"ietf-origin:origin\":\"ietf-origin:intended\"},",
+            "\"name\":\"eth0\"},{\"name\":\"lo0\"}]}}\n"
+        ),
+        "ancestors keep their own metadata"
     );
 
     let wide = env.get("//address[prefix-length > 24]/ip");
@@ -490,4 +494,40 @@ fn a_non_sqlite_file_is_refused_as_a_sqlite_store() {
         env.raw(&all, None, None).user_error("not a SQLite database");
     }
     assert_eq!(std::fs::read_to_string(env.path("x.db")).unwrap(), SAMPLE, "left unchanged");
+}
+
+#[test]
+fn datastores_from_the_command_line() {
+    let env = Env::new();
+    env.run(&["set", "/m:sys/name", "r1"]).ok();
+    let status = env.run(&["datastore", "status"]).ok();
+    assert_eq!(status.stdout, "candidate: same as running\n");
+    env.run(&["--ds", "candidate", "set", "/m:sys/name", "c1"]).ok();
+    assert_eq!(env.run(&["datastore", "status"]).ok().stdout, "candidate: modified (uncommitted changes)\n");
+    assert_eq!(
+        env.run(&["--ds", "candidate", "get", "/m:sys/name", "--compact"]).ok().stdout,
+        "{\"m:sys\":{\"name\":\"c1\"}}\n"
+    );
+    assert_eq!(env.run(&["get", "/m:sys/name", "--compact"]).ok().stdout, "{\"m:sys\":{\"name\":\"r1\"}}\n");
+    let commit = env.run(&["datastore", "commit"]).ok();
+    assert!(commit.stderr.starts_with("committed revision "), "{}", commit.stderr);
+    assert_eq!(env.run(&["get", "/m:sys/name", "--compact"]).ok().stdout, "{\"m:sys\":{\"name\":\"c1\"}}\n");
+
+    env.run(&["--ds", "candidate", "delete", "/m:sys/name"]).ok();
+    env.run(&["datastore", "discard"]).ok();
+    assert_eq!(env.run(&["--ds", "candidate", "count", "/m:sys/name"]).ok().stdout, "1\n");
+
+    env.run(&["datastore", "copy", "running", "startup"]).ok();
+    assert_eq!(env.run(&["--ds", "startup", "get", "/", "--compact"]).ok().stdout, "{\"m:sys\":{\"name\":\"c1\"}}\n");
+    env.run(&["datastore", "copy", "running", "operational"]).user_error("operational cannot be copied");
+    env.run(&["datastore", "copy", "running", "nowhere"]).user_error("unknown datastore `nowhere`");
+
+    // State written from the command line is stored; reads merge it with running.
+    env.run(&["--ds", "operational", "set", "/m:sys/uptime", "42"]).ok();
+    assert_eq!(
+        env.run(&["--ds", "operational", "get", "/m:sys", "--compact"]).ok().stdout,
+        "{\"m:sys\":{\"@\":{\"ietf-origin:origin\":\"ietf-origin:intended\"},\"name\":\"c1\",\"uptime\":42,\
+         \"@uptime\":{\"ietf-origin:origin\":\"ietf-origin:unknown\"}}}\n"
+    );
+    assert_eq!(env.run(&["count", "/m:sys/uptime"]).ok().stdout, "0\n", "running holds no state");
 }

@@ -4,6 +4,8 @@
 //! 0x00 "format"            → format version of the layout (u32 BE)
 //! 0x00 "revision"          → u64 BE, maintained by the backend
 //! 0x00 "list" <schema path> → learned list info (schemaless keys/ordering)
+//! 0x00 "lock" <ds code>     → the connection holding the datastore's lock
+//! 0x00 "candidate"         → present while candidate differs from running
 //! 0x10+ds <path key>        → fragment of one container or list entry
 //! 0x20+ds <list key> <order key> 0x00 → entry suffix (user-ordered lists: order index)
 //! ```
@@ -33,6 +35,11 @@ pub const FORMAT: &[u8] = b"\x00format";
 pub const REVISION: &[u8] = b"\x00revision";
 /// Prefix of learned list info records.
 pub const LIST_INFO: &[u8] = b"\x00list";
+/// Prefix of datastore lock records (one per locked datastore).
+pub const LOCK: &[u8] = b"\x00lock";
+/// Present while the candidate datastore holds its own contents; absent, the
+/// candidate reads as running (RFC 6241: it starts as a copy of running).
+pub const CANDIDATE: &[u8] = b"\x00candidate";
 
 const DATA: u8 = 0x10;
 const ORDER: u8 = 0x20;
@@ -51,7 +58,8 @@ impl Datastore {
     pub const ALL: [Datastore; 4] =
         [Datastore::Running, Datastore::Startup, Datastore::Candidate, Datastore::Operational];
 
-    fn code(self) -> u8 {
+    /// The byte that stands for the datastore in keys.
+    pub fn code(self) -> u8 {
         match self {
             Datastore::Running => 1,
             Datastore::Startup => 2,
@@ -78,6 +86,20 @@ impl std::str::FromStr for Datastore {
             .find(|d| d.name() == s)
             .ok_or_else(|| format!("unknown datastore `{s}` (running, startup, candidate, operational)"))
     }
+}
+
+impl Datastore {
+    /// The datastore a key byte stands for.
+    pub fn from_code(code: u8) -> Option<Datastore> {
+        Datastore::ALL.into_iter().find(|d| d.code() == code)
+    }
+}
+
+/// The key of a datastore's lock record.
+pub fn lock_key(ds: Datastore) -> Vec<u8> {
+    let mut k = LOCK.to_vec();
+    k.push(ds.code());
+    k
 }
 
 /// The prefix of all fragments of a datastore; the key of its root fragment.

@@ -19,6 +19,12 @@ pub enum Error {
     /// An operation that does not fit its arguments.
     #[error("{0}")]
     Usage(String),
+    /// Another connection holds the lock of the datastore written to.
+    #[error("{0}")]
+    Locked(String),
+    /// A change subscriber rejected the transaction; nothing was stored.
+    #[error("the subscriber to {subtree} in {} rejected the transaction: {reason}", datastore.name())]
+    Rejected { datastore: canopy_store::keys::Datastore, subtree: String, reason: String },
 }
 
 impl Error {
@@ -26,7 +32,7 @@ impl Error {
     /// the CLI) rather than an internal failure (exit status 2).
     pub fn is_user_error(&self) -> bool {
         match self {
-            Error::Data(_) | Error::Usage(_) => true,
+            Error::Data(_) | Error::Usage(_) | Error::Locked(_) | Error::Rejected { .. } => true,
             Error::Store(e) => matches!(
                 e.kind(),
                 ErrorKind::InvalidUrl

@@ -17,12 +17,15 @@
 mod admin;
 mod check;
 mod commit;
+mod datastores;
 pub mod error;
+mod hub;
 mod load;
 pub mod open;
 mod schema;
 mod store;
 mod stream;
+pub mod subscribe;
 
 pub use admin::{copy, CopyReport, StoreInfo, COPY_BATCH};
 pub use canopy_core::diff::{Change, Place, Subtree};
@@ -30,5 +33,8 @@ pub use canopy_core::edit::{Edit, Operation};
 pub use canopy_core::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};
 pub use canopy_core::{json, Meta, Path, Value};
 pub use canopy_store::keys::Datastore;
+pub use datastores::{LockInfo, ORIGIN, ORIGIN_INTENDED, ORIGIN_UNKNOWN};
 pub use error::{Error, Result};
+pub use hub::Provider;
 pub use store::{Commit, Options, ReadOptions, Session, Store};
+pub use subscribe::{ChangeEvent, Subscriber, Subscription};

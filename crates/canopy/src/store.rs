@@ -16,8 +16,11 @@ use canopy_store::keys::{self, Datastore};
 use canopy_store::{Backend, Batch, ErrorKind, Snapshot, StoreUrl};
 
 use crate::commit::batch_for;
+use crate::datastores::{Conn, Control};
 use crate::error::{Error, Result};
+use crate::hub::Hub;
 use crate::load::{node_key, Loader};
+use crate::subscribe::{self, Matched};
 
 /// How a store is opened.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,14 +51,28 @@ pub struct Store {
     url: String,
     /// Learned list info and the revision it was read at.
     schema: RwLock<(u64, Arc<Schemaless>)>,
-    /// One writer at a time in this process; other processes are caught by the
-    /// revision check of each batch.
-    writer: Mutex<()>,
+    /// Locks and the candidate's state, and the revision they were read at.
+    control: RwLock<(u64, Arc<Control>)>,
+    /// One writer at a time in this connection; other connections and
+    /// processes are caught by the revision check of each batch.
+    pub(crate) writer: Mutex<()>,
     cache: Option<RwLock<HashMap<Datastore, Cached>>>,
+    /// This connection (locks and pushed state belong to it).
+    pub(crate) conn: Conn,
+    /// What the connections of this store in this process share.
+    pub(crate) hub: Arc<Hub>,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.release_locks();
+        self.clear_pushed();
+        self.conn.close();
+    }
 }
 
 /// How many times a transaction is rebuilt when another process committed first.
-const CONFLICT_RETRIES: usize = 20;
+pub(crate) const CONFLICT_RETRIES: usize = 20;
 
 impl Store {
     /// Opens the store a URL names (see [`crate::open::open_backend`]). The URL
@@ -94,16 +111,19 @@ impl Store {
     /// Errors reading the store's learned list info.
     pub fn from_backend(backend: Box<dyn Backend>, url: &str, options: Options) -> Result<Store> {
         init_format(&*backend)?;
-        let (rev, schema) = {
+        let (rev, schema, control) = {
             let snap = backend.snapshot()?;
-            (snap.revision(), crate::schema::load(&*snap)?)
+            (snap.revision(), crate::schema::load(&*snap)?, Control::load(&*snap)?)
         };
         Ok(Store {
             backend,
             url: url.to_string(),
             schema: RwLock::new((rev, Arc::new(schema))),
+            control: RwLock::new((rev, Arc::new(control))),
             writer: Mutex::new(()),
             cache: options.cache.then(|| RwLock::new(HashMap::new())),
+            conn: Conn::new(),
+            hub: crate::hub::hub_for(url),
         })
     }
 
@@ -119,7 +139,7 @@ impl Store {
 
     /// A session on a datastore.
     pub fn session(&self, ds: Datastore) -> Session<'_> {
-        Session { store: self, ds }
+        Session { store: self, ds, stored: false }
     }
 
     /// A session on `running`.
@@ -147,6 +167,25 @@ impl Store {
         let mut g = self.schema.write().map_err(|_| poisoned())?;
         *g = (snap.revision(), s.clone());
         Ok(s)
+    }
+
+    /// Locks and the candidate's state valid for `snap`.
+    pub(crate) fn control_at(&self, snap: &dyn Snapshot) -> Result<Arc<Control>> {
+        {
+            let g = self.control.read().map_err(|_| poisoned())?;
+            if g.0 == snap.revision() {
+                return Ok(g.1.clone());
+            }
+        }
+        let c = Arc::new(Control::load(snap)?);
+        let mut g = self.control.write().map_err(|_| poisoned())?;
+        *g = (snap.revision(), c.clone());
+        Ok(c)
+    }
+
+    /// The learned list info of the current revision.
+    pub(crate) fn learned_schema(&self) -> Result<Arc<Schemaless>> {
+        self.schema_now()
     }
 
     /// The learned list info of the current revision.
@@ -223,6 +262,7 @@ impl Store {
     /// Runs `edits` as one transaction on `ds`. When another process commits
     /// first, the transaction is rebuilt on the new state and tried again.
     fn transact(&self, ds: Datastore, edits: &[Edit]) -> Result<Commit> {
+        subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
         for _ in 0..CONFLICT_RETRIES {
             match self.transact_once(ds, edits.to_vec()) {
@@ -240,15 +280,36 @@ impl Store {
     /// transaction. Not retried: a conflict with another process's commit is
     /// reported as [`ErrorKind::Conflict`] and nothing is stored.
     fn transact_owned(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
+        subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
         self.transact_once(ds, edits)
     }
 
     fn transact_once(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
-        match &self.cache {
+        // Locks, and the candidate's first edit, which gives it its own copy
+        // of running (undone when the edit fails).
+        let materialized = {
+            let snap = self.backend.snapshot()?;
+            let control = self.control_at(&*snap)?;
+            self.check_unlocked(&control, ds)?;
+            match ds == Datastore::Candidate && !control.candidate_modified {
+                true => Some(self.materialize_candidate(&*snap)?),
+                false => None,
+            }
+        };
+        let out = match &self.cache {
             Some(cache) => self.transact_cached(cache, ds, edits),
             None => self.transact_uncached(ds, edits),
+        };
+        if let (Some(revision), Err(e)) = (materialized, &out) {
+            if !matches!(e, Error::Store(s) if s.kind() == ErrorKind::Conflict) {
+                let mut batch = Batch { expect_revision: Some(revision), ops: Vec::new() };
+                crate::datastores::discard_ops(&mut batch);
+                // Another writer committed since: the candidate is theirs now.
+                let _ = self.backend.apply(&batch);
+            }
         }
+        out
     }
 
     fn transact_uncached(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
@@ -268,13 +329,23 @@ impl Store {
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: snap.revision(), changes });
         }
-        let batch = batch_for(&changes, &root, ds, &*snap, &schema, &learned, &|k| loader.has_range(k))?;
+        let matched = Matched::find(&self.hub, ds, &changes);
+        matched.validate(self.conn.id, &changes)?;
+        let batch = batch_for(&changes, &root, ds, &*snap, &schema, &learned, &|k| loader.has_range(k));
         drop(loader);
         drop(root);
         drop(snap);
-        let revision = self.backend.apply(&batch)?;
-        self.learned_committed(revision, schema);
-        Ok(Commit { revision, changes })
+        match batch.and_then(|b| Ok(self.backend.apply(&b)?)) {
+            Ok(revision) => {
+                self.learned_committed(revision, schema);
+                matched.apply(self.conn.id, &changes, revision);
+                Ok(Commit { revision, changes })
+            }
+            Err(e) => {
+                matched.abort(self.conn.id, &changes);
+                Err(e)
+            }
+        }
     }
 
     fn transact_cached(
@@ -308,6 +379,11 @@ impl Store {
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: snap.revision(), changes });
         }
+        let matched = Matched::find(&self.hub, ds, &changes);
+        if let Err(e) = matched.validate(self.conn.id, &changes) {
+            undo(&mut cached.tree, &changes);
+            return Err(e);
+        }
         let stored = batch_for(&changes, &cached.tree, ds, &*snap, &schema, &learned, &|_| true).and_then(|batch| {
             drop(snap);
             Ok(self.backend.apply(&batch)?)
@@ -322,10 +398,12 @@ impl Store {
                     }
                 }
                 self.learned_committed(revision, schema);
+                matched.apply(self.conn.id, &changes, revision);
                 Ok(Commit { revision, changes })
             }
             Err(e) => {
                 undo(&mut cached.tree, &changes);
+                matched.abort(self.conn.id, &changes);
                 Err(e)
             }
         }
@@ -339,6 +417,50 @@ impl Store {
                 *g = (revision, Arc::new(schema));
             }
         }
+        // Data commits leave locks and the candidate's state as they were.
+        if let Ok(mut g) = self.control.write() {
+            if g.0 + 1 == revision {
+                g.0 = revision;
+            }
+        }
+    }
+
+    /// Runs `f` on a tree holding at least what `query` selects from the
+    /// view a session reads: a datastore's contents (the candidate's being
+    /// running's until it is edited), or for operational (unless `stored`)
+    /// the merged operational view.
+    fn with_view<T>(
+        &self,
+        ds: Datastore,
+        stored: bool,
+        query: &Query,
+        f: impl FnOnce(Cow<'_, Container>, &Schemaless) -> T,
+    ) -> Result<T> {
+        if ds == Datastore::Operational && !stored {
+            subscribe::check_not_calling(self.conn.id)?;
+            let tree = self.operational_tree(query)?;
+            let schema = self.schema_now()?;
+            return Ok(f(Cow::Owned(tree), &schema));
+        }
+        self.with_stored_tree(ds, query, f)
+    }
+
+    /// [`Store::with_tree`] on what `ds` reads: the candidate reads running
+    /// until it is edited.
+    pub(crate) fn with_stored_tree<T>(
+        &self,
+        ds: Datastore,
+        query: &Query,
+        f: impl FnOnce(Cow<'_, Container>, &Schemaless) -> T,
+    ) -> Result<T> {
+        let ds = match ds {
+            Datastore::Candidate => {
+                let snap = self.backend.snapshot()?;
+                self.control_at(&*snap)?.read_ds(ds)
+            }
+            d => d,
+        };
+        self.with_tree(ds, query, f)
     }
 
     /// Runs `f` on a tree that holds at least what `query` can select: the
@@ -349,6 +471,7 @@ impl Store {
         query: &Query,
         f: impl FnOnce(Cow<'_, Container>, &Schemaless) -> T,
     ) -> Result<T> {
+        subscribe::check_not_calling(self.conn.id)?;
         let snap = self.backend.snapshot()?;
         let schema = self.schema_at(&*snap)?;
         if let Some(cache) = &self.cache {
@@ -373,7 +496,7 @@ impl Store {
 }
 
 /// What a query selects from `tree`, as one tree (see [`Session::get`]).
-fn selection(tree: Cow<'_, Container>, query: &Query, opts: ReadOptions) -> Container {
+pub(crate) fn selection(tree: Cow<'_, Container>, query: &Query, opts: ReadOptions) -> Container {
     let paths = query.evaluate(&tree);
     let mut out = match paths.as_slice() {
         [p] if p.is_root() => tree.into_owned(),
@@ -420,12 +543,12 @@ fn init_format(backend: &dyn Backend) -> Result<()> {
     }
 }
 
-fn poisoned() -> Error {
+pub(crate) fn poisoned() -> Error {
     Error::Store(canopy_store::StoreError::new(ErrorKind::Unavailable, "store lock poisoned by a panic"))
 }
 
 /// Undoes changes already applied to a cached tree.
-fn undo(tree: &mut Container, changes: &[Change]) {
+pub(crate) fn undo(tree: &mut Container, changes: &[Change]) {
     diff::apply(tree, &diff::invert(changes)).expect("undoing applied changes");
 }
 
@@ -666,15 +789,34 @@ pub struct ReadOptions {
 }
 
 /// Work on one datastore of a store.
+///
+/// On operational, a session reads the operational view (running's
+/// configuration merged with state; see [`Store::provide`]) and its writes
+/// push state that lasts as long as its connection ([`Store`]); a
+/// [`Session::stored`] session reads and writes the state kept in the store
+/// instead, which lasts until deleted.
 pub struct Session<'s> {
     store: &'s Store,
     ds: Datastore,
+    stored: bool,
 }
 
 impl Session<'_> {
     /// The datastore this session works on.
     pub fn datastore(&self) -> Datastore {
         self.ds
+    }
+
+    /// The same session on the datastore's stored contents: for operational,
+    /// the state kept in the store (it outlives connections), without
+    /// running's configuration, pushed state or providers.
+    pub fn stored(self) -> Self {
+        Session { stored: true, ..self }
+    }
+
+    /// Whether writes push connection-scoped operational state.
+    fn pushes(&self) -> bool {
+        self.ds == Datastore::Operational && !self.stored
     }
 
     /// Reads what `query` selects (an instance path or an XPath subset query)
@@ -684,7 +826,7 @@ impl Session<'_> {
     /// [`Error::Data`] for a query that does not parse; backend errors.
     pub fn get(&self, query: &str, opts: ReadOptions) -> Result<Container> {
         let q = Query::parse(query)?;
-        self.store.with_tree(self.ds, &q, |tree, _| selection(tree, &q, opts))
+        self.store.with_view(self.ds, self.stored, &q, |tree, _| selection(tree, &q, opts))
     }
 
     /// Reads what `query` selects and writes it as RFC 7951 JSON to `out`.
@@ -696,18 +838,20 @@ impl Session<'_> {
     pub fn get_json<W: std::io::Write>(&self, query: &str, opts: ReadOptions, pretty: bool, mut out: W) -> Result<()> {
         let q = Query::parse(query)?;
         // Uncached, a whole subtree streams from the stored fragments.
-        if let (None, None, Some(p)) = (&self.store.cache, opts.depth, q.to_instance_path()) {
+        let plain = !self.pushes();
+        if let (true, None, None, Some(p)) = (plain, &self.store.cache, opts.depth, q.to_instance_path()) {
             if crate::stream::streamable(&p) {
                 let snap = self.store.backend.snapshot()?;
                 let schema = self.store.schema_at(&*snap)?;
+                let ds = self.store.control_at(&*snap)?.read_ds(self.ds);
                 let p = canonical_path(&Container::default(), &p, &*schema);
-                if crate::stream::write_path(&*snap, self.ds, &schema, &p, pretty, &mut out)? {
+                if crate::stream::write_path(&*snap, ds, &schema, &p, pretty, &mut out)? {
                     return Ok(());
                 }
             }
         }
         let wopts = canopy_core::json::WriteOptions { pretty, depth: None };
-        let written = self.store.with_tree(self.ds, &q, |tree, _| {
+        let written = self.store.with_view(self.ds, self.stored, &q, |tree, _| {
             let paths = q.evaluate(&tree);
             match (paths.as_slice(), &tree) {
                 ([p], Cow::Borrowed(t)) if p.is_root() && opts.depth.is_none() => {
@@ -731,7 +875,7 @@ impl Session<'_> {
             Some(p) => p,
             None => Query::parse_instance(path)?,
         };
-        self.store.with_tree(self.ds, &q, |tree, schema| {
+        self.store.with_view(self.ds, self.stored, &q, |tree, schema| {
             let p = canonical_path(&tree, &p, schema);
             tree.lookup(&p).map(owned)
         })
@@ -743,7 +887,7 @@ impl Session<'_> {
     /// As [`Session::get`].
     pub fn count(&self, query: &str) -> Result<usize> {
         let q = Query::parse(query)?;
-        self.store.with_tree(self.ds, &q, |tree, _| q.evaluate(&tree).len())
+        self.store.with_view(self.ds, self.stored, &q, |tree, _| q.evaluate(&tree).len())
     }
 
     /// Sets the leaf at `path` (merging: containers and list entries on the way
@@ -773,7 +917,10 @@ impl Session<'_> {
     /// # Errors
     /// The first edit that fails (nothing is stored then); backend errors.
     pub fn apply(&self, edits: &[Edit]) -> Result<Commit> {
-        self.store.transact(self.ds, edits)
+        match self.pushes() {
+            true => self.store.push(edits.to_vec()),
+            false => self.store.transact(self.ds, edits),
+        }
     }
 
     /// Applies one edit whose value is RFC 7951 JSON text, as one transaction.
@@ -864,7 +1011,15 @@ impl Session<'_> {
     pub fn import<R: std::io::Read>(&self, input: R, op: Operation) -> Result<Commit> {
         let tree = canopy_core::json::parse_document(input, &*self.store.schema_now()?)?;
         let edit = Edit { op, path: Path::root(), value: Some(Node::Container(tree)), insert: None };
-        self.store.transact_owned(self.ds, vec![edit])
+        self.apply_owned(vec![edit])
+    }
+
+    /// [`Session::apply`] with edits taken by value. Not retried on a conflict.
+    pub(crate) fn apply_owned(&self, edits: Vec<Edit>) -> Result<Commit> {
+        match self.pushes() {
+            true => self.store.push(edits),
+            false => self.store.transact_owned(self.ds, edits),
+        }
     }
 }
 
@@ -882,7 +1037,7 @@ fn owned(r: NodeRef<'_>) -> Subtree {
 }
 
 /// Cuts the subtree at `path` in `tree` to `depth` levels below it.
-fn trim_at(tree: &mut Container, path: &Path, depth: usize) {
+pub(crate) fn trim_at(tree: &mut Container, path: &Path, depth: usize) {
     let Some(parent) = path.parent() else {
         trim(tree, depth);
         return;

@@ -304,7 +304,11 @@ fn copy_path(src: &Container, out: &mut Container, segs: &[Segment]) {
             out.children.insert(seg.name.clone(), node.clone());
         }
         (Node::Container(c), Selector::None) => {
-            let o = out.children.entry(seg.name.clone()).or_insert_with(|| Node::Container(Container::default()));
+            // Ancestors keep their own metadata (origin, annotations), not their other children.
+            let o = out
+                .children
+                .entry(seg.name.clone())
+                .or_insert_with(|| Node::Container(Container { meta: c.meta.clone(), ..Default::default() }));
             if let Node::Container(oc) = o {
                 copy_path(c, oc, rest);
             }
@@ -321,7 +325,7 @@ fn copy_path(src: &Container, out: &mut Container, segs: &[Segment]) {
             }
             if ol.get_at(pos).is_none() {
                 let keys_only = Container {
-                    meta: Default::default(),
+                    meta: entry.meta.clone(),
                     children: l
                         .info
                         .keys

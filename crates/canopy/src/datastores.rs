@@ -1,0 +1,580 @@
+//! The NMDA datastores (RFC 8342) beyond plain storage: locks, the candidate
+//! (a copy of running until edited; `commit` and `discard`), copies between
+//! datastores, and the operational view (running's configuration merged with
+//! stored state, state pushed by live connections and state that providers
+//! build on request, each node annotated with its `origin`).
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use canopy_core::edit::{Edit, Operation};
+use canopy_core::path::query::Query;
+use canopy_core::path::{Path, Selector};
+use canopy_core::tree::{Container, Insert, List, Node};
+use canopy_core::{Meta, Schema};
+use canopy_store::keys::{self, Datastore};
+use canopy_store::{Batch, ErrorKind, Snapshot};
+
+use crate::error::{Error, Result};
+use crate::hub::{ProvideFn, Provider};
+use crate::store::{Commit, ReadOptions, Store};
+use crate::subscribe::{self, Subscriber, Subscription};
+
+/// The metadata name of a node's origin (RFC 8342, section 5.3.4).
+pub const ORIGIN: &str = "ietf-origin:origin";
+/// Origin of configuration from running.
+pub const ORIGIN_INTENDED: &str = "ietf-origin:intended";
+/// Origin given to state that does not name its own.
+pub const ORIGIN_UNKNOWN: &str = "ietf-origin:unknown";
+
+/// A connection's identity: unique across the processes of one machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Conn {
+    pub id: u64,
+    pub pid: u32,
+    pub start: u64,
+}
+
+static LIVE: OnceLock<Mutex<BTreeSet<u64>>> = OnceLock::new();
+
+fn live() -> std::sync::MutexGuard<'static, BTreeSet<u64>> {
+    LIVE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Conn {
+    pub fn new() -> Conn {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let c = Conn { id: NEXT.fetch_add(1, Ordering::Relaxed), pid: std::process::id(), start: process_start(None) };
+        live().insert(c.id);
+        c
+    }
+
+    pub fn close(&self) {
+        live().remove(&self.id);
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(20);
+        v.extend_from_slice(&self.pid.to_be_bytes());
+        v.extend_from_slice(&self.start.to_be_bytes());
+        v.extend_from_slice(&self.id.to_be_bytes());
+        v
+    }
+
+    fn decode(v: &[u8]) -> Option<Conn> {
+        (v.len() == 20).then(|| Conn {
+            pid: u32::from_be_bytes(v[0..4].try_into().expect("4 bytes")),
+            start: u64::from_be_bytes(v[4..12].try_into().expect("8 bytes")),
+            id: u64::from_be_bytes(v[12..20].try_into().expect("8 bytes")),
+        })
+    }
+
+    /// Whether the connection still exists: its process runs (the same
+    /// process, not a later one with its number) and, in this process, it is
+    /// not closed.
+    fn alive(&self) -> bool {
+        if self.pid == std::process::id() && self.start == process_start(None) {
+            return live().contains(&self.id);
+        }
+        if cfg!(target_os = "linux") {
+            return self.start != 0 && process_start(Some(self.pid)) == self.start;
+        }
+        true
+    }
+
+    fn describe(&self, me: &Conn) -> String {
+        if self == me {
+            "this connection".into()
+        } else if self.pid == me.pid {
+            "another connection of this process".into()
+        } else {
+            format!("a connection of process {}", self.pid)
+        }
+    }
+}
+
+/// The start time of a process (clock ticks since boot, /proc/PID/stat field
+/// 22), 0 when unknown. Tells a process from a later one with its number.
+fn process_start(pid: Option<u32>) -> u64 {
+    fn read(pid: &str) -> u64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0 };
+        // The command name (field 2) may hold spaces: count after its ')'.
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(19))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    }
+    match pid {
+        Some(p) => read(&p.to_string()),
+        None => {
+            static ME: OnceLock<u64> = OnceLock::new();
+            *ME.get_or_init(|| read("self"))
+        }
+    }
+}
+
+/// Datastore-level records of a revision: locks and the candidate's state.
+#[derive(Debug, Default)]
+pub(crate) struct Control {
+    pub locks: Vec<(Datastore, Conn)>,
+    pub candidate_modified: bool,
+}
+
+impl Control {
+    pub fn load(snap: &dyn Snapshot) -> Result<Control> {
+        let mut locks = Vec::new();
+        snap.scan_prefix(keys::LOCK, false, &mut |k, v| {
+            if let (Some(ds), Some(c)) =
+                (k.get(keys::LOCK.len()).and_then(|&b| Datastore::from_code(b)), Conn::decode(v))
+            {
+                locks.push((ds, c));
+            }
+            Ok(true)
+        })?;
+        Ok(Control { locks, candidate_modified: snap.get(keys::CANDIDATE)?.is_some() })
+    }
+
+    /// The live connection holding `ds`'s lock.
+    fn holder(&self, ds: Datastore) -> Option<Conn> {
+        self.locks.iter().find(|(d, c)| *d == ds && c.alive()).map(|(_, c)| *c)
+    }
+
+    /// The datastore whose contents `ds` reads.
+    pub fn read_ds(&self, ds: Datastore) -> Datastore {
+        match ds {
+            Datastore::Candidate if !self.candidate_modified => Datastore::Running,
+            d => d,
+        }
+    }
+}
+
+/// A lock as [`Store::locks`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockInfo {
+    pub datastore: Datastore,
+    /// The process holding it.
+    pub pid: u32,
+    /// Whether this connection holds it.
+    pub mine: bool,
+}
+
+impl Store {
+    /// Fails with [`Error::Locked`] when another live connection holds `ds`'s lock.
+    pub(crate) fn check_unlocked(&self, control: &Control, ds: Datastore) -> Result<()> {
+        match control.holder(ds) {
+            Some(c) if c != self.conn => Err(Error::Locked(format!(
+                "{} is locked by {}; the transaction was not applied",
+                ds.name(),
+                c.describe(&self.conn)
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Locks `ds` for this connection (RFC 6241 `<lock>`): other connections,
+    /// in this process or others, cannot change it until [`Store::unlock`], until
+    /// this connection is dropped, or until its process ends. The candidate
+    /// cannot be locked while it holds uncommitted changes.
+    ///
+    /// # Errors
+    /// [`Error::Locked`] when a connection (this one included) holds the lock;
+    /// [`Error::Usage`] for operational (state is not locked) or a modified candidate.
+    pub fn lock(&self, ds: Datastore) -> Result<()> {
+        if ds == Datastore::Operational {
+            return Err(Error::Usage("operational cannot be locked: it is not configuration".into()));
+        }
+        self.control_write(|control, batch| {
+            if let Some(c) = control.holder(ds) {
+                return Err(Error::Locked(format!("{} is already locked by {}", ds.name(), c.describe(&self.conn))));
+            }
+            if ds == Datastore::Candidate && control.candidate_modified {
+                return Err(Error::Usage(
+                    "candidate holds uncommitted changes; commit or discard them before locking it".into(),
+                ));
+            }
+            batch.put(keys::lock_key(ds), self.conn.encode());
+            Ok(())
+        })
+    }
+
+    /// Releases this connection's lock on `ds`.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] when this connection does not hold it.
+    pub fn unlock(&self, ds: Datastore) -> Result<()> {
+        self.control_write(|control, batch| {
+            if control.holder(ds) != Some(self.conn) {
+                return Err(Error::Usage(format!("{} is not locked by this connection", ds.name())));
+            }
+            batch.delete(keys::lock_key(ds));
+            Ok(())
+        })
+    }
+
+    /// The datastore locks held by live connections.
+    ///
+    /// # Errors
+    /// Backend read errors.
+    pub fn locks(&self) -> Result<Vec<LockInfo>> {
+        let snap = self.backend().snapshot()?;
+        let control = self.control_at(&*snap)?;
+        Ok(Datastore::ALL
+            .into_iter()
+            .filter_map(|ds| control.holder(ds).map(|c| LockInfo { datastore: ds, pid: c.pid, mine: c == self.conn }))
+            .collect())
+    }
+
+    /// Whether the candidate holds changes that running does not have.
+    ///
+    /// # Errors
+    /// Backend read errors.
+    pub fn candidate_modified(&self) -> Result<bool> {
+        let snap = self.backend().snapshot()?;
+        Ok(self.control_at(&*snap)?.candidate_modified)
+    }
+
+    /// Runs a batch on the datastore records, built by `build` from the
+    /// current ones; stale locks of ended connections are dropped on the way.
+    fn control_write(&self, build: impl Fn(&Control, &mut Batch) -> Result<()>) -> Result<()> {
+        subscribe::check_not_calling(self.conn.id)?;
+        let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
+        for _ in 0..crate::store::CONFLICT_RETRIES {
+            let snap = self.backend().snapshot()?;
+            let control = Control::load(&*snap)?;
+            let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+            for (ds, c) in &control.locks {
+                if !c.alive() {
+                    batch.delete(keys::lock_key(*ds));
+                }
+            }
+            build(&control, &mut batch)?;
+            drop(snap);
+            match self.backend().apply(&batch) {
+                Err(e) if e.kind() == ErrorKind::Conflict => continue,
+                Err(e) => return Err(e.into()),
+                Ok(_) => return Ok(()),
+            }
+        }
+        Err(Error::Store(canopy_store::StoreError::new(ErrorKind::Conflict, "other writers kept committing first")))
+    }
+
+    /// Releases every lock this connection holds (when it closes).
+    pub(crate) fn release_locks(&self) {
+        let held = |c: &Control| c.locks.iter().any(|(_, h)| *h == self.conn);
+        let Ok(snap) = self.backend().snapshot() else { return };
+        if !Control::load(&*snap).map(|c| held(&c)).unwrap_or(false) {
+            return;
+        }
+        drop(snap);
+        let _ = self.control_write(|control, batch| {
+            for (ds, c) in &control.locks {
+                if *c == self.conn {
+                    batch.delete(keys::lock_key(*ds));
+                }
+            }
+            Ok(())
+        });
+    }
+
+    /// Gives the candidate its own contents (a copy of running) before its
+    /// first edit. Returns the revision it made.
+    pub(crate) fn materialize_candidate(&self, snap: &dyn Snapshot) -> Result<u64> {
+        let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+        for (from, to) in [
+            (keys::data_prefix(Datastore::Running), keys::data_prefix(Datastore::Candidate)),
+            (keys::order_prefix(Datastore::Running), keys::order_prefix(Datastore::Candidate)),
+        ] {
+            batch.delete_prefix(to.clone());
+            snap.scan_prefix(&from, false, &mut |k, v| {
+                let mut nk = to.clone();
+                nk.extend_from_slice(&k[from.len()..]);
+                batch.put(nk, v.to_vec());
+                Ok(true)
+            })?;
+        }
+        batch.put(keys::CANDIDATE.to_vec(), Vec::new());
+        Ok(self.backend().apply(&batch)?)
+    }
+
+    /// Makes the candidate read as running again, dropping its changes
+    /// (RFC 6241 `<discard-changes>`).
+    ///
+    /// # Errors
+    /// [`Error::Locked`] when another connection holds the candidate's lock.
+    pub fn discard_candidate(&self) -> Result<()> {
+        self.control_write(|control, batch| {
+            self.check_unlocked(control, Datastore::Candidate)?;
+            discard_ops(batch);
+            Ok(())
+        })
+    }
+
+    /// Commits the candidate to running (RFC 6241 `<commit>`): running gets
+    /// the candidate's contents in one transaction (validated, seen by
+    /// running's subscribers), then the candidate reads as running again.
+    ///
+    /// # Errors
+    /// [`Error::Locked`] when another connection holds running's or the
+    /// candidate's lock; as [`crate::Session::apply`].
+    pub fn commit_candidate(&self) -> Result<Commit> {
+        {
+            let snap = self.backend().snapshot()?;
+            let control = self.control_at(&*snap)?;
+            self.check_unlocked(&control, Datastore::Candidate)?;
+            if !control.candidate_modified {
+                return Ok(Commit { revision: snap.revision(), changes: Vec::new() });
+            }
+        }
+        let commit = self.copy_datastore(Datastore::Candidate, Datastore::Running)?;
+        self.discard_candidate()?;
+        let revision = self.revision()?;
+        Ok(Commit { revision, ..commit })
+    }
+
+    /// Replaces the contents of `to` with those of `from` in one transaction
+    /// (validated, seen by `to`'s subscribers). Copying running to the
+    /// candidate is a discard.
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for operational on either side (it holds state, not
+    /// configuration); [`Error::Locked`] when another connection holds `to`'s lock.
+    pub fn copy_datastore(&self, from: Datastore, to: Datastore) -> Result<Commit> {
+        if from == Datastore::Operational || to == Datastore::Operational {
+            return Err(Error::Usage(
+                "operational cannot be copied to or from: it holds state, not configuration".into(),
+            ));
+        }
+        let snap = self.backend().snapshot()?;
+        let control = self.control_at(&*snap)?;
+        let source = control.read_ds(from);
+        if from == to || (to == Datastore::Candidate && source == Datastore::Running) {
+            if to == Datastore::Candidate && control.candidate_modified {
+                drop(snap);
+                self.discard_candidate()?;
+            }
+            return Ok(Commit { revision: self.revision()?, changes: Vec::new() });
+        }
+        drop(snap);
+        let tree = self.session(source).get("/", ReadOptions::default())?;
+        let edit =
+            Edit { op: Operation::Replace, path: Path::root(), value: Some(Node::Container(tree)), insert: None };
+        self.session(to).apply_owned(vec![edit])
+    }
+
+    /// Subscribes to changes of the subtree at `path` (an instance path; a
+    /// segment without keys stands for every entry of its list; `/` for the
+    /// whole datastore) of `ds`, with a priority (higher first). See
+    /// [`crate::subscribe`].
+    ///
+    /// # Errors
+    /// [`Error::Data`] for a path that does not parse.
+    pub fn subscribe(
+        &self,
+        ds: Datastore,
+        path: &str,
+        priority: i32,
+        subscriber: impl Subscriber + 'static,
+    ) -> Result<Subscription> {
+        let p = Query::parse_instance(path)?;
+        Ok(subscribe::subscribe(&self.hub, ds, p, priority, Box::new(subscriber)))
+    }
+
+    /// Registers an operational data provider for the subtree at `path`:
+    /// every read of operational that reaches the subtree calls `provide`
+    /// and merges what it returns (a tree from the root) into the result,
+    /// marked with origin `ietf-origin:unknown` unless it carries its own
+    /// `ietf-origin:origin` metadata. Providers belong to the process: every
+    /// connection of the store here sees them.
+    ///
+    /// # Errors
+    /// [`Error::Data`] for a path that does not parse.
+    pub fn provide(
+        &self,
+        path: &str,
+        provide: impl Fn(&Path) -> std::result::Result<Container, String> + Send + Sync + 'static,
+    ) -> Result<Provider> {
+        let p = Query::parse_instance(path)?;
+        let f: Box<ProvideFn> = Box::new(provide);
+        Ok(Provider { hub: self.hub.clone(), id: self.hub.add_provider(p, f) })
+    }
+
+    /// Drops the operational state this connection pushed.
+    pub fn clear_pushed(&self) {
+        self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.conn.id);
+    }
+
+    /// The operational view of what `query` can select: running's
+    /// configuration, then stored state, then each live connection's pushed
+    /// state, then what providers supply, merged in that order.
+    pub(crate) fn operational_tree(&self, query: &Query) -> Result<Container> {
+        let whole = ReadOptions::default();
+        // Running's part, with the ancestors it has of what the query reaches
+        // (so that configured ancestors of state read alone show as intended).
+        let mut out = self.with_stored_tree(Datastore::Running, query, |t, schema| {
+            let mut out = canopy_core::select(&t, &query.evaluate(&t));
+            let reach = query.instance_prefix(&|sp| schema.list_info(sp));
+            let mut at = reach;
+            while !at.is_root() && t.lookup(&at).is_none() {
+                at = at.parent().unwrap_or_else(Path::root);
+            }
+            if !at.is_root() {
+                let mut skeleton = canopy_core::select(&t, std::slice::from_ref(&at));
+                crate::store::trim_at(&mut skeleton, &at, 0);
+                merge(&mut out, skeleton, "");
+            }
+            out
+        })?;
+        mark_origin(&mut out, ORIGIN_INTENDED);
+        let stored =
+            self.with_stored_tree(Datastore::Operational, query, |t, _| crate::store::selection(t, query, whole))?;
+        merge(&mut out, stored, ORIGIN_UNKNOWN);
+        let pushed: Vec<Container> = {
+            let pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
+            pushed.values().map(|t| crate::store::selection(Cow::Borrowed(t), query, whole)).collect()
+        };
+        for t in pushed {
+            merge(&mut out, t, ORIGIN_UNKNOWN);
+        }
+        let prefix = query.instance_prefix(&|_| None);
+        for p in self.hub.providers() {
+            if !(overlaps(&p.subtree, &prefix)) {
+                continue;
+            }
+            let tree = subscribe::call_guarded(self.conn.id, || (p.provide)(&p.subtree))
+                .and_then(|r| r)
+                .map_err(|e| Error::Usage(format!("the operational data provider of {} failed: {e}", p.subtree)))?;
+            merge(&mut out, crate::store::selection(Cow::Owned(tree), query, whole), ORIGIN_UNKNOWN);
+        }
+        Ok(out)
+    }
+
+    /// Applies edits to the state this connection pushes to operational.
+    pub(crate) fn push(&self, edits: Vec<Edit>) -> Result<Commit> {
+        subscribe::check_not_calling(self.conn.id)?;
+        let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
+        let schema = self.learned_schema()?;
+        let mut pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
+        let tree = pushed.entry(self.conn.id).or_default();
+        let mut changes = Vec::new();
+        for e in edits {
+            match canopy_core::edit::apply_edit_owned(tree, e, &*schema) {
+                Ok(c) => changes.extend(c),
+                Err(err) => {
+                    crate::store::undo(tree, &changes);
+                    return Err(err.into());
+                }
+            }
+        }
+        let matched = subscribe::Matched::find(&self.hub, Datastore::Operational, &changes);
+        if let Err(e) = matched.validate(self.conn.id, &changes) {
+            crate::store::undo(tree, &changes);
+            return Err(e);
+        }
+        let revision = self.revision()?;
+        matched.apply(self.conn.id, &changes, revision);
+        Ok(Commit { revision, changes })
+    }
+}
+
+pub(crate) fn discard_ops(batch: &mut Batch) {
+    batch.delete_prefix(keys::data_prefix(Datastore::Candidate));
+    batch.delete_prefix(keys::order_prefix(Datastore::Candidate));
+    batch.delete(keys::CANDIDATE.to_vec());
+}
+
+/// Whether one of two paths is a prefix of the other (names match; keys
+/// match where both give them).
+fn overlaps(a: &Path, b: &Path) -> bool {
+    a.segments.iter().zip(&b.segments).all(|(x, y)| {
+        x.name == y.name
+            && (matches!(x.selector, Selector::None)
+                || matches!(y.selector, Selector::None)
+                || x.selector == y.selector)
+    })
+}
+
+/// The origin a node states for itself.
+fn own_origin(meta: &Meta) -> Option<&str> {
+    meta.get(ORIGIN).map(String::as_str)
+}
+
+/// Marks the top-level nodes of `tree` with `origin`, where they name none.
+fn mark_origin(tree: &mut Container, origin: &str) {
+    for node in tree.children.values_mut() {
+        set_origin(node, origin, "");
+    }
+}
+
+/// Gives `node` the origin `origin` when it differs from its parent's and the
+/// node names none.
+fn set_origin(node: &mut Node, origin: &str, parent: &str) {
+    if origin == parent {
+        return;
+    }
+    let mark = |meta: &mut Meta| {
+        meta.entry(ORIGIN.into()).or_insert_with(|| origin.to_string());
+    };
+    match node {
+        Node::Leaf { meta, .. } | Node::AnyData { meta, .. } => mark(meta),
+        Node::Container(c) => mark(&mut c.meta),
+        Node::LeafList(v) => v.iter_mut().for_each(|e| mark(&mut e.meta)),
+        Node::List(l) => l.entries_mut().for_each(|e| mark(&mut e.meta)),
+    }
+}
+
+/// Merges `src` into `dst` (both from the root): what `src` adds or replaces
+/// gets the origin `origin` (unless it names its own).
+fn merge(dst: &mut Container, src: Container, origin: &str) {
+    merge_container(dst, src, origin, "");
+}
+
+fn merge_container(dst: &mut Container, src: Container, origin: &str, parent: &str) {
+    let here = own_origin(&dst.meta).unwrap_or(parent).to_string();
+    for (name, node) in src.children {
+        match (dst.children.get_mut(&name), node) {
+            (Some(Node::Container(d)), Node::Container(s)) => merge_container(d, s, origin, &here),
+            (Some(Node::List(d)), Node::List(s)) if d.info == s.info && !d.info.keys.is_empty() => {
+                merge_list(d, *s, origin, &here)
+            }
+            (Some(Node::LeafList(d)), Node::LeafList(s)) => {
+                for mut e in s {
+                    if !d.iter().any(|x| x.value == e.value) {
+                        if origin != here {
+                            e.meta.entry(ORIGIN.into()).or_insert_with(|| origin.to_string());
+                        }
+                        d.push(e);
+                    }
+                }
+            }
+            // The same value (a list entry's keys): it keeps its origin.
+            (Some(Node::Leaf { value: d, .. }), Node::Leaf { value: v, meta }) if *d == v && meta.is_empty() => {}
+            (_, mut node) => {
+                set_origin(&mut node, origin, &here);
+                dst.children.insert(name, node);
+            }
+        }
+    }
+}
+
+fn merge_list(dst: &mut List, src: List, origin: &str, parent: &str) {
+    for mut entry in src.into_entries() {
+        let keys = match dst.keys_of(&entry) {
+            Ok(k) => k,
+            Err(_) => continue,
+        };
+        match dst.get_mut(&keys) {
+            Some(d) => {
+                let here = own_origin(&d.meta).unwrap_or(parent).to_string();
+                merge_container(d, entry, origin, &here)
+            }
+            None => {
+                if origin != parent {
+                    entry.meta.entry(ORIGIN.into()).or_insert_with(|| origin.to_string());
+                }
+                let _ = dst.insert(entry, &Insert::Last);
+            }
+        }
+    }
+}

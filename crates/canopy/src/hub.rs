@@ -1,0 +1,124 @@
+//! What the connections of one store in this process share: change
+//! subscriptions, operational data providers and the operational state each
+//! connection pushed. One hub per store (by backend and location), found
+//! through a process-wide registry.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+
+use canopy_core::path::Path;
+use canopy_core::tree::Container;
+use canopy_store::keys::Datastore;
+use canopy_store::StoreUrl;
+
+use crate::subscribe::{Entry, Subscriber};
+
+/// Supplies operational state for a subtree when someone reads it: gets the
+/// provider's subtree path, returns a tree from the datastore root holding
+/// the state (an error message makes the read fail).
+pub type ProvideFn = dyn Fn(&Path) -> std::result::Result<Container, String> + Send + Sync;
+
+pub(crate) struct ProviderEntry {
+    pub id: u64,
+    pub subtree: Path,
+    pub provide: Box<ProvideFn>,
+}
+
+#[derive(Default)]
+pub(crate) struct Hub {
+    next: AtomicU64,
+    subs: RwLock<Vec<Arc<Entry>>>,
+    providers: RwLock<Vec<Arc<ProviderEntry>>>,
+    /// Operational state pushed by each live connection, by connection id.
+    pub pushed: Mutex<BTreeMap<u64, Container>>,
+}
+
+impl Hub {
+    pub fn subscribe(&self, ds: Datastore, subtree: Path, priority: i32, subscriber: Box<dyn Subscriber>) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut subs = self.subs.write().unwrap_or_else(|p| p.into_inner());
+        subs.push(Arc::new(Entry { id, ds, subtree, priority, subscriber }));
+        // Highest priority first; equal priorities in subscription order.
+        subs.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.id.cmp(&b.id)));
+        id
+    }
+
+    pub fn unsubscribe(&self, id: u64) {
+        self.subs.write().unwrap_or_else(|p| p.into_inner()).retain(|e| e.id != id);
+    }
+
+    /// The subscribers of `ds`, in calling order.
+    pub fn subscribers(&self, ds: Datastore) -> Vec<Arc<Entry>> {
+        let subs = self.subs.read().unwrap_or_else(|p| p.into_inner());
+        subs.iter().filter(|e| e.ds == ds).cloned().collect()
+    }
+
+    pub fn add_provider(&self, subtree: Path, provide: Box<ProvideFn>) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.providers.write().unwrap_or_else(|p| p.into_inner()).push(Arc::new(ProviderEntry {
+            id,
+            subtree,
+            provide,
+        }));
+        id
+    }
+
+    pub fn remove_provider(&self, id: u64) {
+        self.providers.write().unwrap_or_else(|p| p.into_inner()).retain(|e| e.id != id);
+    }
+
+    pub fn providers(&self) -> Vec<Arc<ProviderEntry>> {
+        self.providers.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// A registered operational data provider; dropping it (or
+/// [`Provider::cancel`]) removes it.
+pub struct Provider {
+    pub(crate) hub: Arc<Hub>,
+    pub(crate) id: u64,
+}
+
+impl Provider {
+    /// Removes the provider.
+    pub fn cancel(self) {}
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        self.hub.remove_provider(self.id);
+    }
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider").field("id", &self.id).finish()
+    }
+}
+
+/// The hub of the store `url` names. Memory stores are each their own store.
+pub(crate) fn hub_for(url: &str) -> Arc<Hub> {
+    static HUBS: OnceLock<Mutex<HashMap<String, Weak<Hub>>>> = OnceLock::new();
+    static UNIQUE: AtomicU64 = AtomicU64::new(0);
+    let identity = match StoreUrl::parse(url) {
+        Ok(u) if u.scheme.as_deref() == Some("memory") => {
+            format!("memory#{}", UNIQUE.fetch_add(1, Ordering::Relaxed))
+        }
+        Ok(u) => {
+            let place = std::fs::canonicalize(&u.location)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| u.location.clone());
+            format!("{}:{place}", u.scheme.as_deref().unwrap_or("lmdb"))
+        }
+        Err(_) => url.to_string(),
+    };
+    let mut hubs = HUBS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    hubs.retain(|_, w| w.strong_count() > 0);
+    if let Some(h) = hubs.get(&identity).and_then(Weak::upgrade) {
+        return h;
+    }
+    let h = Arc::new(Hub::default());
+    hubs.insert(identity, Arc::downgrade(&h));
+    h
+}

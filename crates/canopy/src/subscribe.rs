@@ -1,0 +1,256 @@
+//! Change subscriptions: callbacks on a subtree of a datastore that take part
+//! in every transaction that changes it.
+//!
+//! Each transaction that changes a subscribed subtree calls, in priority order
+//! (highest first; equal priorities in the order they subscribed):
+//! 1. `validate` on every matching subscriber, before anything is stored. The
+//!    first one that rejects (or panics) aborts the transaction: the
+//!    subscribers that had accepted get `abort`, the committer gets
+//!    [`Error::Rejected`], and nothing is stored.
+//! 2. After the store commits, `apply` on every matching subscriber; when
+//!    storing fails instead, `abort`.
+//!
+//! Each subscriber sees only the changes inside its subtree (a change of an
+//! ancestor that includes the subtree, such as deleting its parent, is
+//! delivered whole). Subscriptions belong to the process: every connection
+//! ([`crate::Store`]) of the same store in the process triggers them.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use canopy_core::diff::{Change, Subtree};
+use canopy_core::path::{Path, Selector};
+use canopy_core::tree::{Container, Node};
+use canopy_store::keys::Datastore;
+
+use crate::error::{Error, Result};
+use crate::hub::Hub;
+
+/// What a subscriber is told about a transaction.
+#[derive(Debug)]
+pub struct ChangeEvent<'a> {
+    /// The datastore the transaction changes.
+    pub datastore: Datastore,
+    /// The subscribed subtree.
+    pub subtree: &'a Path,
+    /// The transaction's changes inside the subtree, in order.
+    pub changes: Vec<&'a Change>,
+    /// The store revision the transaction committed (only in `apply`).
+    pub revision: Option<u64>,
+}
+
+/// A change subscriber. Every method has a default that does nothing.
+///
+/// Callbacks run on the committing thread while the transaction holds its
+/// connection: they must not read or write through the connection that
+/// commits (doing so returns [`Error::Usage`]); other connections are free.
+pub trait Subscriber: Send + Sync {
+    /// May reject the transaction with a reason; nothing is stored then.
+    fn validate(&self, _event: &ChangeEvent<'_>) -> std::result::Result<(), String> {
+        Ok(())
+    }
+
+    /// The transaction is stored.
+    fn apply(&self, _event: &ChangeEvent<'_>) {}
+
+    /// The transaction this subscriber validated is not stored after all.
+    fn abort(&self, _event: &ChangeEvent<'_>) {}
+}
+
+/// A registered subscriber. Dropping the handle (or [`Subscription::cancel`])
+/// unsubscribes.
+pub struct Subscription {
+    hub: Arc<Hub>,
+    id: u64,
+}
+
+impl Subscription {
+    /// Unsubscribes.
+    pub fn cancel(self) {}
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.hub.unsubscribe(self.id);
+    }
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription").field("id", &self.id).finish()
+    }
+}
+
+/// One subscription as the hub keeps it.
+pub(crate) struct Entry {
+    pub id: u64,
+    pub ds: Datastore,
+    pub subtree: Path,
+    pub priority: i32,
+    pub subscriber: Box<dyn Subscriber>,
+}
+
+pub(crate) fn subscribe(
+    hub: &Arc<Hub>,
+    ds: Datastore,
+    subtree: Path,
+    priority: i32,
+    subscriber: Box<dyn Subscriber>,
+) -> Subscription {
+    let id = hub.subscribe(ds, subtree, priority, subscriber);
+    Subscription { hub: hub.clone(), id }
+}
+
+/// Whether `change` concerns the subtree `sub`: it lies inside it, or it is
+/// the creation, deletion or move of an ancestor that holds the subtree. A
+/// subscription segment without a selector matches every entry of its list.
+pub(crate) fn concerns(sub: &Path, change: &Change) -> bool {
+    let at = change.path();
+    let matched = sub
+        .segments
+        .iter()
+        .zip(&at.segments)
+        .all(|(s, c)| s.name == c.name && (matches!(s.selector, Selector::None) || s.selector == c.selector));
+    if !matched || at.segments.len() >= sub.segments.len() {
+        return matched;
+    }
+    let rest = Path { segments: sub.segments[at.segments.len()..].to_vec() };
+    let holds = |node: &Subtree| match node {
+        Subtree::Node(Node::Container(c)) | Subtree::Entry(c) => {
+            // Below the ancestor, any entry of a list the subscription names
+            // without keys will do.
+            holds_path(c, &rest.segments)
+        }
+        _ => false,
+    };
+    match change {
+        Change::Created { node, .. } | Change::Deleted { node, .. } => holds(node),
+        Change::Moved { .. } => true,
+        Change::Modified { .. } | Change::Meta { .. } => false,
+    }
+}
+
+/// Whether `c` has a node at `segs` (a segment without a selector matches any entry).
+fn holds_path(c: &Container, segs: &[canopy_core::Segment]) -> bool {
+    let Some((seg, rest)) = segs.split_first() else { return true };
+    match (c.children.get(&seg.name), &seg.selector) {
+        (None, _) => false,
+        (Some(_), _) if rest.is_empty() && matches!(seg.selector, Selector::None) => true,
+        (Some(Node::Container(c)), Selector::None) => holds_path(c, rest),
+        (Some(Node::List(l)), Selector::None) => l.entries().any(|e| holds_path(e, rest)),
+        (Some(Node::List(l)), sel) => l.find(sel).is_some_and(|(_, e)| holds_path(e, rest)),
+        (Some(Node::LeafList(v)), Selector::Value(x)) => rest.is_empty() && v.iter().any(|e| e.value.as_text() == *x),
+        _ => false,
+    }
+}
+
+/// The subscribers a transaction's changes concern, with the indexes of the
+/// changes each one sees. Empty when nobody is subscribed.
+pub(crate) struct Matched {
+    subs: Vec<(Arc<Entry>, Vec<u32>)>,
+}
+
+impl Matched {
+    pub fn find(hub: &Hub, ds: Datastore, changes: &[Change]) -> Matched {
+        let subs = hub
+            .subscribers(ds)
+            .into_iter()
+            .filter_map(|e| {
+                let picked: Vec<u32> = if e.subtree.is_root() {
+                    (0..changes.len() as u32).collect()
+                } else {
+                    (0..changes.len() as u32).filter(|&i| concerns(&e.subtree, &changes[i as usize])).collect()
+                };
+                (!picked.is_empty()).then_some((e, picked))
+            })
+            .collect();
+        Matched { subs }
+    }
+
+    fn event<'a>(e: &'a Entry, picked: &[u32], changes: &'a [Change], revision: Option<u64>) -> ChangeEvent<'a> {
+        ChangeEvent {
+            datastore: e.ds,
+            subtree: &e.subtree,
+            changes: picked.iter().map(|&i| &changes[i as usize]).collect(),
+            revision,
+        }
+    }
+
+    /// Runs the validate phase. On a rejection, the subscribers that had
+    /// accepted are told to abort and the rejection is returned.
+    pub fn validate(&self, conn: u64, changes: &[Change]) -> Result<()> {
+        for (n, (e, picked)) in self.subs.iter().enumerate() {
+            let ev = Self::event(e, picked, changes, None);
+            let verdict = match in_callback(conn, || catch_unwind(AssertUnwindSafe(|| e.subscriber.validate(&ev)))) {
+                Ok(v) => v,
+                Err(panic) => Err(format!("the subscriber panicked: {}", panic_text(&*panic))),
+            };
+            if let Err(reason) = verdict {
+                self.abort_first(conn, n, changes);
+                return Err(Error::Rejected { subtree: e.subtree.to_string(), datastore: e.ds, reason });
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells the first `n` subscribers that the transaction is not stored.
+    fn abort_first(&self, conn: u64, n: usize, changes: &[Change]) {
+        for (e, picked) in self.subs[..n].iter().rev() {
+            let ev = Self::event(e, picked, changes, None);
+            let _ = in_callback(conn, || catch_unwind(AssertUnwindSafe(|| e.subscriber.abort(&ev))));
+        }
+    }
+
+    /// Storing failed after every subscriber validated.
+    pub fn abort(&self, conn: u64, changes: &[Change]) {
+        self.abort_first(conn, self.subs.len(), changes);
+    }
+
+    /// The transaction is stored at `revision`. A panicking subscriber does
+    /// not stop the others (the transaction is committed already).
+    pub fn apply(&self, conn: u64, changes: &[Change], revision: u64) {
+        for (e, picked) in &self.subs {
+            let ev = Self::event(e, picked, changes, Some(revision));
+            let _ = in_callback(conn, || catch_unwind(AssertUnwindSafe(|| e.subscriber.apply(&ev))));
+        }
+    }
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+thread_local! {
+    /// Connections (by id) that are calling callbacks on this thread while
+    /// holding their own locks.
+    static CALLING: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` as a callback of connection `conn`.
+fn in_callback<T>(conn: u64, f: impl FnOnce() -> T) -> T {
+    CALLING.with(|c| c.borrow_mut().push(conn));
+    let out = f();
+    CALLING.with(|c| c.borrow_mut().pop());
+    out
+}
+
+/// Refuses to use connection `conn` from inside one of its own callbacks
+/// (its locks are held: waiting for them would never end).
+pub(crate) fn check_not_calling(conn: u64) -> Result<()> {
+    if CALLING.with(|c| c.borrow().contains(&conn)) {
+        return Err(Error::Usage(
+            "a subscriber or provider callback used the connection that is calling it; use another connection \
+             (Store::open) inside callbacks"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs a provider callback (see [`crate::Store::provide`]) the same way.
+pub(crate) fn call_guarded<T>(conn: u64, f: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    in_callback(conn, || catch_unwind(AssertUnwindSafe(f))).map_err(|p| format!("it panicked: {}", panic_text(&*p)))
+}
