@@ -28,7 +28,9 @@ pub(crate) struct ProviderEntry {
 #[derive(Default)]
 pub(crate) struct Hub {
     next: AtomicU64,
-    subs: RwLock<Vec<Arc<Entry>>>,
+    /// Every subscription, in calling order; replaced whole on each change so
+    /// that a commit takes it with one reference count.
+    subs: RwLock<Arc<Vec<Arc<Entry>>>>,
     providers: RwLock<Vec<Arc<ProviderEntry>>>,
     /// Operational state pushed by each live connection, by connection id.
     pub pushed: Mutex<BTreeMap<u64, Container>>,
@@ -37,21 +39,24 @@ pub(crate) struct Hub {
 impl Hub {
     pub fn subscribe(&self, ds: Datastore, subtree: Path, priority: i32, subscriber: Box<dyn Subscriber>) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut subs = self.subs.write().unwrap_or_else(|p| p.into_inner());
+        let mut g = self.subs.write().unwrap_or_else(|p| p.into_inner());
+        let mut subs = (**g).clone();
         subs.push(Arc::new(Entry { id, ds, subtree, priority, subscriber }));
         // Highest priority first; equal priorities in subscription order.
         subs.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.id.cmp(&b.id)));
+        *g = Arc::new(subs);
         id
     }
 
     pub fn unsubscribe(&self, id: u64) {
-        self.subs.write().unwrap_or_else(|p| p.into_inner()).retain(|e| e.id != id);
+        let mut g = self.subs.write().unwrap_or_else(|p| p.into_inner());
+        let subs: Vec<Arc<Entry>> = g.iter().filter(|e| e.id != id).cloned().collect();
+        *g = Arc::new(subs);
     }
 
-    /// The subscribers of `ds`, in calling order.
-    pub fn subscribers(&self, ds: Datastore) -> Vec<Arc<Entry>> {
-        let subs = self.subs.read().unwrap_or_else(|p| p.into_inner());
-        subs.iter().filter(|e| e.ds == ds).cloned().collect()
+    /// Every subscription, in calling order.
+    pub fn subscribers(&self) -> Arc<Vec<Arc<Entry>>> {
+        self.subs.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     pub fn add_provider(&self, subtree: Path, provide: Box<ProvideFn>) -> u64 {

@@ -33,10 +33,23 @@ pub struct ChangeEvent<'a> {
     pub datastore: Datastore,
     /// The subscribed subtree.
     pub subtree: &'a Path,
-    /// The transaction's changes inside the subtree, in order.
-    pub changes: Vec<&'a Change>,
     /// The store revision the transaction committed (only in `apply`).
     pub revision: Option<u64>,
+    all: &'a [Change],
+    /// Indexes into `all` of the changes inside the subtree; `None`: all of them.
+    picked: Option<&'a [u32]>,
+}
+
+impl<'a> ChangeEvent<'a> {
+    /// The transaction's changes inside the subtree, in order.
+    pub fn changes(&self) -> impl ExactSizeIterator<Item = &'a Change> + '_ {
+        let all = self.all;
+        let n = self.picked.map_or(all.len(), <[u32]>::len);
+        (0..n).map(move |i| match self.picked {
+            Some(p) => &all[p[i] as usize],
+            None => &all[i],
+        })
+    }
 }
 
 /// A change subscriber. Every method has a default that does nothing.
@@ -147,33 +160,38 @@ fn holds_path(c: &Container, segs: &[canopy_core::Segment]) -> bool {
 /// The subscribers a transaction's changes concern, with the indexes of the
 /// changes each one sees. Empty when nobody is subscribed.
 pub(crate) struct Matched {
-    subs: Vec<(Arc<Entry>, Vec<u32>)>,
+    /// Each subscriber with the indexes of its changes (`None`: all of them).
+    subs: Vec<(Arc<Entry>, Option<Vec<u32>>)>,
 }
 
 impl Matched {
     pub fn find(hub: &Hub, ds: Datastore, changes: &[Change]) -> Matched {
-        let subs = hub
-            .subscribers(ds)
-            .into_iter()
+        let all = hub.subscribers();
+        if all.is_empty() {
+            return Matched { subs: Vec::new() };
+        }
+        let subs = all
+            .iter()
+            .filter(|e| e.ds == ds)
             .filter_map(|e| {
-                let picked: Vec<u32> = if e.subtree.is_root() {
-                    (0..changes.len() as u32).collect()
-                } else {
-                    (0..changes.len() as u32).filter(|&i| concerns(&e.subtree, &changes[i as usize])).collect()
-                };
-                (!picked.is_empty()).then_some((e, picked))
+                if e.subtree.is_root() || changes.iter().all(|c| concerns(&e.subtree, c)) {
+                    return Some((e.clone(), None));
+                }
+                let picked: Vec<u32> =
+                    (0..changes.len() as u32).filter(|&i| concerns(&e.subtree, &changes[i as usize])).collect();
+                (!picked.is_empty()).then_some((e.clone(), Some(picked)))
             })
             .collect();
         Matched { subs }
     }
 
-    fn event<'a>(e: &'a Entry, picked: &[u32], changes: &'a [Change], revision: Option<u64>) -> ChangeEvent<'a> {
-        ChangeEvent {
-            datastore: e.ds,
-            subtree: &e.subtree,
-            changes: picked.iter().map(|&i| &changes[i as usize]).collect(),
-            revision,
-        }
+    fn event<'a>(
+        e: &'a Entry,
+        picked: &'a Option<Vec<u32>>,
+        changes: &'a [Change],
+        revision: Option<u64>,
+    ) -> ChangeEvent<'a> {
+        ChangeEvent { datastore: e.ds, subtree: &e.subtree, revision, all: changes, picked: picked.as_deref() }
     }
 
     /// Runs the validate phase. On a rejection, the subscribers that had

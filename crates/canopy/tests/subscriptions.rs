@@ -22,7 +22,7 @@ impl Recorder {
     }
 
     fn record(&self, phase: &str, ev: &ChangeEvent<'_>) {
-        let paths: Vec<String> = ev.changes.iter().map(|c| c.path().to_string()).collect();
+        let paths: Vec<String> = ev.changes().map(|c| c.path().to_string()).collect();
         self.log.lock().unwrap().push(format!("{} {phase} {}", self.name, paths.join(" ")));
         if self.panic_in == Some(phase) {
             panic!("{} failed in {phase}", self.name);
