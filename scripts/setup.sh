@@ -2,13 +2,16 @@
 # Installs what a fresh Debian machine lacks to build and test canopy.
 # Idempotent and quiet: does nothing when everything is present. LMDB is
 # bundled (the lmdb-master-sys crate builds it), so besides the Rust toolchain
-# the only system need is a C compiler.
+# the system needs are a C compiler, cmake and PCRE2 (for libyang).
 set -euo pipefail
 
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 packages=()
 command -v cc >/dev/null 2>&1 || packages+=(gcc libc6-dev)
+# libyang (YANG schemas) is bundled too and built with cmake; it needs PCRE2.
+command -v cmake >/dev/null 2>&1 || packages+=(cmake)
+[ -f /usr/include/pcre2.h ] || packages+=(libpcre2-dev)
 # curl only to fetch rustup when there is no toolchain.
 command -v cargo >/dev/null 2>&1 || command -v curl >/dev/null 2>&1 || packages+=(curl ca-certificates)
 if [ ${#packages[@]} -gt 0 ]; then

@@ -4,6 +4,8 @@
 //! 0x00 "format"            → format version of the layout (u32 BE)
 //! 0x00 "revision"          → u64 BE, maintained by the backend
 //! 0x00 "list" <schema path> → learned list info (schemaless keys/ordering)
+//! 0x00 "yang" <module name>  → a YANG module of the store's schema (JSON:
+//!                              revision, implemented, text)
 //! 0x10+ds <path key>        → fragment of one container or list entry
 //! 0x20+ds <list key> <order key> 0x00 → entry suffix (user-ordered lists: order index)
 //! ```
@@ -33,6 +35,10 @@ pub const FORMAT: &[u8] = b"\x00format";
 pub const REVISION: &[u8] = b"\x00revision";
 /// Prefix of learned list info records.
 pub const LIST_INFO: &[u8] = b"\x00list";
+/// Prefix of the YANG modules of the store's schema (one record per module,
+/// its name after the prefix). The engine reads them; backends store them as
+/// any other record.
+pub const YANG: &[u8] = b"\x00yang";
 
 const DATA: u8 = 0x10;
 const ORDER: u8 = 0x20;

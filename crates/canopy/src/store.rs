@@ -14,6 +14,7 @@ use canopy_core::tree::{Container, Insert, ListInfo, Node, NodeRef};
 use canopy_core::{Schema, Schemaless, Value};
 use canopy_store::keys::{self, Datastore};
 use canopy_store::{Backend, Batch, ErrorKind, Snapshot, StoreUrl};
+use canopy_yang::{WithDefaults, YangSchema};
 
 use crate::commit::batch_for;
 use crate::error::{Error, Result};
@@ -48,9 +49,11 @@ pub struct Store {
     url: String,
     /// Learned list info and the revision it was read at.
     schema: RwLock<(u64, Arc<Schemaless>)>,
+    /// The YANG schema and the revision it was read at (see `crate::yang`).
+    pub(crate) yang: RwLock<Option<crate::yang::YangCache>>,
     /// One writer at a time in this process; other processes are caught by the
     /// revision check of each batch.
-    writer: Mutex<()>,
+    pub(crate) writer: Mutex<()>,
     cache: Option<RwLock<HashMap<Datastore, Cached>>>,
 }
 
@@ -94,17 +97,18 @@ impl Store {
     /// Errors reading the store's learned list info.
     pub fn from_backend(backend: Box<dyn Backend>, url: &str, options: Options) -> Result<Store> {
         init_format(&*backend)?;
-        let (rev, schema) = {
-            let snap = backend.snapshot()?;
-            (snap.revision(), crate::schema::load(&*snap)?)
-        };
-        Ok(Store {
+        let store = Store {
             backend,
             url: url.to_string(),
-            schema: RwLock::new((rev, Arc::new(schema))),
+            // Read on first use (`schema_at`): no revision is u64::MAX.
+            schema: RwLock::new((u64::MAX, Arc::new(Schemaless::default()))),
+            yang: RwLock::new(None),
             writer: Mutex::new(()),
             cache: options.cache.then(|| RwLock::new(HashMap::new())),
-        })
+        };
+        // Learned lists and the YANG schema are read (and checked) at open.
+        store.schema_now()?;
+        Ok(store)
     }
 
     /// The URL the store was opened with.
@@ -143,7 +147,12 @@ impl Store {
                 return Ok(g.1.clone());
             }
         }
-        let s = Arc::new(crate::schema::load(snap)?);
+        let mut s = crate::schema::load(snap)?;
+        // A YANG schema gives every list its keys and ordering.
+        if let Some(y) = self.yang_at(snap)? {
+            s.lists.extend(y.lists());
+        }
+        let s = Arc::new(s);
         let mut g = self.schema.write().map_err(|_| poisoned())?;
         *g = (snap.revision(), s.clone());
         Ok(s)
@@ -254,6 +263,8 @@ impl Store {
     fn transact_uncached(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
         let snap = self.backend.snapshot()?;
         let base = self.schema_at(&*snap)?;
+        let yang = self.yang_at(&*snap)?;
+        let edits = crate::yang::normalize_edits(yang.as_deref(), ds, edits)?;
         let mut schema = (*base).clone();
         let mut learned = Vec::new();
         let mut root = Container::default();
@@ -263,10 +274,13 @@ impl Store {
         for e in edits {
             prepare(&mut loader, &mut root, &e, &schema)?;
             learn_edit(&mut schema, &mut learned, &e, &root);
-            changes.extend(apply_edit_owned(&mut root, e, &schema)?);
+            changes.extend(apply_edit_owned(&mut root, e, &Typed { lists: &schema, yang: yang.as_deref() })?);
         }
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: snap.revision(), changes });
+        }
+        if let Some(y) = &yang {
+            crate::yang::validate(y, &changes, &mut crate::yang::Sparse { loader: &mut loader, root: &mut root })?;
         }
         let batch = batch_for(&changes, &root, ds, &*snap, &schema, &learned, &|k| loader.has_range(k))?;
         drop(loader);
@@ -292,12 +306,14 @@ impl Store {
             g.insert(ds, Cached { revision: snap.revision(), tree });
         }
         let cached = g.get_mut(&ds).expect("just loaded");
+        let yang = self.yang_at(&*snap)?;
+        let edits = crate::yang::normalize_edits(yang.as_deref(), ds, edits)?;
         let mut schema = (*base).clone();
         let mut learned = Vec::new();
         let mut changes: Vec<Change> = Vec::new();
         for e in edits {
             learn_edit(&mut schema, &mut learned, &e, &cached.tree);
-            match apply_edit_owned(&mut cached.tree, e, &schema) {
+            match apply_edit_owned(&mut cached.tree, e, &Typed { lists: &schema, yang: yang.as_deref() }) {
                 Ok(c) => changes.extend(c),
                 Err(err) => {
                     undo(&mut cached.tree, &changes);
@@ -307,6 +323,12 @@ impl Store {
         }
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: snap.revision(), changes });
+        }
+        if let Some(y) = &yang {
+            if let Err(e) = crate::yang::validate(y, &changes, &mut crate::yang::Whole(&cached.tree)) {
+                undo(&mut cached.tree, &changes);
+                return Err(e);
+            }
         }
         let stored = batch_for(&changes, &cached.tree, ds, &*snap, &schema, &learned, &|_| true).and_then(|batch| {
             drop(snap);
@@ -334,11 +356,22 @@ impl Store {
     /// After a commit at `revision` made from the schema in force plus what
     /// it learned, that schema is the one in force at `revision`.
     fn learned_committed(&self, revision: u64, schema: Schemaless) {
+        self.yang_committed(revision);
         if let Ok(mut g) = self.schema.write() {
-            if g.0 + 1 == revision {
+            if g.0.checked_add(1) == Some(revision) {
                 *g = (revision, Arc::new(schema));
             }
         }
+    }
+
+    /// With a YANG schema, an instance path read must name schema nodes.
+    fn check_query(&self, q: &Query) -> Result<()> {
+        if let Some(p) = q.to_instance_path() {
+            if let Some(y) = self.yang_schema()? {
+                y.resolve_path(&p)?;
+            }
+        }
+        Ok(())
     }
 
     /// Runs `f` on a tree that holds at least what `query` can select: the
@@ -347,38 +380,72 @@ impl Store {
         &self,
         ds: Datastore,
         query: &Query,
-        f: impl FnOnce(Cow<'_, Container>, &Schemaless) -> T,
+        f: impl FnOnce(Cow<'_, Container>, &Schemaless, Option<&YangSchema>) -> T,
     ) -> Result<T> {
         let snap = self.backend.snapshot()?;
         let schema = self.schema_at(&*snap)?;
+        let yang = self.yang_at(&*snap)?;
+        let yang = yang.as_deref();
         if let Some(cache) = &self.cache {
             {
                 let g = cache.read().map_err(|_| poisoned())?;
                 if let Some(c) = g.get(&ds).filter(|c| c.revision == snap.revision()) {
-                    return Ok(f(Cow::Borrowed(&c.tree), &schema));
+                    return Ok(f(Cow::Borrowed(&c.tree), &schema, yang));
                 }
             }
             let mut g = cache.write().map_err(|_| poisoned())?;
             let tree = load_all(&*snap, ds, &schema)?;
             g.insert(ds, Cached { revision: snap.revision(), tree });
-            return Ok(f(Cow::Borrowed(&g[&ds].tree), &schema));
+            return Ok(f(Cow::Borrowed(&g[&ds].tree), &schema, yang));
         }
         let mut root = Container::default();
         let mut loader = Loader::new(&*snap, ds, &schema);
         let prefix = read_prefix(query, &schema);
         loader.path(&mut root, &prefix)?;
         load_whole(&mut loader, &mut root, &prefix)?;
-        Ok(f(Cow::Owned(root), &schema))
+        Ok(f(Cow::Owned(root), &schema, yang))
+    }
+}
+
+/// The schema edits are applied with: lists as known (learned or from YANG),
+/// values in paths typed by the YANG schema if there is one.
+struct Typed<'a> {
+    lists: &'a Schemaless,
+    yang: Option<&'a YangSchema>,
+}
+
+impl Schema for Typed<'_> {
+    fn kind(&self, schema_path: &str) -> Option<canopy_core::schema::NodeKind> {
+        match self.yang {
+            Some(y) => y.kind(schema_path),
+            None => self.lists.kind(schema_path),
+        }
+    }
+
+    fn list_info(&self, schema_path: &str) -> Option<ListInfo> {
+        self.lists.list_info(schema_path)
+    }
+
+    fn path_value(&self, at: &Path, key: Option<&str>, text: &str) -> Value {
+        match self.yang {
+            Some(y) => y.path_value(at, key, text),
+            None => Value::String(text.to_string()),
+        }
     }
 }
 
 /// What a query selects from `tree`, as one tree (see [`Session::get`]).
-fn selection(tree: Cow<'_, Container>, query: &Query, opts: ReadOptions) -> Container {
+fn selection(tree: Cow<'_, Container>, query: &Query, opts: ReadOptions, yang: Option<&YangSchema>) -> Container {
     let paths = query.evaluate(&tree);
     let mut out = match paths.as_slice() {
         [p] if p.is_root() => tree.into_owned(),
         _ => select(&tree, &paths),
     };
+    if let Some(y) = yang {
+        for p in &paths {
+            y.with_defaults(&mut out, p, opts.with_defaults);
+        }
+    }
     if let Some(d) = opts.depth {
         for p in &paths {
             trim_at(&mut out, p, d);
@@ -420,7 +487,7 @@ fn init_format(backend: &dyn Backend) -> Result<()> {
     }
 }
 
-fn poisoned() -> Error {
+pub(crate) fn poisoned() -> Error {
     Error::Store(canopy_store::StoreError::new(ErrorKind::Unavailable, "store lock poisoned by a panic"))
 }
 
@@ -514,7 +581,7 @@ fn read_prefix(query: &Query, schema: &Schemaless) -> Path {
 }
 
 /// Loads the whole subtree at `path` (ancestors must be loaded).
-fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path) -> Result<()> {
+pub(crate) fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path) -> Result<()> {
     let Some(last) = path.last() else {
         loader.range(root, &[])?;
         return Ok(());
@@ -663,6 +730,9 @@ pub struct ReadOptions {
     /// `Some(0)` gives the selected nodes without children; list entries keep
     /// their key leaves at every depth.
     pub depth: Option<usize>,
+    /// How defaults are reported when the store has a YANG schema (RFC 6243);
+    /// `explicit` (what is stored) unless asked.
+    pub with_defaults: WithDefaults,
 }
 
 /// Work on one datastore of a store.
@@ -684,7 +754,8 @@ impl Session<'_> {
     /// [`Error::Data`] for a query that does not parse; backend errors.
     pub fn get(&self, query: &str, opts: ReadOptions) -> Result<Container> {
         let q = Query::parse(query)?;
-        self.store.with_tree(self.ds, &q, |tree, _| selection(tree, &q, opts))
+        self.store.check_query(&q)?;
+        self.store.with_tree(self.ds, &q, |tree, _, yang| selection(tree, &q, opts, yang))
     }
 
     /// Reads what `query` selects and writes it as RFC 7951 JSON to `out`.
@@ -695,8 +766,10 @@ impl Session<'_> {
     /// As [`Session::get`], and write errors of `out`.
     pub fn get_json<W: std::io::Write>(&self, query: &str, opts: ReadOptions, pretty: bool, mut out: W) -> Result<()> {
         let q = Query::parse(query)?;
+        self.store.check_query(&q)?;
         // Uncached, a whole subtree streams from the stored fragments.
-        if let (None, None, Some(p)) = (&self.store.cache, opts.depth, q.to_instance_path()) {
+        let explicit = opts.with_defaults == WithDefaults::Explicit;
+        if let (None, None, Some(p), true) = (&self.store.cache, opts.depth, q.to_instance_path(), explicit) {
             if crate::stream::streamable(&p) {
                 let snap = self.store.backend.snapshot()?;
                 let schema = self.store.schema_at(&*snap)?;
@@ -707,13 +780,13 @@ impl Session<'_> {
             }
         }
         let wopts = canopy_core::json::WriteOptions { pretty, depth: None };
-        let written = self.store.with_tree(self.ds, &q, |tree, _| {
+        let written = self.store.with_tree(self.ds, &q, |tree, _, yang| {
             let paths = q.evaluate(&tree);
             match (paths.as_slice(), &tree) {
-                ([p], Cow::Borrowed(t)) if p.is_root() && opts.depth.is_none() => {
+                ([p], Cow::Borrowed(t)) if p.is_root() && opts.depth.is_none() && explicit => {
                     canopy_core::json::write_container(out, t, &wopts)
                 }
-                _ => canopy_core::json::write_container(out, &selection(tree, &q, opts), &wopts),
+                _ => canopy_core::json::write_container(out, &selection(tree, &q, opts, yang), &wopts),
             }
         })?;
         written.map_err(|e| Error::Usage(format!("writing the output: {e}")))
@@ -731,10 +804,13 @@ impl Session<'_> {
             Some(p) => p,
             None => Query::parse_instance(path)?,
         };
-        self.store.with_tree(self.ds, &q, |tree, schema| {
-            let p = canonical_path(&tree, &p, schema);
-            tree.lookup(&p).map(owned)
-        })
+        self.store
+            .with_tree(self.ds, &q, |tree, schema, yang| {
+                let p = crate::yang::check_read_path(yang, &p)?;
+                let p = canonical_path(&tree, &p, schema);
+                Ok(tree.lookup(&p).map(owned))
+            })
+            .and_then(|r| r)
     }
 
     /// How many nodes `query` selects.
@@ -743,7 +819,8 @@ impl Session<'_> {
     /// As [`Session::get`].
     pub fn count(&self, query: &str) -> Result<usize> {
         let q = Query::parse(query)?;
-        self.store.with_tree(self.ds, &q, |tree, _| q.evaluate(&tree).len())
+        self.store.check_query(&q)?;
+        self.store.with_tree(self.ds, &q, |tree, _, _| q.evaluate(&tree).len())
     }
 
     /// Sets the leaf at `path` (merging: containers and list entries on the way
