@@ -29,6 +29,10 @@ pub use validate::DataAccess;
 use ly::{Ctx, Importer, LyError};
 use model::Model;
 
+/// The `perf` module of the sysrepo benchmark suite (`container cont` with
+/// list `lst` keyed `k1 k2` and user-ordered list `usr-lst`).
+pub const PERF_YANG: &str = include_str!("../modules/perf.yang");
+
 /// One module of a schema, as stored: its YANG text and whether it is
 /// implemented (its data nodes exist) or only imported (for its types,
 /// groupings, identities).
@@ -176,7 +180,8 @@ impl YangSchema {
         let ctx = Ctx::new().map_err(Error::Internal)?;
         let mut src = Sources { stored: modules, dirs: &[], read: Vec::new(), missing: Vec::new() };
         for m in modules.iter().filter(|m| m.implemented) {
-            ctx.parse_module(&m.text, &mut src).map_err(|e| module_errors(&format!("module {}", m.name), e, &src))?;
+            ctx.parse_module(&m.text, &mut src)
+                .map_err(|e| module_errors(&format!("module {}", m.name), &m.text, e, &src))?;
         }
         let model = Model::build(&ctx);
         Ok(YangSchema { ctx: Mutex::new(ctx), model, modules: modules.to_vec() })
@@ -195,20 +200,29 @@ impl YangSchema {
         for f in files {
             let text = std::fs::read_to_string(f)
                 .map_err(|e| Error::Io { file: f.display().to_string(), reason: e.to_string() })?;
-            texts.push((f.clone(), text));
+            texts.push((f.display().to_string(), text));
         }
+        YangSchema::add_texts(existing, &texts, search)
+    }
+
+    /// [`YangSchema::add_files`] with module texts given as (name for error
+    /// messages, YANG text).
+    ///
+    /// # Errors
+    /// As [`YangSchema::add_files`].
+    pub fn add_texts(existing: &[Module], texts: &[(String, String)], search: &[PathBuf]) -> Result<YangSchema, Error> {
         let names: Vec<Option<String>> = texts.iter().map(|(_, t)| module_name(t)).collect();
         let kept: Vec<Module> =
             existing.iter().filter(|m| !names.iter().any(|n| n.as_deref() == Some(&m.name))).cloned().collect();
         let ctx = Ctx::new().map_err(Error::Internal)?;
         let mut src = Sources { stored: &kept, dirs: search, read: Vec::new(), missing: Vec::new() };
         for m in kept.iter().filter(|m| m.implemented) {
-            ctx.parse_module(&m.text, &mut src).map_err(|e| module_errors(&format!("module {}", m.name), e, &src))?;
+            ctx.parse_module(&m.text, &mut src)
+                .map_err(|e| module_errors(&format!("module {}", m.name), &m.text, e, &src))?;
         }
         let mut added = Vec::new();
-        for (file, text) in &texts {
-            let name =
-                ctx.parse_module(text, &mut src).map_err(|e| module_errors(&file.display().to_string(), e, &src))?;
+        for (file, text) in texts {
+            let name = ctx.parse_module(text, &mut src).map_err(|e| module_errors(file, text, e, &src))?;
             added.push((name, text.clone()));
         }
         let model = Model::build(&ctx);
@@ -289,7 +303,7 @@ fn first_revision(text: &str) -> Option<String> {
 
 /// The first libyang error as [`Error::Module`], naming the file being parsed
 /// (or the imported module it failed in) and the line.
-fn module_errors(file: &str, errs: Vec<LyError>, src: &Sources<'_>) -> Error {
+fn module_errors(file: &str, text: &str, errs: Vec<LyError>, src: &Sources<'_>) -> Error {
     if let Some(m) = src.missing.first() {
         if errs.iter().any(|e| e.msg.contains("not found") || e.msg.contains("Loading")) {
             let dirs: Vec<String> = src.dirs.iter().map(|d| d.display().to_string()).collect();
@@ -301,13 +315,15 @@ fn module_errors(file: &str, errs: Vec<LyError>, src: &Sources<'_>) -> Error {
     }
     // An error inside an imported module names that module's file.
     let mut file = file.to_string();
+    let mut text = text.to_string();
     for e in &errs {
         if let Some(rest) =
             e.msg.strip_prefix("Parsing module \"").or_else(|| e.msg.strip_prefix("Parsing submodule \""))
         {
             let name = rest.split('"').next().unwrap_or_default();
-            if let Some((_, f, _)) = src.read.iter().find(|(n, _, _)| n == name) {
+            if let Some((_, f, t)) = src.read.iter().find(|(n, _, _)| n == name) {
                 file = f.display().to_string();
+                text = t.clone();
             }
         }
     }
@@ -325,8 +341,30 @@ fn module_errors(file: &str, errs: Vec<LyError>, src: &Sources<'_>) -> Error {
                     reason = format!("{reason}; {o}");
                 }
             }
-            Error::Module { file, line: e.line, reason }
+            let line = if e.line > 0 { e.line } else { guess_line(&text, &reason) };
+            Error::Module { file, line, reason }
         }
         None => Error::Module { file, line: 0, reason: "libyang rejected the module".into() },
     }
+}
+
+/// The line of a compile error libyang reports without one: the first line
+/// of the module that holds the first quoted name of the message as a word
+/// (`Referenced type "strin" not found.` → the line with `type strin`).
+fn guess_line(text: &str, msg: &str) -> u64 {
+    let Some(word) = msg.split('"').nth(1).filter(|w| !w.is_empty()) else { return 0 };
+    let word = word.rsplit(':').next().unwrap_or(word);
+    let is_word = |c: char| c.is_alphanumeric() || c == '-' || c == '_' || c == '.';
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        let hit = code.match_indices(word).any(|(at, _)| {
+            let before = code[..at].chars().next_back();
+            let after = code[at + word.len()..].chars().next();
+            !before.is_some_and(is_word) && !after.is_some_and(is_word)
+        });
+        if hit {
+            return i as u64 + 1;
+        }
+    }
+    0
 }

@@ -210,7 +210,10 @@ impl YangSchema {
         let value = match edit.value {
             None => None,
             Some(v) => {
-                let entry = matches!(path.last().map(|s| &s.selector), Some(Selector::Keys(_) | Selector::Position(_)));
+                let entry = matches!(
+                    path.last().map(|s| &s.selector),
+                    Some(Selector::Keys(_) | Selector::Position(_) | Selector::Value(_))
+                );
                 Some(self.normalize_node(at, entry, &path, v, state, &mut errs))
             }
         };
@@ -298,7 +301,7 @@ impl YangSchema {
                     Node::Leaf { value, meta }
                 }
             },
-            (Some(NodeKind::LeafList), Node::Leaf { value, meta }) => {
+            (Some(NodeKind::LeafList), Node::Leaf { value, meta }) if entry => {
                 // The value of one entry (its path names it).
                 match self.check_value(at.expect("leaf-list"), &value) {
                     Ok(v) => Node::Leaf { value: v, meta },

@@ -403,7 +403,9 @@ impl YangSchema {
         // An absent list in an absent parent is not a violation of min-elements
         // (the parent's mandatory check covers present parents).
         let parent_present = path.parent().is_none_or(|p| p.is_root() || data.tree().lookup(&p).is_some());
-        if parent_present && (count as u32) < n.min {
+        // No entries at all: the list is absent, which the mandatory check of
+        // its parent reports (a parent that lost children is checked).
+        if parent_present && count > 0 && (count as u32) < n.min {
             out.push(Violation {
                 path: path.to_string(),
                 reason: format!("at least {} entries are required (min-elements), there are {count}", n.min),

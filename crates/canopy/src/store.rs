@@ -437,6 +437,11 @@ impl Schema for Typed<'_> {
 /// What a query selects from `tree`, as one tree (see [`Session::get`]).
 fn selection(tree: Cow<'_, Container>, query: &Query, opts: ReadOptions, yang: Option<&YangSchema>) -> Container {
     let paths = query.evaluate(&tree);
+    if let (Some(y), [], Some(p)) = (yang, paths.as_slice(), query.to_instance_path()) {
+        if opts.with_defaults == WithDefaults::ReportAll {
+            return default_only(y, &tree, &p);
+        }
+    }
     let mut out = match paths.as_slice() {
         [p] if p.is_root() => tree.into_owned(),
         _ => select(&tree, &paths),
@@ -450,6 +455,21 @@ fn selection(tree: Cow<'_, Container>, query: &Query, opts: ReadOptions, yang: O
         for p in &paths {
             trim_at(&mut out, p, d);
         }
+    }
+    out
+}
+
+/// A node that is not stored but has a default (report-all): the default,
+/// with its ancestors, when its parent exists.
+fn default_only(y: &YangSchema, tree: &Container, p: &Path) -> Container {
+    let (Some(parent), Some(last)) = (p.parent(), p.last()) else { return Container::default() };
+    let mut out = if parent.is_root() { Container::default() } else { select(tree, std::slice::from_ref(&parent)) };
+    if !parent.is_root() && out.children.is_empty() {
+        return out;
+    }
+    y.with_defaults(&mut out, &parent, WithDefaults::ReportAll);
+    if let Ok(c) = diff::container_mut(&mut out, &parent) {
+        c.children.retain(|name, _| *name == last.name);
     }
     out
 }

@@ -143,10 +143,24 @@ impl Store {
     /// data that does not fit; [`Error::Usage`] for a learned list with other
     /// keys; backend errors.
     pub fn schema_add(&self, files: &[PathBuf], search: &[PathBuf]) -> Result<Vec<Module>> {
+        let mut texts = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(f).map_err(|e| Error::Schema(format!("{}: {e}", f.display())))?;
+            texts.push((f.display().to_string(), text));
+        }
+        self.schema_add_texts(&texts, search)
+    }
+
+    /// [`Store::schema_add`] with the modules given as text: (a name for error
+    /// messages, such as the file name; the YANG text).
+    ///
+    /// # Errors
+    /// As [`Store::schema_add`].
+    pub fn schema_add_texts(&self, texts: &[(String, String)], search: &[PathBuf]) -> Result<Vec<Module>> {
         let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
         let snap = self.backend().snapshot()?;
         let (_, existing) = read_modules(&*snap)?;
-        let schema = YangSchema::add_files(&existing, files, search).map_err(schema_error)?;
+        let schema = YangSchema::add_texts(&existing, texts, search).map_err(schema_error)?;
         let learned = crate::schema::load(&*snap)?;
         for (path, info) in schema.lists() {
             if let Some(known) = learned.lists.get(&path) {
