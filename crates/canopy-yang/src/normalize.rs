@@ -286,7 +286,20 @@ impl YangSchema {
                 };
                 let mut out = List::new(info);
                 for (pos, e) in l.into_entries().into_iter().enumerate() {
-                    let ep = canopy_core::diff::with_selector(path, Selector::Position(pos as u64 + 1));
+                    // Entries are named by their keys when they have them.
+                    let keys: Option<Vec<(String, String)>> = n
+                        .keys
+                        .iter()
+                        .map(|k| match e.children.get(k) {
+                            Some(Node::Leaf { value, .. }) => Some((k.clone(), value.as_text().into_owned())),
+                            _ => None,
+                        })
+                        .collect();
+                    let sel = match keys {
+                        Some(k) if !k.is_empty() => Selector::Keys(k),
+                        _ => Selector::Position(pos as u64 + 1),
+                    };
+                    let ep = canopy_core::diff::with_selector(path, sel);
                     let e = self.normalize_children(at, &ep, e, state, errs);
                     if let Err(err) = out.insert(e, &Insert::Last) {
                         errs.push(Violation { path: path.to_string(), reason: err.to_string() });
