@@ -41,6 +41,11 @@ enum Command {
         /// One line, no whitespace.
         #[arg(long)]
         compact: bool,
+        /// With a YANG schema, how defaults are reported (RFC 6243): explicit
+        /// (what is stored), report-all (every default that applies), trim
+        /// (stored values equal to their default left out).
+        #[arg(long, value_name = "MODE", default_value = "explicit", value_parser = ["explicit", "report-all", "trim"])]
+        with_defaults: String,
     },
     /// Set a leaf (VALUE: JSON scalar text, else a string), or merge a JSON
     /// object or array at PATH.
@@ -89,6 +94,11 @@ enum Command {
     Compact,
     /// Verify the store; prints each problem (exit 1) or `ok`.
     Check,
+    /// The store's YANG schema: `schema add FILE.yang… [--search DIR]`, `schema list`.
+    Schema {
+        #[command(subcommand)]
+        command: SchemaCommand,
+    },
     /// Print how many nodes a query selects.
     Count { query: String },
     /// Print the backend, revision, fragment count, bytes on disk and sync mode.
@@ -118,6 +128,24 @@ enum DatastoreCommand {
     Discard,
     /// Show whether the candidate holds uncommitted changes and which locks are held.
     Status,
+}
+
+#[derive(Subcommand)]
+enum SchemaCommand {
+    /// Add YANG modules to the store's schema (replacing stored modules of the
+    /// same name). Imports are taken from the store, then from the search
+    /// directories. From then on, every commit is validated against them.
+    Add {
+        /// YANG files (`.yang`).
+        #[arg(required = true, value_name = "FILE.yang")]
+        files: Vec<std::path::PathBuf>,
+        /// Directory searched (recursively) for imported modules as NAME.yang
+        /// or NAME@REVISION.yang; may be given several times.
+        #[arg(long, value_name = "DIR")]
+        search: Vec<std::path::PathBuf>,
+    },
+    /// List the modules of the store's schema: name, revision, implemented or import-only.
+    List,
 }
 
 /// A user error found here rather than in the library (an unreadable file, a
@@ -214,7 +242,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
         _ => store.session(ds),
     };
     match cli.command {
-        Command::Get { path, depth, compact } => print_json(&session, &path, ReadOptions { depth }, !compact)?,
+        Command::Get { path, depth, compact, with_defaults } => {
+            let with_defaults = with_defaults.parse().map_err(UserError)?;
+            print_json(&session, &path, ReadOptions { depth, with_defaults }, !compact)?
+        }
+        Command::Schema { command: SchemaCommand::Add { files, search } } => {
+            let modules = store.schema_add(&files, &search)?;
+            let implemented = modules.iter().filter(|m| m.implemented).count();
+            eprintln!(
+                "schema: {} modules ({implemented} implemented, {} imported)",
+                modules.len(),
+                modules.len() - implemented
+            );
+        }
+        Command::Schema { command: SchemaCommand::List } => {
+            let mut out = io::stdout().lock();
+            for m in store.schema_modules()? {
+                let kind = if m.implemented { "implemented" } else { "import" };
+                writeln!(out, "{}\t{}\t{kind}", m.name, m.revision.as_deref().unwrap_or("-"))?;
+            }
+        }
         Command::Export { path, compact } => print_json(&session, &path, ReadOptions::default(), !compact)?,
         Command::Count { query } => println!("{}", session.count(&query)?),
         Command::Set { path, value } => {

@@ -264,7 +264,7 @@ fn ensure_container<'a>(
                 if list.get(&vals).is_none() {
                     let mut entry = Container::default();
                     for (k, v) in keys {
-                        entry.children.insert(k.clone(), Node::leaf(Value::String(v.clone())));
+                        entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
                     }
                     let place = list.info.user_ordered.then(|| last_place(list));
                     out.push(Change::Created { path: here.clone(), node: Subtree::Entry(entry.clone()), place });
@@ -366,7 +366,7 @@ fn put_child(
                 for (k, v) in keys {
                     match entry.children.get(k) {
                         None => {
-                            entry.children.insert(k.clone(), Node::leaf(Value::String(v.clone())));
+                            entry.children.insert(k.clone(), Node::leaf(schema.path_value(path, Some(k), v)));
                         }
                         Some(Node::Leaf { value, .. }) if value.as_text() == v.as_str() => {}
                         Some(_) => return Err(Error::invalid(path, format!("key leaf `{k}` disagrees with the path"))),
@@ -378,12 +378,12 @@ fn put_child(
             put_entry(list, path, &vals, entry, replace, insert, out, schema)
         }
         Selector::Value(v) => {
-            let meta = match value {
+            let (typed, meta) = match value {
                 Node::Leaf { value: val, meta } => {
                     if val.as_text() != v.as_str() {
                         return Err(Error::invalid(path, "the value disagrees with the path"));
                     }
-                    meta
+                    (schema.path_value(path, None, v), meta)
                 }
                 _ => return Err(Error::invalid(path, "a leaf-list entry takes a scalar")),
             };
@@ -391,7 +391,7 @@ fn put_child(
                 Node::LeafList(ll) => ll,
                 _ => return Err(Error::invalid(path, "not a leaf-list")),
             };
-            put_leaf_list_entry(ll, path, v, meta, replace, insert, out)
+            put_leaf_list_entry(ll, path, typed, meta, replace, insert, out)
         }
     }
 }
@@ -475,12 +475,14 @@ fn place_of_current(list: &List, vals: &[String]) -> Place {
 fn put_leaf_list_entry(
     ll: &mut Vec<LeafListEntry>,
     path: &Path,
-    v: &str,
+    value: Value,
     meta: Meta,
     replace: bool,
     insert: Option<&Insert>,
     out: &mut Vec<Change>,
 ) -> Result<()> {
+    let text = value.as_text().into_owned();
+    let v = text.as_str();
     let find = |ll: &[LeafListEntry], t: &str| ll.iter().position(|e| e.value.as_text() == t);
     let place_at = |ll: &[LeafListEntry], i: usize| {
         if i == 0 {
@@ -507,7 +509,7 @@ fn put_leaf_list_entry(
     match find(ll, v) {
         None => {
             let i = target_index(ll, insert.unwrap_or(&Insert::Last))?;
-            let entry = LeafListEntry { value: Value::String(v.to_string()), meta };
+            let entry = LeafListEntry { value, meta };
             out.push(Change::Created {
                 path: path.clone(),
                 node: Subtree::Value(entry.clone()),
@@ -566,9 +568,8 @@ fn merge_node(path: &Path, existing: &mut Node, value: Node, out: &mut Vec<Chang
         }
         (Node::LeafList(ll), Node::LeafList(v)) => {
             for e in v {
-                let t = e.value.as_text().into_owned();
-                let p = with_selector(path, Selector::Value(t.clone()));
-                put_leaf_list_entry(ll, &p, &t, e.meta, false, None, out)?;
+                let p = with_selector(path, Selector::Value(e.value.as_text().into_owned()));
+                put_leaf_list_entry(ll, &p, e.value.clone(), e.meta, false, None, out)?;
             }
             Ok(())
         }

@@ -18,6 +18,6 @@ pub use error::{Error, Result};
 pub use path::eval::select;
 pub use path::query::Query;
 pub use path::{Path, Segment, Selector};
-pub use schema::{Schema, Schemaless};
+pub use schema::{Schema, Schemaless, Violation};
 pub use tree::{Container, Insert, LeafListEntry, List, ListInfo, Name, Node, NodeRef};
 pub use value::{Meta, Value, ValueRef};

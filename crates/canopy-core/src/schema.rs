@@ -25,6 +25,14 @@ pub trait Schema: Send + Sync {
 
     /// Keys and ordering of the list at this schema path, if known.
     fn list_info(&self, schema_path: &str) -> Option<ListInfo>;
+
+    /// The value a path gives as text: key `key` of the entry at `at` (`[k='1']`),
+    /// or, with `key` `None`, the leaf-list entry at `at` (`[.='v']`). A schema
+    /// types it (a `uint32` key is a number); without one it is a string.
+    fn path_value(&self, at: &crate::Path, key: Option<&str>, text: &str) -> crate::Value {
+        let _ = (at, key);
+        crate::Value::String(text.to_string())
+    }
 }
 
 /// No schema: kinds come from the data, list keys from what the store has
@@ -42,5 +50,18 @@ impl Schema for Schemaless {
 
     fn list_info(&self, schema_path: &str) -> Option<ListInfo> {
         self.lists.get(schema_path).cloned()
+    }
+}
+
+/// One reason a schema rejects data: the instance path and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Violation {
+    pub path: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.reason)
     }
 }

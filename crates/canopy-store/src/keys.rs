@@ -6,6 +6,8 @@
 //! 0x00 "list" <schema path> → learned list info (schemaless keys/ordering)
 //! 0x00 "lock" <ds code>     → the connection holding the datastore's lock
 //! 0x00 "candidate"         → present while candidate differs from running
+//! 0x00 "yang" <module name>  → a YANG module of the store's schema (JSON:
+//!                              revision, implemented, text)
 //! 0x10+ds <path key>        → fragment of one container or list entry
 //! 0x20+ds <list key> <order key> 0x00 → entry suffix (user-ordered lists: order index)
 //! ```
@@ -40,6 +42,10 @@ pub const LOCK: &[u8] = b"\x00lock";
 /// Present while the candidate datastore holds its own contents; absent, the
 /// candidate reads as running (RFC 6241: it starts as a copy of running).
 pub const CANDIDATE: &[u8] = b"\x00candidate";
+/// Prefix of the YANG modules of the store's schema (one record per module,
+/// its name after the prefix). The engine reads them; backends store them as
+/// any other record.
+pub const YANG: &[u8] = b"\x00yang";
 
 const DATA: u8 = 0x10;
 const ORDER: u8 = 0x20;

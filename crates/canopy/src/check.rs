@@ -47,7 +47,11 @@ pub(crate) fn check(backend: &dyn Backend) -> Result<Vec<String>> {
     snap.scan(&[0x00], None, false, &mut |k, v| {
         match k.first() {
             Some(0x00) => {
-                if !(k == keys::FORMAT || k == keys::REVISION || k.starts_with(keys::LIST_INFO)) {
+                if !(k == keys::FORMAT
+                    || k == keys::REVISION
+                    || k.starts_with(keys::LIST_INFO)
+                    || k.starts_with(keys::YANG))
+                {
                     found.push(format!("unknown store record {}", keys::hex(k)));
                 }
             }

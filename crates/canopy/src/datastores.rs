@@ -412,7 +412,7 @@ impl Store {
         let whole = ReadOptions::default();
         // Running's part, with the ancestors it has of what the query reaches
         // (so that configured ancestors of state read alone show as intended).
-        let mut out = self.with_stored_tree(Datastore::Running, query, |t, schema| {
+        let mut out = self.with_stored_tree(Datastore::Running, query, |t, schema, _| {
             let mut out = canopy_core::select(&t, &query.evaluate(&t));
             let reach = query.instance_prefix(&|sp| schema.list_info(sp));
             let mut at = reach;
@@ -427,12 +427,13 @@ impl Store {
             out
         })?;
         mark_origin(&mut out, ORIGIN_INTENDED);
-        let stored =
-            self.with_stored_tree(Datastore::Operational, query, |t, _| crate::store::selection(t, query, whole))?;
+        let stored = self.with_stored_tree(Datastore::Operational, query, |t, _, _| {
+            crate::store::selection(t, query, whole, None)
+        })?;
         merge(&mut out, stored, ORIGIN_UNKNOWN);
         let pushed: Vec<Container> = {
             let pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
-            pushed.values().map(|t| crate::store::selection(Cow::Borrowed(t), query, whole)).collect()
+            pushed.values().map(|t| crate::store::selection(Cow::Borrowed(t), query, whole, None)).collect()
         };
         for t in pushed {
             merge(&mut out, t, ORIGIN_UNKNOWN);
@@ -445,7 +446,7 @@ impl Store {
             let tree = subscribe::call_guarded(self.conn.id, || (p.provide)(&p.subtree))
                 .and_then(|r| r)
                 .map_err(|e| Error::Usage(format!("the operational data provider of {} failed: {e}", p.subtree)))?;
-            merge(&mut out, crate::store::selection(Cow::Owned(tree), query, whole), ORIGIN_UNKNOWN);
+            merge(&mut out, crate::store::selection(Cow::Owned(tree), query, whole, None), ORIGIN_UNKNOWN);
         }
         Ok(out)
     }

@@ -16,6 +16,14 @@ pub enum Error {
     /// The storage layer failed or refused.
     #[error(transparent)]
     Store(#[from] canopy_store::StoreError),
+    /// Data that the store's YANG schema rejects: every problem found, each
+    /// with its path. Nothing was stored.
+    #[error("{}", violations(.0))]
+    Invalid(Vec<canopy_core::Violation>),
+    /// A YANG module that does not load (with file and line), or a schema
+    /// that cannot be used.
+    #[error("{0}")]
+    Schema(String),
     /// An operation that does not fit its arguments.
     #[error("{0}")]
     Usage(String),
@@ -32,7 +40,12 @@ impl Error {
     /// the CLI) rather than an internal failure (exit status 2).
     pub fn is_user_error(&self) -> bool {
         match self {
-            Error::Data(_) | Error::Usage(_) | Error::Locked(_) | Error::Rejected { .. } => true,
+            Error::Data(_)
+            | Error::Usage(_)
+            | Error::Locked(_)
+            | Error::Rejected { .. }
+            | Error::Invalid(_)
+            | Error::Schema(_) => true,
             Error::Store(e) => matches!(
                 e.kind(),
                 ErrorKind::InvalidUrl
@@ -42,6 +55,20 @@ impl Error {
                     | ErrorKind::Corrupted
                     | ErrorKind::Unavailable
             ),
+        }
+    }
+}
+
+fn violations(v: &[canopy_core::Violation]) -> String {
+    match v {
+        [one] => one.to_string(),
+        _ => {
+            let mut s = format!("{} errors:", v.len());
+            for x in v {
+                s.push_str("\n  ");
+                s.push_str(&x.to_string());
+            }
+            s
         }
     }
 }

@@ -26,13 +26,16 @@ mod schema;
 mod store;
 mod stream;
 pub mod subscribe;
+mod yang;
 
 pub use admin::{copy, CopyReport, StoreInfo, COPY_BATCH};
 pub use canopy_core::diff::{Change, Place, Subtree};
 pub use canopy_core::edit::{Edit, Operation};
 pub use canopy_core::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};
+pub use canopy_core::Violation;
 pub use canopy_core::{json, Meta, Path, Value};
 pub use canopy_store::keys::Datastore;
+pub use canopy_yang::{Module as YangModule, WithDefaults, YangSchema};
 pub use datastores::{LockInfo, ORIGIN, ORIGIN_INTENDED, ORIGIN_UNKNOWN};
 pub use error::{Error, Result};
 pub use hub::Provider;

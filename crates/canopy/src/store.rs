@@ -14,6 +14,7 @@ use canopy_core::tree::{Container, Insert, ListInfo, Node, NodeRef};
 use canopy_core::{Schema, Schemaless, Value};
 use canopy_store::keys::{self, Datastore};
 use canopy_store::{Backend, Batch, ErrorKind, Snapshot, StoreUrl};
+use canopy_yang::{WithDefaults, YangSchema};
 
 use crate::commit::batch_for;
 use crate::datastores::{Conn, Control};
@@ -53,6 +54,8 @@ pub struct Store {
     schema: RwLock<(u64, Arc<Schemaless>)>,
     /// Locks and the candidate's state, and the revision they were read at.
     control: RwLock<(u64, Arc<Control>)>,
+    /// The YANG schema and the revision it was read at (see `crate::yang`).
+    pub(crate) yang: RwLock<Option<crate::yang::YangCache>>,
     /// One writer at a time in this connection; other connections and
     /// processes are caught by the revision check of each batch.
     pub(crate) writer: Mutex<()>,
@@ -111,20 +114,25 @@ impl Store {
     /// Errors reading the store's learned list info.
     pub fn from_backend(backend: Box<dyn Backend>, url: &str, options: Options) -> Result<Store> {
         init_format(&*backend)?;
-        let (rev, schema, control) = {
+        let control = {
             let snap = backend.snapshot()?;
-            (snap.revision(), crate::schema::load(&*snap)?, Control::load(&*snap)?)
+            (snap.revision(), Arc::new(Control::load(&*snap)?))
         };
-        Ok(Store {
+        let store = Store {
             backend,
             url: url.to_string(),
-            schema: RwLock::new((rev, Arc::new(schema))),
-            control: RwLock::new((rev, Arc::new(control))),
+            // Read on first use (`schema_at`): no revision is u64::MAX.
+            schema: RwLock::new((u64::MAX, Arc::new(Schemaless::default()))),
+            control: RwLock::new(control),
+            yang: RwLock::new(None),
             writer: Mutex::new(()),
             cache: options.cache.then(|| RwLock::new(HashMap::new())),
             conn: Conn::new(),
             hub: crate::hub::hub_for(url),
-        })
+        };
+        // Learned lists and the YANG schema are read (and checked) at open.
+        store.schema_now()?;
+        Ok(store)
     }
 
     /// The URL the store was opened with.
@@ -163,7 +171,12 @@ impl Store {
                 return Ok(g.1.clone());
             }
         }
-        let s = Arc::new(crate::schema::load(snap)?);
+        let mut s = crate::schema::load(snap)?;
+        // A YANG schema gives every list its keys and ordering.
+        if let Some(y) = self.yang_at(snap)? {
+            s.lists.extend(y.lists());
+        }
+        let s = Arc::new(s);
         let mut g = self.schema.write().map_err(|_| poisoned())?;
         *g = (snap.revision(), s.clone());
         Ok(s)
@@ -315,6 +328,8 @@ impl Store {
     fn transact_uncached(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
         let snap = self.backend.snapshot()?;
         let base = self.schema_at(&*snap)?;
+        let yang = self.yang_at(&*snap)?;
+        let edits = crate::yang::normalize_edits(yang.as_deref(), ds, edits)?;
         let mut schema = (*base).clone();
         let mut learned = Vec::new();
         let mut root = Container::default();
@@ -324,10 +339,13 @@ impl Store {
         for e in edits {
             prepare(&mut loader, &mut root, &e, &schema)?;
             learn_edit(&mut schema, &mut learned, &e, &root);
-            changes.extend(apply_edit_owned(&mut root, e, &schema)?);
+            changes.extend(apply_edit_owned(&mut root, e, &Typed { lists: &schema, yang: yang.as_deref() })?);
         }
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: snap.revision(), changes });
+        }
+        if let Some(y) = &yang {
+            crate::yang::validate(y, &changes, &mut crate::yang::Sparse { loader: &mut loader, root: &mut root })?;
         }
         let matched = Matched::find(&self.hub, ds, &changes);
         matched.validate(self.conn.id, &changes)?;
@@ -363,12 +381,14 @@ impl Store {
             g.insert(ds, Cached { revision: snap.revision(), tree });
         }
         let cached = g.get_mut(&ds).expect("just loaded");
+        let yang = self.yang_at(&*snap)?;
+        let edits = crate::yang::normalize_edits(yang.as_deref(), ds, edits)?;
         let mut schema = (*base).clone();
         let mut learned = Vec::new();
         let mut changes: Vec<Change> = Vec::new();
         for e in edits {
             learn_edit(&mut schema, &mut learned, &e, &cached.tree);
-            match apply_edit_owned(&mut cached.tree, e, &schema) {
+            match apply_edit_owned(&mut cached.tree, e, &Typed { lists: &schema, yang: yang.as_deref() }) {
                 Ok(c) => changes.extend(c),
                 Err(err) => {
                     undo(&mut cached.tree, &changes);
@@ -378,6 +398,12 @@ impl Store {
         }
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: snap.revision(), changes });
+        }
+        if let Some(y) = &yang {
+            if let Err(e) = crate::yang::validate(y, &changes, &mut crate::yang::Whole(&cached.tree)) {
+                undo(&mut cached.tree, &changes);
+                return Err(e);
+            }
         }
         let matched = Matched::find(&self.hub, ds, &changes);
         if let Err(e) = matched.validate(self.conn.id, &changes) {
@@ -412,8 +438,9 @@ impl Store {
     /// After a commit at `revision` made from the schema in force plus what
     /// it learned, that schema is the one in force at `revision`.
     fn learned_committed(&self, revision: u64, schema: Schemaless) {
+        self.yang_committed(revision);
         if let Ok(mut g) = self.schema.write() {
-            if g.0 + 1 == revision {
+            if g.0.checked_add(1) == Some(revision) {
                 *g = (revision, Arc::new(schema));
             }
         }
@@ -434,13 +461,14 @@ impl Store {
         ds: Datastore,
         stored: bool,
         query: &Query,
-        f: impl FnOnce(Cow<'_, Container>, &Schemaless) -> T,
+        f: impl FnOnce(Cow<'_, Container>, &Schemaless, Option<&YangSchema>) -> T,
     ) -> Result<T> {
         if ds == Datastore::Operational && !stored {
             subscribe::check_not_calling(self.conn.id)?;
             let tree = self.operational_tree(query)?;
             let schema = self.schema_now()?;
-            return Ok(f(Cow::Owned(tree), &schema));
+            let yang = self.yang_schema()?;
+            return Ok(f(Cow::Owned(tree), &schema, yang.as_deref()));
         }
         self.with_stored_tree(ds, query, f)
     }
@@ -451,7 +479,7 @@ impl Store {
         &self,
         ds: Datastore,
         query: &Query,
-        f: impl FnOnce(Cow<'_, Container>, &Schemaless) -> T,
+        f: impl FnOnce(Cow<'_, Container>, &Schemaless, Option<&YangSchema>) -> T,
     ) -> Result<T> {
         let ds = match ds {
             Datastore::Candidate => {
@@ -463,49 +491,118 @@ impl Store {
         self.with_tree(ds, query, f)
     }
 
+    /// With a YANG schema, an instance path read must name schema nodes.
+    fn check_query(&self, q: &Query) -> Result<()> {
+        if let Some(p) = q.to_instance_path() {
+            if let Some(y) = self.yang_schema()? {
+                y.resolve_path(&p)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Runs `f` on a tree that holds at least what `query` can select: the
     /// cached tree (borrowed), or a sparse tree loaded for it (owned).
     fn with_tree<T>(
         &self,
         ds: Datastore,
         query: &Query,
-        f: impl FnOnce(Cow<'_, Container>, &Schemaless) -> T,
+        f: impl FnOnce(Cow<'_, Container>, &Schemaless, Option<&YangSchema>) -> T,
     ) -> Result<T> {
         subscribe::check_not_calling(self.conn.id)?;
         let snap = self.backend.snapshot()?;
         let schema = self.schema_at(&*snap)?;
+        let yang = self.yang_at(&*snap)?;
+        let yang = yang.as_deref();
         if let Some(cache) = &self.cache {
             {
                 let g = cache.read().map_err(|_| poisoned())?;
                 if let Some(c) = g.get(&ds).filter(|c| c.revision == snap.revision()) {
-                    return Ok(f(Cow::Borrowed(&c.tree), &schema));
+                    return Ok(f(Cow::Borrowed(&c.tree), &schema, yang));
                 }
             }
             let mut g = cache.write().map_err(|_| poisoned())?;
             let tree = load_all(&*snap, ds, &schema)?;
             g.insert(ds, Cached { revision: snap.revision(), tree });
-            return Ok(f(Cow::Borrowed(&g[&ds].tree), &schema));
+            return Ok(f(Cow::Borrowed(&g[&ds].tree), &schema, yang));
         }
         let mut root = Container::default();
         let mut loader = Loader::new(&*snap, ds, &schema);
         let prefix = read_prefix(query, &schema);
         loader.path(&mut root, &prefix)?;
         load_whole(&mut loader, &mut root, &prefix)?;
-        Ok(f(Cow::Owned(root), &schema))
+        Ok(f(Cow::Owned(root), &schema, yang))
+    }
+}
+
+/// The schema edits are applied with: lists as known (learned or from YANG),
+/// values in paths typed by the YANG schema if there is one.
+struct Typed<'a> {
+    lists: &'a Schemaless,
+    yang: Option<&'a YangSchema>,
+}
+
+impl Schema for Typed<'_> {
+    fn kind(&self, schema_path: &str) -> Option<canopy_core::schema::NodeKind> {
+        match self.yang {
+            Some(y) => y.kind(schema_path),
+            None => self.lists.kind(schema_path),
+        }
+    }
+
+    fn list_info(&self, schema_path: &str) -> Option<ListInfo> {
+        self.lists.list_info(schema_path)
+    }
+
+    fn path_value(&self, at: &Path, key: Option<&str>, text: &str) -> Value {
+        match self.yang {
+            Some(y) => y.path_value(at, key, text),
+            None => Value::String(text.to_string()),
+        }
     }
 }
 
 /// What a query selects from `tree`, as one tree (see [`Session::get`]).
-pub(crate) fn selection(tree: Cow<'_, Container>, query: &Query, opts: ReadOptions) -> Container {
+pub(crate) fn selection(
+    tree: Cow<'_, Container>,
+    query: &Query,
+    opts: ReadOptions,
+    yang: Option<&YangSchema>,
+) -> Container {
     let paths = query.evaluate(&tree);
+    if let (Some(y), [], Some(p)) = (yang, paths.as_slice(), query.to_instance_path()) {
+        if opts.with_defaults == WithDefaults::ReportAll {
+            return default_only(y, &tree, &p);
+        }
+    }
     let mut out = match paths.as_slice() {
         [p] if p.is_root() => tree.into_owned(),
         _ => select(&tree, &paths),
     };
+    if let Some(y) = yang {
+        for p in &paths {
+            y.with_defaults(&mut out, p, opts.with_defaults);
+        }
+    }
     if let Some(d) = opts.depth {
         for p in &paths {
             trim_at(&mut out, p, d);
         }
+    }
+    out
+}
+
+/// A node that is not stored but has a default (report-all): the default,
+/// with its ancestors, when its parent exists.
+fn default_only(y: &YangSchema, tree: &Container, p: &Path) -> Container {
+    let (Some(parent), Some(last)) = (p.parent(), p.last()) else { return Container::default() };
+    let mut out = if parent.is_root() { Container::default() } else { select(tree, std::slice::from_ref(&parent)) };
+    if !parent.is_root() && out.children.is_empty() {
+        return out;
+    }
+    y.with_defaults(&mut out, &parent, WithDefaults::ReportAll);
+    if let Ok(c) = diff::container_mut(&mut out, &parent) {
+        c.children.retain(|name, _| *name == last.name);
     }
     out
 }
@@ -637,7 +734,7 @@ fn read_prefix(query: &Query, schema: &Schemaless) -> Path {
 }
 
 /// Loads the whole subtree at `path` (ancestors must be loaded).
-fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path) -> Result<()> {
+pub(crate) fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path) -> Result<()> {
     let Some(last) = path.last() else {
         loader.range(root, &[])?;
         return Ok(());
@@ -786,6 +883,9 @@ pub struct ReadOptions {
     /// `Some(0)` gives the selected nodes without children; list entries keep
     /// their key leaves at every depth.
     pub depth: Option<usize>,
+    /// How defaults are reported when the store has a YANG schema (RFC 6243);
+    /// `explicit` (what is stored) unless asked.
+    pub with_defaults: WithDefaults,
 }
 
 /// Work on one datastore of a store.
@@ -826,7 +926,8 @@ impl Session<'_> {
     /// [`Error::Data`] for a query that does not parse; backend errors.
     pub fn get(&self, query: &str, opts: ReadOptions) -> Result<Container> {
         let q = Query::parse(query)?;
-        self.store.with_view(self.ds, self.stored, &q, |tree, _| selection(tree, &q, opts))
+        self.store.check_query(&q)?;
+        self.store.with_view(self.ds, self.stored, &q, |tree, _, yang| selection(tree, &q, opts, yang))
     }
 
     /// Reads what `query` selects and writes it as RFC 7951 JSON to `out`.
@@ -837,9 +938,11 @@ impl Session<'_> {
     /// As [`Session::get`], and write errors of `out`.
     pub fn get_json<W: std::io::Write>(&self, query: &str, opts: ReadOptions, pretty: bool, mut out: W) -> Result<()> {
         let q = Query::parse(query)?;
+        self.store.check_query(&q)?;
         // Uncached, a whole subtree streams from the stored fragments.
-        let plain = !self.pushes();
-        if let (true, None, None, Some(p)) = (plain, &self.store.cache, opts.depth, q.to_instance_path()) {
+        let explicit = opts.with_defaults == WithDefaults::Explicit;
+        let plain = !self.pushes() && explicit;
+        if let (None, None, Some(p), true) = (&self.store.cache, opts.depth, q.to_instance_path(), plain) {
             if crate::stream::streamable(&p) {
                 let snap = self.store.backend.snapshot()?;
                 let schema = self.store.schema_at(&*snap)?;
@@ -851,13 +954,13 @@ impl Session<'_> {
             }
         }
         let wopts = canopy_core::json::WriteOptions { pretty, depth: None };
-        let written = self.store.with_view(self.ds, self.stored, &q, |tree, _| {
+        let written = self.store.with_view(self.ds, self.stored, &q, |tree, _, yang| {
             let paths = q.evaluate(&tree);
             match (paths.as_slice(), &tree) {
-                ([p], Cow::Borrowed(t)) if p.is_root() && opts.depth.is_none() => {
+                ([p], Cow::Borrowed(t)) if p.is_root() && opts.depth.is_none() && explicit => {
                     canopy_core::json::write_container(out, t, &wopts)
                 }
-                _ => canopy_core::json::write_container(out, &selection(tree, &q, opts), &wopts),
+                _ => canopy_core::json::write_container(out, &selection(tree, &q, opts, yang), &wopts),
             }
         })?;
         written.map_err(|e| Error::Usage(format!("writing the output: {e}")))
@@ -875,10 +978,13 @@ impl Session<'_> {
             Some(p) => p,
             None => Query::parse_instance(path)?,
         };
-        self.store.with_view(self.ds, self.stored, &q, |tree, schema| {
-            let p = canonical_path(&tree, &p, schema);
-            tree.lookup(&p).map(owned)
-        })
+        self.store
+            .with_view(self.ds, self.stored, &q, |tree, schema, yang| {
+                let p = crate::yang::check_read_path(yang, &p)?;
+                let p = canonical_path(&tree, &p, schema);
+                Ok(tree.lookup(&p).map(owned))
+            })
+            .and_then(|r| r)
     }
 
     /// How many nodes `query` selects.
@@ -887,7 +993,8 @@ impl Session<'_> {
     /// As [`Session::get`].
     pub fn count(&self, query: &str) -> Result<usize> {
         let q = Query::parse(query)?;
-        self.store.with_view(self.ds, self.stored, &q, |tree, _| q.evaluate(&tree).len())
+        self.store.check_query(&q)?;
+        self.store.with_view(self.ds, self.stored, &q, |tree, _, _| q.evaluate(&tree).len())
     }
 
     /// Sets the leaf at `path` (merging: containers and list entries on the way

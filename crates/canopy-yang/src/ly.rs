@@ -1,0 +1,363 @@
+//! The few libyang calls the yang3 crate does not wrap: parsing a module from
+//! text with imports served by a callback, single-value type checks, and XPath
+//! evaluation of compiled must/when expressions. Every `unsafe` block of the
+//! crate is here; callers see safe functions on [`Ctx`].
+
+#![allow(unsafe_code)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::ptr;
+
+use yang3::context::Context;
+use yang3::data::{Data, DataNodeRef, DataTree};
+use yang3::ffi;
+use yang3::schema::SchemaNode;
+use yang3::utils::Binding;
+
+/// Serves module and submodule texts to libyang while modules are parsed.
+pub(crate) trait Importer {
+    /// The YANG text of module `name` (submodule `sub` of it when given), at
+    /// `revision` when given.
+    fn import(&mut self, name: &str, revision: Option<&str>, sub: Option<(&str, Option<&str>)>) -> Option<String>;
+}
+
+/// A libyang context owned by the schema; used under the schema's lock.
+pub(crate) struct Ctx {
+    pub(crate) ctx: Context,
+    raw: *mut ffi::ly_ctx,
+}
+
+// The context is only used behind the schema's mutex (libyang's context is not
+// safe for concurrent use with error recording), or read-only.
+unsafe impl Send for Ctx {}
+unsafe impl Sync for Ctx {}
+
+/// One error libyang recorded: its message, the line in the text being parsed
+/// (0 when none) and the schema or data path it names.
+#[derive(Clone, Debug)]
+pub(crate) struct LyError {
+    pub msg: String,
+    pub line: u64,
+    pub path: Option<String>,
+}
+
+fn opt_str(p: *const c_char) -> Option<String> {
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+struct ImportState<'a> {
+    importer: &'a mut dyn Importer,
+}
+
+unsafe extern "C" fn import_cb(
+    mod_name: *const c_char,
+    mod_rev: *const c_char,
+    submod_name: *const c_char,
+    submod_rev: *const c_char,
+    user_data: *mut c_void,
+    format: *mut ffi::LYS_INFORMAT::Type,
+    module_data: *mut *const c_char,
+    free_module_data: *mut ffi::ly_module_imp_data_free_clb,
+) -> ffi::LY_ERR::Type {
+    let state = unsafe { &*(user_data as *const RefCell<ImportState<'_>>) };
+    let Ok(mut state) = state.try_borrow_mut() else { return ffi::LY_ERR::LY_ENOTFOUND };
+    let name = opt_str(mod_name).unwrap_or_default();
+    let rev = opt_str(mod_rev);
+    let sub = opt_str(submod_name);
+    let sub_rev = opt_str(submod_rev);
+    let text = state.importer.import(&name, rev.as_deref(), sub.as_deref().map(|s| (s, sub_rev.as_deref())));
+    let Some(text) = text.and_then(|t| CString::new(t).ok()) else { return ffi::LY_ERR::LY_ENOTFOUND };
+    unsafe {
+        *format = ffi::LYS_INFORMAT::LYS_IN_YANG;
+        *module_data = text.into_raw();
+        *free_module_data = Some(free_cb);
+    }
+    ffi::LY_ERR::LY_SUCCESS
+}
+
+unsafe extern "C" fn free_cb(data: *mut c_void, _user: *mut c_void) {
+    if !data.is_null() {
+        drop(unsafe { CString::from_raw(data as *mut c_char) });
+    }
+}
+
+/// What a value check found.
+pub(crate) enum Checked {
+    /// The value fits; its canonical text and the built-in type it was
+    /// resolved to (for unions and leafrefs, the member type).
+    Ok { canonical: String, base: u32 },
+    /// The value does not fit; libyang's reason.
+    Invalid(String),
+}
+
+impl Ctx {
+    /// A context that never reads files by itself: every module comes
+    /// through [`Ctx::parse_module`]'s importer.
+    pub fn new() -> Result<Ctx, String> {
+        let flags = ffi::LY_CTX_NO_YANGLIBRARY | ffi::LY_CTX_DISABLE_SEARCHDIRS | ffi::LY_CTX_DISABLE_SEARCHDIR_CWD;
+        let mut raw = ptr::null_mut();
+        let ret = unsafe { ffi::ly_ctx_new(ptr::null(), flags as u16, &mut raw) };
+        if ret != ffi::LY_ERR::LY_SUCCESS || raw.is_null() {
+            return Err("libyang could not create a context".into());
+        }
+        let ctx = unsafe { Context::from_raw(&(), raw) };
+        unsafe { ffi::ly_log_options(ffi::LY_LOSTORE) };
+        Ok(Ctx { ctx, raw })
+    }
+
+    /// Parses `text` as an implemented module with all its features enabled;
+    /// its imports and includes come from `importer`. Returns the module's
+    /// name, or every error libyang recorded.
+    pub fn parse_module(&self, text: &str, importer: &mut dyn Importer) -> Result<String, Vec<LyError>> {
+        let c = CString::new(text)
+            .map_err(|_| vec![LyError { msg: "the module text contains a NUL byte".into(), line: 0, path: None }])?;
+        let state = RefCell::new(ImportState { importer });
+        unsafe { ffi::ly_err_clean(self.raw, ptr::null_mut()) };
+        let star = CString::new("*").expect("no NUL");
+        let mut features = [star.as_ptr(), ptr::null()];
+        let mut module: *mut ffi::lys_module = ptr::null_mut();
+        let ret = unsafe {
+            ffi::ly_ctx_set_module_imp_clb(
+                self.raw,
+                Some(import_cb),
+                &state as *const RefCell<ImportState<'_>> as *mut c_void,
+            );
+            let mut input: *mut ffi::ly_in = ptr::null_mut();
+            let mut ret = ffi::ly_in_new_memory(c.as_ptr(), &mut input);
+            if ret == ffi::LY_ERR::LY_SUCCESS {
+                ret =
+                    ffi::lys_parse(self.raw, input, ffi::LYS_INFORMAT::LYS_IN_YANG, features.as_mut_ptr(), &mut module);
+                ffi::ly_in_free(input, 0);
+            }
+            ffi::ly_ctx_set_module_imp_clb(self.raw, None, ptr::null_mut());
+            ret
+        };
+        if ret != ffi::LY_ERR::LY_SUCCESS || module.is_null() {
+            let mut errs = self.errors();
+            if errs.is_empty() {
+                errs.push(LyError { msg: format!("libyang error {ret}"), line: 0, path: None });
+            }
+            return Err(errs);
+        }
+        Ok(opt_str(unsafe { (*module).name }).unwrap_or_default())
+    }
+
+    /// The errors recorded since the last clean, oldest first; cleans them.
+    fn errors(&self) -> Vec<LyError> {
+        let mut out = Vec::new();
+        unsafe {
+            let mut e = ffi::ly_err_first(self.raw);
+            while !e.is_null() {
+                out.push(LyError {
+                    msg: opt_str((*e).msg).unwrap_or_default(),
+                    line: (*e).line,
+                    path: opt_str((*e).data_path).or_else(|| opt_str((*e).schema_path)),
+                });
+                e = (*e).next;
+            }
+            ffi::ly_err_clean(self.raw, ptr::null_mut());
+        }
+        out
+    }
+
+    /// Checks `value` (JSON-format text) against the type of the leaf or
+    /// leaf-list `node`. Leafref targets and instance-identifier targets are
+    /// not looked up (the caller does that on its own data).
+    pub fn check_value(&self, node: &SchemaNode<'_>, value: &str) -> Checked {
+        let mut realtype: *const ffi::lysc_type = ptr::null();
+        let mut canonical: *const c_char = ptr::null();
+        let ret = unsafe {
+            ffi::lyd_value_validate(
+                self.raw,
+                node.as_raw(),
+                value.as_ptr() as *const c_char,
+                value.len(),
+                ptr::null(),
+                &mut realtype,
+                &mut canonical,
+            )
+        };
+        match ret {
+            ffi::LY_ERR::LY_SUCCESS | ffi::LY_ERR::LY_EINCOMPLETE => {
+                let base = if realtype.is_null() { 0 } else { unsafe { (*realtype).basetype } };
+                let canonical = opt_str(canonical).unwrap_or_else(|| value.to_string());
+                unsafe { ffi::ly_err_clean(self.raw, ptr::null_mut()) };
+                Checked::Ok { canonical, base }
+            }
+            _ => {
+                let errs = self.errors();
+                Checked::Invalid(errs.last().map_or_else(|| "invalid value".to_string(), |e| e.msg.clone()))
+            }
+        }
+    }
+
+    /// The must expressions of `node` (text, and error-message if any).
+    pub fn musts(node: &SchemaNode<'_>) -> Vec<Expr> {
+        let mut out = Vec::new();
+        unsafe {
+            let musts = ffi::lysc_node_musts(node.as_raw());
+            for i in 0..sized_len(musts as *const c_void) {
+                let m = musts.add(i);
+                out.push(Expr {
+                    text: opt_str(ffi::lyxp_get_expr((*m).cond)).unwrap_or_default(),
+                    message: opt_str((*m).emsg),
+                    prefixes: (*m).prefixes as usize,
+                    module: (*node.as_raw()).module as usize,
+                    context: None,
+                });
+            }
+        }
+        out
+    }
+
+    /// The when conditions of `node` (including those inherited from uses
+    /// and augment), each with the schema node it is evaluated at.
+    pub fn whens(node: &SchemaNode<'_>) -> Vec<Expr> {
+        let mut out = Vec::new();
+        unsafe {
+            let whens = ffi::lysc_node_when(node.as_raw());
+            for i in 0..sized_len(whens as *const c_void) {
+                let w = *whens.add(i);
+                out.push(Expr {
+                    text: opt_str(ffi::lyxp_get_expr((*w).cond)).unwrap_or_default(),
+                    message: None,
+                    prefixes: (*w).prefixes as usize,
+                    module: (*node.as_raw()).module as usize,
+                    context: Some((*w).context as usize),
+                });
+            }
+        }
+        out
+    }
+
+    /// The schema node a leafref leaf points to.
+    pub fn leafref_target<'a>(&'a self, node: &SchemaNode<'_>) -> Option<SchemaNode<'a>> {
+        let t = unsafe { ffi::lysc_node_lref_target(node.as_raw()) };
+        (!t.is_null()).then(|| unsafe { SchemaNode::from_raw(&self.ctx, t as *mut _) })
+    }
+
+    /// Whether a leafref leaf requires its target to exist (`require-instance`).
+    pub fn leafref_requires_instance(&self, node: &SchemaNode<'_>) -> bool {
+        unsafe {
+            let l = node.as_raw() as *const ffi::lysc_node_leaf;
+            let t = (*l).type_;
+            if t.is_null() || (*t).basetype != ffi::LY_DATA_TYPE::LY_TYPE_LEAFREF {
+                return false;
+            }
+            (*(t as *const ffi::lysc_type_leafref)).require_instance != 0
+        }
+    }
+
+    /// A schema node from the pointer kept in an [`Expr`]'s context.
+    pub fn node_at(&self, raw: usize) -> SchemaNode<'_> {
+        unsafe { SchemaNode::from_raw(&self.ctx, raw as *mut ffi::lysc_node) }
+    }
+
+    /// The `unique` statements of a list: each a set of descendant leaves.
+    pub fn uniques<'a>(&'a self, list: &SchemaNode<'_>) -> Vec<Vec<SchemaNode<'a>>> {
+        let mut out = Vec::new();
+        unsafe {
+            let l = list.as_raw() as *const ffi::lysc_node_list;
+            let u = (*l).uniques;
+            for i in 0..sized_len(u as *const c_void) {
+                let leaves = *u.add(i);
+                let mut set = Vec::new();
+                for j in 0..sized_len(leaves as *const c_void) {
+                    let leaf = *leaves.add(j);
+                    set.push(SchemaNode::from_raw(&self.ctx, leaf as *mut ffi::lysc_node));
+                }
+                out.push(set);
+            }
+        }
+        out
+    }
+
+    /// The default values of a leaf-list, canonical.
+    pub fn leaflist_defaults(&self, node: &SchemaNode<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        unsafe {
+            let ll = node.as_raw() as *const ffi::lysc_node_leaflist;
+            let d = (*ll).dflts;
+            for i in 0..sized_len(d as *const c_void) {
+                let v = *d.add(i);
+                if let Some(s) = opt_str(ffi::lyd_value_get_canonical(self.raw, v)) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
+    /// The default of a leaf, canonical.
+    pub fn leaf_default(&self, node: &SchemaNode<'_>) -> Option<String> {
+        unsafe {
+            let l = node.as_raw() as *const ffi::lysc_node_leaf;
+            let v = (*l).dflt;
+            if v.is_null() {
+                return None;
+            }
+            opt_str(ffi::lyd_value_get_canonical(self.raw, v))
+        }
+    }
+
+    /// Parses RFC 7951 JSON data without validating it (a partial tree).
+    pub fn parse_data(&self, json: &str) -> Result<DataTree<'_>, String> {
+        let flags = yang3::data::DataParserFlags::NO_VALIDATION | yang3::data::DataParserFlags::STRICT;
+        let r = DataTree::parse_string(
+            &self.ctx,
+            json,
+            yang3::data::DataFormat::JSON,
+            flags,
+            yang3::data::DataValidationFlags::empty(),
+        );
+        r.map_err(|e| e.msg.unwrap_or_else(|| "libyang could not read the data".into()))
+    }
+
+    /// Evaluates `expr` as a boolean with `node` as the context node.
+    pub fn eval(&self, tree: &DataTree<'_>, node: Option<&DataNodeRef<'_>>, expr: &Expr) -> Result<bool, String> {
+        let c = CString::new(expr.text.as_str()).map_err(|_| "NUL in expression".to_string())?;
+        let mut b: ffi::ly_bool = 0;
+        let ret = unsafe {
+            ffi::lyd_eval_xpath4(
+                node.map_or(ptr::null(), |n| n.as_raw() as *const _),
+                tree.raw(),
+                expr.module as *const ffi::lys_module,
+                c.as_ptr(),
+                ffi::LY_VALUE_FORMAT::LY_VALUE_SCHEMA_RESOLVED,
+                expr.prefixes as *mut c_void,
+                ptr::null(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                &mut b,
+            )
+        };
+        if ret != ffi::LY_ERR::LY_SUCCESS {
+            let errs = self.errors();
+            return Err(errs.last().map_or_else(|| format!("libyang error {ret}"), |e| e.msg.clone()));
+        }
+        Ok(b != 0)
+    }
+}
+
+/// A compiled must or when expression. The pointers stay valid as long as
+/// the context that compiled them (the schema owns both).
+#[derive(Clone, Debug)]
+pub(crate) struct Expr {
+    pub text: String,
+    pub message: Option<String>,
+    prefixes: usize,
+    module: usize,
+    /// When only: the schema node the condition is evaluated at (0: the root).
+    pub context: Option<usize>,
+}
+
+/// The length of a libyang sized array (stored just before its first item).
+unsafe fn sized_len(array: *const c_void) -> usize {
+    if array.is_null() {
+        return 0;
+    }
+    unsafe { *(array as *const u64).sub(1) as usize }
+}

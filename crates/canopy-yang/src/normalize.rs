@@ -1,0 +1,533 @@
+//! Paths, edits and values checked against the schema and put in canonical
+//! form; defaults added to or trimmed from read results.
+
+use canopy_core::edit::{Edit, Operation};
+use canopy_core::path::{Path, Segment, Selector};
+use canopy_core::schema::NodeKind;
+use canopy_core::tree::{Children, Container, Insert, LeafListEntry, List, ListInfo, Node};
+use canopy_core::{Value, Violation};
+
+use crate::ly::Checked;
+use crate::YangSchema;
+
+/// How a read reports default values (RFC 6243).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WithDefaults {
+    /// Only what is stored (set explicitly), defaults or not.
+    #[default]
+    Explicit,
+    /// Stored values, plus the default of every leaf and leaf-list that is
+    /// not set, in every container and entry that exists.
+    ReportAll,
+    /// Stored values except those equal to their default.
+    Trim,
+}
+
+impl std::str::FromStr for WithDefaults {
+    type Err = String;
+    fn from_str(s: &str) -> Result<WithDefaults, String> {
+        match s {
+            "explicit" => Ok(WithDefaults::Explicit),
+            "report-all" => Ok(WithDefaults::ReportAll),
+            "trim" => Ok(WithDefaults::Trim),
+            _ => Err(format!("unknown with-defaults mode `{s}` (explicit, report-all, trim)")),
+        }
+    }
+}
+
+fn kind_name(k: NodeKind) -> &'static str {
+    match k {
+        NodeKind::Container => "a container",
+        NodeKind::List => "a list",
+        NodeKind::Leaf => "a leaf",
+        NodeKind::LeafList => "a leaf-list",
+        NodeKind::AnyData => "an anydata node",
+    }
+}
+
+fn node_name(n: &Node) -> &'static str {
+    match n {
+        Node::Container(_) => "a container",
+        Node::List(_) => "a list",
+        Node::Leaf { .. } => "a leaf value",
+        Node::LeafList(_) => "a leaf-list",
+        Node::AnyData { .. } => "anydata",
+    }
+}
+
+impl YangSchema {
+    /// Checks `value` against the type of the leaf or leaf-list at schema node
+    /// `idx` and returns it canonical, typed as RFC 7951 encodes it.
+    pub(crate) fn check_value(&self, idx: usize, value: &Value) -> Result<Value, String> {
+        let ctx = self.ctx.lock().map_err(|_| "schema lock poisoned".to_string())?;
+        let node = ctx.node_at(self.model.nodes[idx].raw);
+        match ctx.check_value(&node, &crate::values::text(value)) {
+            Checked::Ok { canonical, base } => Ok(crate::values::typed(base, canonical)),
+            Checked::Invalid(reason) => Err(reason),
+        }
+    }
+
+    /// The typed value of a key (`key` of the entry at `at`) or leaf-list
+    /// entry (`at` itself) given as path text; a string when the schema does
+    /// not know the node or the text does not fit (edits are checked before).
+    pub fn path_value(&self, at: &Path, key: Option<&str>, text: &str) -> Value {
+        let mut sp = at.schema_path();
+        if let Some(k) = key {
+            sp.push('/');
+            sp.push_str(k);
+        }
+        match self.model.by_path.get(&sp) {
+            Some(&i) => {
+                self.check_value(i, &Value::String(text.to_string())).unwrap_or_else(|_| Value::String(text.into()))
+            }
+            None => Value::String(text.to_string()),
+        }
+    }
+
+    /// Resolves an instance path against the schema: every name must be a
+    /// data node of its parent (module prefixes where RFC 7951 puts them),
+    /// list entries carry exactly their keys (put in schema order, values
+    /// canonical), leaf-list entries canonical values. Entries on the way to
+    /// the last segment must have all keys. Returns the canonical path and
+    /// the schema node of each segment.
+    ///
+    /// # Errors
+    /// [`canopy_core::Error::Path`] naming the position of the first segment
+    /// that does not fit, and why.
+    pub fn resolve_path(&self, path: &Path) -> Result<(Path, Vec<usize>), canopy_core::Error> {
+        let input = path.to_string();
+        let mut out = Path::root();
+        let mut idxs = Vec::with_capacity(path.segments.len());
+        let mut parent = None;
+        let last = path.segments.len().saturating_sub(1);
+        let mut pos = 1;
+        for (i, seg) in path.segments.iter().enumerate() {
+            let err = |reason: String| canopy_core::Error::Path { input: input.clone(), pos, reason };
+            let Some(ci) = self.model.child(parent, &seg.name) else {
+                let at = match parent {
+                    None => "at the top level".to_string(),
+                    Some(p) => {
+                        let pn = &self.model.nodes[p];
+                        if matches!(pn.kind, NodeKind::Leaf | NodeKind::LeafList | NodeKind::AnyData) {
+                            return Err(err(format!("{} is {}: it has no children", pn.path, kind_name(pn.kind))));
+                        }
+                        format!("in {}", pn.path)
+                    }
+                };
+                let mut names = self.model.child_names(parent);
+                let more = names.len() > 12;
+                names.truncate(12);
+                return Err(err(format!(
+                    "no schema node `{}` {at} (there: {}{})",
+                    seg.name,
+                    if names.is_empty() { "nothing".to_string() } else { names.join(", ") },
+                    if more { ", …" } else { "" }
+                )));
+            };
+            let n = &self.model.nodes[ci];
+            let selector = match (&seg.selector, n.kind) {
+                (Selector::None, NodeKind::List) if i < last => {
+                    return Err(err(format!("list {} needs its keys [{}] here", n.path, n.keys.join(", "))))
+                }
+                (Selector::None, _) => Selector::None,
+                (Selector::Keys(kv), NodeKind::List) if !n.keys.is_empty() => {
+                    let mut vals: Vec<Option<String>> = vec![None; n.keys.len()];
+                    for (k, v) in kv {
+                        let local = k.split_once(':').filter(|(m, _)| *m == n.module).map_or(k.as_str(), |(_, l)| l);
+                        let Some(ki) = n.keys.iter().position(|key| key == local) else {
+                            return Err(err(format!(
+                                "`{k}` is not a key of list {} (keys: {})",
+                                n.path,
+                                n.keys.join(", ")
+                            )));
+                        };
+                        let key_idx = n.children[&n.keys[ki]];
+                        let canon = self
+                            .check_value(key_idx, &Value::String(v.clone()))
+                            .map_err(|r| err(format!("key {k}='{v}': {r}")))?;
+                        vals[ki] = Some(canon.as_text().into_owned());
+                    }
+                    if vals.iter().any(Option::is_none) {
+                        return Err(err(format!("list {} needs all its keys: {}", n.path, n.keys.join(", "))));
+                    }
+                    Selector::Keys(
+                        n.keys.iter().cloned().zip(vals.into_iter().map(Option::unwrap_or_default)).collect(),
+                    )
+                }
+                (Selector::Keys(_), NodeKind::List) => {
+                    return Err(err(format!("list {} has no keys: address its entries by position", n.path)))
+                }
+                (Selector::Position(p), NodeKind::List) if n.keys.is_empty() => Selector::Position(*p),
+                (Selector::Value(v), NodeKind::LeafList) => {
+                    let canon = self
+                        .check_value(ci, &Value::String(v.clone()))
+                        .map_err(|r| err(format!("value '{v}': {r}")))?;
+                    Selector::Value(canon.as_text().into_owned())
+                }
+                (sel, kind) => {
+                    return Err(err(format!(
+                        "{} is {}: it takes no `{}` predicate",
+                        n.path,
+                        kind_name(kind),
+                        Segment { name: String::new(), selector: sel.clone() }
+                    )))
+                }
+            };
+            pos += seg.to_string().len() + 1;
+            out.segments.push(Segment { name: n.name.clone(), selector });
+            idxs.push(ci);
+            parent = Some(ci);
+        }
+        Ok((out, idxs))
+    }
+
+    /// Checks an edit against the schema and returns it canonical: its path
+    /// (see [`YangSchema::resolve_path`]), every node of its value (names,
+    /// kinds, value types), and its insert anchor. State data (`config
+    /// false`) may be edited only when `state` is true.
+    ///
+    /// # Errors
+    /// Every problem found, each with its path.
+    pub fn normalize_edit(&self, edit: Edit, state: bool) -> Result<Edit, Vec<Violation>> {
+        let (path, idxs) = self.resolve_path(&edit.path).map_err(|e| {
+            let reason = match e {
+                canopy_core::Error::Path { pos, reason, .. } => format!("at position {pos}: {reason}"),
+                other => other.to_string(),
+            };
+            vec![Violation { path: edit.path.to_string(), reason }]
+        })?;
+        let mut errs = Vec::new();
+        let at = idxs.last().copied();
+        if let Some(i) = at {
+            let n = &self.model.nodes[i];
+            if !state && !n.config && !matches!(edit.op, Operation::Delete | Operation::Remove) {
+                errs.push(Violation {
+                    path: path.to_string(),
+                    reason: format!("{} is state data (config false): it cannot be edited in this datastore", n.path),
+                });
+            }
+        }
+        let value = match edit.value {
+            None => None,
+            Some(v) => {
+                let entry = matches!(
+                    path.last().map(|s| &s.selector),
+                    Some(Selector::Keys(_) | Selector::Position(_) | Selector::Value(_))
+                );
+                Some(self.normalize_node(at, entry, &path, v, state, &mut errs))
+            }
+        };
+        let insert = match (edit.insert, at) {
+            (Some(Insert::Before(vals)), Some(i)) => Some(Insert::Before(self.anchor(i, vals, &path, &mut errs))),
+            (Some(Insert::After(vals)), Some(i)) => Some(Insert::After(self.anchor(i, vals, &path, &mut errs))),
+            (ins, _) => ins,
+        };
+        if !errs.is_empty() {
+            return Err(errs);
+        }
+        Ok(Edit { op: edit.op, path, value, insert })
+    }
+
+    /// The anchor of an insert before/after, canonical: key values of a
+    /// keyed list entry, the value of a leaf-list entry.
+    fn anchor(&self, idx: usize, vals: Vec<String>, path: &Path, errs: &mut Vec<Violation>) -> Vec<String> {
+        let n = &self.model.nodes[idx];
+        let leaves: Vec<usize> = match n.kind {
+            NodeKind::List if !n.keys.is_empty() => n.keys.iter().map(|k| n.children[k]).collect(),
+            NodeKind::LeafList => vec![idx],
+            _ => return vals,
+        };
+        if leaves.len() != vals.len() {
+            errs.push(Violation {
+                path: path.to_string(),
+                reason: format!("the insert anchor needs {} value(s), got {}", leaves.len(), vals.len()),
+            });
+            return vals;
+        }
+        vals.into_iter()
+            .zip(leaves)
+            .map(|(v, li)| match self.check_value(li, &Value::String(v.clone())) {
+                Ok(c) => c.as_text().into_owned(),
+                Err(r) => {
+                    errs.push(Violation { path: path.to_string(), reason: format!("insert anchor '{v}': {r}") });
+                    v
+                }
+            })
+            .collect()
+    }
+
+    /// `node`, given for the schema node `at` (the root when `None`; a list
+    /// entry's content when `entry`), checked and made canonical.
+    fn normalize_node(
+        &self,
+        at: Option<usize>,
+        entry: bool,
+        path: &Path,
+        node: Node,
+        state: bool,
+        errs: &mut Vec<Violation>,
+    ) -> Node {
+        let kind = at.map(|i| self.model.nodes[i].kind);
+        match (kind, node) {
+            (None, Node::Container(c)) => Node::Container(self.normalize_children(None, path, c, state, errs)),
+            (Some(NodeKind::Container), Node::Container(c)) => {
+                Node::Container(self.normalize_children(at, path, c, state, errs))
+            }
+            (Some(NodeKind::List), Node::Container(c)) if entry => {
+                Node::Container(self.normalize_children(at, path, c, state, errs))
+            }
+            (Some(NodeKind::List), Node::List(l)) => {
+                let i = at.expect("list");
+                let n = &self.model.nodes[i];
+                let info = if n.keys.is_empty() {
+                    ListInfo::keyless()
+                } else {
+                    ListInfo { keys: n.keys.clone(), user_ordered: n.user_ordered }
+                };
+                let mut out = List::new(info);
+                for (pos, e) in l.into_entries().into_iter().enumerate() {
+                    // Entries are named by their keys when they have them.
+                    let keys: Option<Vec<(String, String)>> = n
+                        .keys
+                        .iter()
+                        .map(|k| match e.children.get(k) {
+                            Some(Node::Leaf { value, .. }) => Some((k.clone(), value.as_text().into_owned())),
+                            _ => None,
+                        })
+                        .collect();
+                    let sel = match keys {
+                        Some(k) if !k.is_empty() => Selector::Keys(k),
+                        _ => Selector::Position(pos as u64 + 1),
+                    };
+                    let ep = canopy_core::diff::with_selector(path, sel);
+                    let e = self.normalize_children(at, &ep, e, state, errs);
+                    if let Err(err) = out.insert(e, &Insert::Last) {
+                        errs.push(Violation { path: path.to_string(), reason: err.to_string() });
+                    }
+                }
+                Node::List(Box::new(out))
+            }
+            (Some(NodeKind::Leaf), Node::Leaf { value, meta }) => match self.check_value(at.expect("leaf"), &value) {
+                Ok(v) => Node::Leaf { value: v, meta },
+                Err(r) => {
+                    errs.push(Violation { path: path.to_string(), reason: format!("invalid value '{value}': {r}") });
+                    Node::Leaf { value, meta }
+                }
+            },
+            (Some(NodeKind::LeafList), Node::Leaf { value, meta }) if entry => {
+                // The value of one entry (its path names it).
+                match self.check_value(at.expect("leaf-list"), &value) {
+                    Ok(v) => Node::Leaf { value: v, meta },
+                    Err(r) => {
+                        errs.push(Violation {
+                            path: path.to_string(),
+                            reason: format!("invalid value '{value}': {r}"),
+                        });
+                        Node::Leaf { value, meta }
+                    }
+                }
+            }
+            (Some(NodeKind::LeafList), Node::LeafList(entries)) => {
+                let i = at.expect("leaf-list");
+                let mut out = Vec::with_capacity(entries.len());
+                for e in entries {
+                    match self.check_value(i, &e.value) {
+                        Ok(v) => {
+                            if out.iter().any(|x: &LeafListEntry| x.value == v) {
+                                errs.push(Violation {
+                                    path: path.to_string(),
+                                    reason: format!("value '{v}' appears twice (leaf-list values are unique)"),
+                                });
+                            }
+                            out.push(LeafListEntry { value: v, meta: e.meta });
+                        }
+                        Err(r) => errs.push(Violation {
+                            path: path.to_string(),
+                            reason: format!("invalid value '{}': {r}", e.value),
+                        }),
+                    }
+                }
+                Node::LeafList(out)
+            }
+            (Some(NodeKind::AnyData), n @ (Node::AnyData { .. } | Node::Leaf { .. } | Node::Container(_))) => n,
+            (kind, node) => {
+                errs.push(Violation {
+                    path: path.to_string(),
+                    reason: format!(
+                        "{} is {} in the schema, not {}",
+                        at.map_or("/", |i| self.model.nodes[i].path.as_str()),
+                        kind.map_or("the root", kind_name),
+                        node_name(&node)
+                    ),
+                });
+                node
+            }
+        }
+    }
+
+    fn normalize_children(
+        &self,
+        parent: Option<usize>,
+        path: &Path,
+        c: Container,
+        state: bool,
+        errs: &mut Vec<Violation>,
+    ) -> Container {
+        let mut children = Children::with_capacity(c.children.len());
+        for (name, child) in c.children {
+            let Some(ci) = self.model.child(parent, &name) else {
+                let mut names = self.model.child_names(parent);
+                names.truncate(12);
+                errs.push(Violation {
+                    path: path.child(name.clone(), Selector::None).to_string(),
+                    reason: format!(
+                        "no schema node `{name}` {} (there: {})",
+                        parent.map_or("at the top level".to_string(), |p| format!("in {}", self.model.nodes[p].path)),
+                        if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
+                    ),
+                });
+                continue;
+            };
+            let n = &self.model.nodes[ci];
+            let cp = path.child(n.name.clone(), Selector::None);
+            if !state && !n.config {
+                errs.push(Violation {
+                    path: cp.to_string(),
+                    reason: format!("{} is state data (config false): it cannot be edited in this datastore", n.path),
+                });
+                continue;
+            }
+            let v = self.normalize_node(Some(ci), false, &cp, child, state, errs);
+            children.insert(n.name.clone(), v);
+        }
+        Container { meta: c.meta, children }
+    }
+
+    /// Applies a with-defaults mode to the node at `path` in `tree` (a read
+    /// result) and everything below it.
+    pub fn with_defaults(&self, tree: &mut Container, path: &Path, mode: WithDefaults) {
+        if mode == WithDefaults::Explicit {
+            return;
+        }
+        let Ok((_, idxs)) = self.resolve_path(path) else { return };
+        let at = idxs.last().copied();
+        let Ok(target) = canopy_core::diff::container_mut(tree, path) else {
+            // A list (all entries), a leaf or a leaf-list: the defaults of
+            // what is selected.
+            if let (Some(i), Some(parent)) = (at, path.parent()) {
+                let n = &self.model.nodes[i];
+                if let Ok(pc) = canopy_core::diff::container_mut(tree, &parent) {
+                    match n.kind {
+                        NodeKind::List => {
+                            if let Some(Node::List(l)) = pc.children.get_mut(&n.name) {
+                                for e in l.entries_mut() {
+                                    self.defaults_in(e, Some(i), mode);
+                                }
+                            }
+                        }
+                        NodeKind::Leaf | NodeKind::LeafList => self.default_leaf(pc, i, mode, true),
+                        _ => {}
+                    }
+                }
+            }
+            return;
+        };
+        self.defaults_in(target, at, mode);
+    }
+
+    /// Adds (report-all) or removes (trim) default values in `c`, the data of
+    /// schema node `at`, recursively.
+    fn defaults_in(&self, c: &mut Container, at: Option<usize>, mode: WithDefaults) {
+        let kids: Vec<usize> = match at {
+            None => self.model.top.values().copied().collect(),
+            Some(i) => self.model.nodes[i].children.values().copied().collect(),
+        };
+        for ci in kids {
+            let n = &self.model.nodes[ci];
+            match n.kind {
+                NodeKind::Leaf | NodeKind::LeafList => self.default_leaf(c, ci, mode, false),
+                NodeKind::Container => {
+                    if let Some(Node::Container(cc)) = c.children.get_mut(&n.name) {
+                        self.defaults_in(cc, Some(ci), mode);
+                    } else if !c.children.contains_key(&n.name)
+                        && mode == WithDefaults::ReportAll
+                        && !n.presence
+                        && self.case_active(c, ci)
+                    {
+                        let mut cc = Container::default();
+                        self.defaults_in(&mut cc, Some(ci), mode);
+                        if !cc.children.is_empty() {
+                            c.children.insert(n.name.clone(), Node::Container(cc));
+                        }
+                    }
+                }
+                NodeKind::List => {
+                    if let Some(Node::List(l)) = c.children.get_mut(&n.name) {
+                        for e in l.entries_mut() {
+                            self.defaults_in(e, Some(ci), mode);
+                        }
+                    }
+                }
+                NodeKind::AnyData => {}
+            }
+        }
+    }
+
+    fn default_leaf(&self, c: &mut Container, i: usize, mode: WithDefaults, selected: bool) {
+        let n = &self.model.nodes[i];
+        if n.defaults.is_empty() {
+            return;
+        }
+        match mode {
+            WithDefaults::Explicit => {}
+            WithDefaults::ReportAll => {
+                if !c.children.contains_key(&n.name) && (selected || self.case_active(c, i)) {
+                    let node = if n.kind == NodeKind::Leaf {
+                        Node::leaf(n.defaults[0].clone())
+                    } else {
+                        Node::LeafList(
+                            n.defaults
+                                .iter()
+                                .map(|v| LeafListEntry { value: v.clone(), meta: Default::default() })
+                                .collect(),
+                        )
+                    };
+                    c.children.insert(n.name.clone(), node);
+                }
+            }
+            WithDefaults::Trim => {
+                let is_default = match c.children.get(&n.name) {
+                    Some(Node::Leaf { value, .. }) => n.kind == NodeKind::Leaf && *value == n.defaults[0],
+                    Some(Node::LeafList(v)) => {
+                        v.len() == n.defaults.len() && v.iter().zip(&n.defaults).all(|(e, d)| e.value == *d)
+                    }
+                    _ => false,
+                };
+                if is_default {
+                    c.children.remove(&n.name);
+                }
+            }
+        }
+    }
+
+    /// Whether the case schema node `i` lies in is the one in use in `c`: a
+    /// node outside any choice always is; a case is when data of it exists,
+    /// or when it is the default case and no other case has data.
+    pub(crate) fn case_active(&self, c: &Container, i: usize) -> bool {
+        let Some((choice, case)) = self.model.nodes[i].case else { return true };
+        let parent = self.model.nodes[i].parent;
+        let mut other_case_used = false;
+        for name in c.children.keys() {
+            let Some(si) = self.model.child(parent, name) else { continue };
+            if let Some((ch, cs)) = self.model.nodes[si].case {
+                if ch == choice {
+                    if cs == case {
+                        return true;
+                    }
+                    other_case_used = true;
+                }
+            }
+        }
+        !other_case_used && self.model.cases.get(&case).is_some_and(|&(_, default)| default)
+    }
+}

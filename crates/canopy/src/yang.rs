@@ -1,0 +1,291 @@
+//! The store's YANG schema: modules kept in the store (`keys::YANG`), compiled
+//! once per change of the module set, edits checked and made canonical before
+//! they are applied, and each transaction validated on what it changed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use canopy_core::edit::{Edit, Operation};
+use canopy_core::path::Path;
+use canopy_core::tree::Container;
+use canopy_core::Violation;
+use canopy_store::keys::{self, Datastore};
+use canopy_store::{Batch, Snapshot};
+use canopy_yang::{DataAccess, Module, YangSchema};
+
+use crate::error::{Error, Result};
+use crate::load::Loader;
+use crate::store::{load_whole, Store};
+
+/// The compiled schema valid at a revision, and the module records it was
+/// compiled from (compared on a revision change, so that data commits by
+/// other processes do not recompile it).
+pub(crate) struct YangCache {
+    pub revision: u64,
+    records: Vec<u8>,
+    pub schema: Option<Arc<YangSchema>>,
+}
+
+/// The module records of a snapshot: their raw bytes (for comparison) and
+/// the modules.
+fn read_modules(snap: &dyn Snapshot) -> Result<(Vec<u8>, Vec<Module>)> {
+    let mut raw = Vec::new();
+    let mut modules = Vec::new();
+    let mut err = None;
+    snap.scan_prefix(keys::YANG, false, &mut |k, v| {
+        raw.extend_from_slice(k);
+        raw.extend_from_slice(&(v.len() as u64).to_be_bytes());
+        raw.extend_from_slice(v);
+        let name = String::from_utf8_lossy(&k[keys::YANG.len()..]).into_owned();
+        match decode_module(&name, v) {
+            Ok(m) => {
+                modules.push(m);
+                Ok(true)
+            }
+            Err(e) => {
+                err = Some(e);
+                Ok(false)
+            }
+        }
+    })?;
+    match err {
+        Some(e) => Err(e),
+        None => Ok((raw, modules)),
+    }
+}
+
+fn encode_module(m: &Module) -> Vec<u8> {
+    serde_json::json!({ "revision": m.revision, "implemented": m.implemented, "text": m.text }).to_string().into_bytes()
+}
+
+fn decode_module(name: &str, v: &[u8]) -> Result<Module> {
+    let bad =
+        || Error::Store(canopy_store::StoreError::corrupted(format!("the record of YANG module {name} is damaged")));
+    let j: serde_json::Value = serde_json::from_slice(v).map_err(|_| bad())?;
+    Ok(Module {
+        name: name.to_string(),
+        revision: j.get("revision").and_then(|r| r.as_str()).map(str::to_string),
+        implemented: j.get("implemented").and_then(|b| b.as_bool()).ok_or_else(bad)?,
+        text: j.get("text").and_then(|t| t.as_str()).ok_or_else(bad)?.to_string(),
+    })
+}
+
+fn schema_error(e: canopy_yang::Error) -> Error {
+    Error::Schema(e.to_string())
+}
+
+impl Store {
+    /// The YANG schema valid for `snap` (`None`: a schemaless store).
+    pub(crate) fn yang_at(&self, snap: &dyn Snapshot) -> Result<Option<Arc<YangSchema>>> {
+        {
+            let g = self.yang.read().map_err(|_| crate::store::poisoned())?;
+            if let Some(c) = g.as_ref().filter(|c| c.revision == snap.revision()) {
+                return Ok(c.schema.clone());
+            }
+        }
+        let (records, modules) = read_modules(snap)?;
+        let mut g = self.yang.write().map_err(|_| crate::store::poisoned())?;
+        if let Some(c) = g.as_mut().filter(|c| c.records == records) {
+            c.revision = snap.revision();
+            return Ok(c.schema.clone());
+        }
+        let schema = if modules.is_empty() {
+            None
+        } else {
+            Some(Arc::new(YangSchema::from_modules(&modules).map_err(schema_error)?))
+        };
+        *g = Some(YangCache { revision: snap.revision(), records, schema: schema.clone() });
+        Ok(schema)
+    }
+
+    /// After a data commit at `revision` on top of the cached one, the schema
+    /// is still the same.
+    pub(crate) fn yang_committed(&self, revision: u64) {
+        if let Ok(mut g) = self.yang.write() {
+            if let Some(c) = g.as_mut().filter(|c| c.revision + 1 == revision) {
+                c.revision = revision;
+            }
+        }
+    }
+
+    /// The store's YANG schema, if it has one.
+    ///
+    /// # Errors
+    /// Backend errors; [`Error::Schema`] when the stored modules no longer compile.
+    pub fn yang_schema(&self) -> Result<Option<Arc<YangSchema>>> {
+        let snap = self.backend().snapshot()?;
+        self.yang_at(&*snap)
+    }
+
+    /// The modules of the store's schema (implemented and imported), by name.
+    ///
+    /// # Errors
+    /// Backend errors, a damaged module record.
+    pub fn schema_modules(&self) -> Result<Vec<Module>> {
+        let snap = self.backend().snapshot()?;
+        Ok(read_modules(&*snap)?.1)
+    }
+
+    /// Adds YANG modules to the store's schema: each file is parsed and
+    /// implemented (all its features enabled), its imports and includes are
+    /// taken from the modules already stored, then from `NAME.yang` or
+    /// `NAME@REVISION.yang` under the `search` directories. A module that is
+    /// stored already is replaced by the file's. The modules are stored in
+    /// one transaction; every process opening the store uses them.
+    ///
+    /// Data already stored must fit the new schema: its names and values are
+    /// checked, and lists the store learned without a schema must have the
+    /// keys and ordering the schema gives them.
+    ///
+    /// # Errors
+    /// [`Error::Schema`] for a module that does not parse or compile (file and
+    /// line) or an import that cannot be found; [`Error::Invalid`] for stored
+    /// data that does not fit; [`Error::Usage`] for a learned list with other
+    /// keys; backend errors.
+    pub fn schema_add(&self, files: &[PathBuf], search: &[PathBuf]) -> Result<Vec<Module>> {
+        let mut texts = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(f).map_err(|e| Error::Schema(format!("{}: {e}", f.display())))?;
+            texts.push((f.display().to_string(), text));
+        }
+        self.schema_add_texts(&texts, search)
+    }
+
+    /// [`Store::schema_add`] with the modules given as text: (a name for error
+    /// messages, such as the file name; the YANG text).
+    ///
+    /// # Errors
+    /// As [`Store::schema_add`].
+    pub fn schema_add_texts(&self, texts: &[(String, String)], search: &[PathBuf]) -> Result<Vec<Module>> {
+        let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
+        let snap = self.backend().snapshot()?;
+        let (_, existing) = read_modules(&*snap)?;
+        let schema = YangSchema::add_texts(&existing, texts, search).map_err(schema_error)?;
+        let learned = crate::schema::load(&*snap)?;
+        for (path, info) in schema.lists() {
+            if let Some(known) = learned.lists.get(&path) {
+                if *known != info {
+                    return Err(Error::Usage(format!(
+                        "list {path} is stored with keys {:?}{}, the schema gives it keys {:?}{}",
+                        known.keys,
+                        if known.user_ordered { " (ordered by user)" } else { "" },
+                        info.keys,
+                        if info.user_ordered { " (ordered by user)" } else { "" },
+                    )));
+                }
+            }
+        }
+        // Stored data must fit.
+        let mut lists = learned.clone();
+        lists.lists.extend(schema.lists());
+        let mut problems = Vec::new();
+        for ds in Datastore::ALL {
+            let mut root = Container::default();
+            Loader::new(&*snap, ds, &lists).range(&mut root, &[])?;
+            if root.children.is_empty() {
+                continue;
+            }
+            let edit = Edit {
+                op: Operation::Replace,
+                path: Path::root(),
+                value: Some(canopy_core::tree::Node::Container(root)),
+                insert: None,
+            };
+            if let Err(v) = schema.normalize_edit(edit, ds == Datastore::Operational) {
+                problems.extend(v.into_iter().map(|v| Violation { path: format!("{} {}", ds.name(), v.path), ..v }));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::Invalid(problems));
+        }
+        let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+        batch.delete_prefix(keys::YANG.to_vec());
+        for m in schema.modules() {
+            let mut k = keys::YANG.to_vec();
+            k.extend_from_slice(m.name.as_bytes());
+            batch.put(k, encode_module(m));
+        }
+        drop(snap);
+        self.backend().apply(&batch)?;
+        Ok(schema.modules().to_vec())
+    }
+}
+
+/// Checks and canonicalises a transaction's edits against the schema.
+pub(crate) fn normalize_edits(yang: Option<&YangSchema>, ds: Datastore, edits: Vec<Edit>) -> Result<Vec<Edit>> {
+    let Some(y) = yang else { return Ok(edits) };
+    let mut out = Vec::with_capacity(edits.len());
+    let mut problems = Vec::new();
+    for e in edits {
+        match y.normalize_edit(e, ds == Datastore::Operational) {
+            Ok(e) => out.push(e),
+            Err(v) => problems.extend(v),
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(Error::Invalid(problems))
+    }
+}
+
+/// Checks an instance path of a read against the schema.
+pub(crate) fn check_read_path(yang: Option<&YangSchema>, path: &Path) -> Result<Path> {
+    match yang {
+        Some(y) => Ok(y.resolve_path(path)?.0),
+        None => Ok(path.clone()),
+    }
+}
+
+/// The sparse tree of an uncached transaction, loaded further on request.
+pub(crate) struct Sparse<'l, 'a> {
+    pub loader: &'l mut Loader<'a>,
+    pub root: &'l mut Container,
+}
+
+impl DataAccess for Sparse<'_, '_> {
+    fn tree(&self) -> &Container {
+        self.root
+    }
+
+    fn load(&mut self, path: &Path, whole: bool) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let parent = path.parent().unwrap_or_default();
+        self.loader.path(self.root, &parent)?;
+        if whole {
+            load_whole(self.loader, self.root, path)?;
+        } else {
+            self.loader.path(self.root, path)?;
+        }
+        Ok(())
+    }
+}
+
+/// The whole datastore in memory (cached mode): nothing to load.
+pub(crate) struct Whole<'t>(pub &'t Container);
+
+impl DataAccess for Whole<'_> {
+    fn tree(&self) -> &Container {
+        self.0
+    }
+
+    fn load(&mut self, _: &Path, _: bool) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        Ok(())
+    }
+}
+
+/// Validates a transaction's changes.
+pub(crate) fn validate(
+    yang: &YangSchema,
+    changes: &[canopy_core::diff::Change],
+    data: &mut dyn DataAccess,
+) -> Result<()> {
+    let v = yang.validate(changes, data).map_err(|e| match e.downcast::<Error>() {
+        Ok(e) => *e,
+        Err(e) => Error::Usage(e.to_string()),
+    })?;
+    if v.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Invalid(v))
+    }
+}

@@ -1,0 +1,347 @@
+//! Stores with a YANG schema: modules stored in the store, schema-checked
+//! paths, typed canonical values, key order and user order from the schema,
+//! with-defaults reads, and commit validation (every error listed, nothing
+//! stored). The test modules are in `tests/yang/`.
+
+use std::path::PathBuf;
+
+use canopy::{Error, Operation, ReadOptions, Store, Value, WithDefaults};
+
+fn module(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/yang").join(name)
+}
+
+fn perf() -> (String, String) {
+    ("perf.yang".to_string(), canopy_yang::PERF_YANG.to_string())
+}
+
+/// A fresh store (cached or not) with the `types` and `perf` modules.
+fn store(dir: &tempfile::TempDir, cache: bool) -> Store {
+    let url = format!("lmdb:{}?sync=off&cache={}", dir.path().display(), if cache { "on" } else { "off" });
+    let s = Store::open(&url).unwrap();
+    s.schema_add(&[module("types.yang")], &[]).unwrap();
+    s.schema_add_texts(&[perf()], &[]).unwrap();
+    s
+}
+
+fn json(s: &Store, path: &str, opts: ReadOptions) -> serde_json::Value {
+    let mut out = Vec::new();
+    s.running().get_json(path, opts, false, &mut out).unwrap();
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn leaf(s: &Store, path: &str) -> Option<Value> {
+    match s.running().get_item(path).unwrap() {
+        Some(canopy::Subtree::Node(canopy::Node::Leaf { value, .. })) => Some(value),
+        None => None,
+        other => panic!("{path}: not a leaf: {other:?}"),
+    }
+}
+
+/// The violations of a rejected transaction.
+fn rejected(r: canopy::Result<canopy::Commit>) -> Vec<String> {
+    match r {
+        Err(Error::Invalid(v)) => v.iter().map(ToString::to_string).collect(),
+        other => panic!("expected a validation error, got {other:?}"),
+    }
+}
+
+#[test]
+fn modules_are_stored_in_the_store_and_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("lmdb:{}", dir.path().display());
+    {
+        let s = store(&dir, false);
+        let names: Vec<String> = s.schema_modules().unwrap().into_iter().map(|m| m.name).collect();
+        assert_eq!(names, ["perf", "types"]);
+    }
+    // Another open (another process would do the same) finds the schema.
+    let s = Store::open(&url).unwrap();
+    assert!(s.yang_schema().unwrap().is_some());
+    let e = s.running().set("/types:c/nope", Value::String("x".into())).unwrap_err();
+    assert!(e.to_string().contains("no schema node `nope` in /types:c"), "{e}");
+    assert!(s.check().unwrap().is_empty());
+}
+
+#[test]
+fn each_type_is_checked_and_stored_canonical() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir, false);
+    let r = s.running();
+    let set = |p: &str, v: &str| r.set(&format!("/types:c/{p}"), Value::from_cli(v));
+    // (leaf, input, stored value)
+    let ok: &[(&str, &str, Value)] = &[
+        ("i8", "-128", Value::Number("-128".into())),
+        ("i64", "9007199254740993", Value::String("9007199254740993".into())),
+        ("u16", "100", Value::Number("100".into())),
+        ("pct", "7", Value::Number("7".into())),
+        ("dec", "1.50", Value::String("1.5".into())),
+        ("name", "abc", Value::String("abc".into())),
+        ("color", "blue", Value::String("blue".into())),
+        ("flags", "c a", Value::String("a c".into())),
+        ("on", "true", Value::Bool(true)),
+        ("marker", "[null]", Value::Empty),
+        ("blob", "aGVsbG8=", Value::String("aGVsbG8=".into())),
+        ("pet", "types:dog", Value::String("types:dog".into())),
+        ("either", "12", Value::Number("12".into())),
+        ("iid", "/types:c/name", Value::String("/types:c/name".into())),
+    ];
+    for (l, input, want) in ok {
+        set(l, input).unwrap_or_else(|e| panic!("{l} = {input}: {e}"));
+        assert_eq!(leaf(&s, &format!("/types:c/{l}")).as_ref(), Some(want), "{l}");
+    }
+    set("either", "none").unwrap();
+    assert_eq!(leaf(&s, "/types:c/either"), Some(Value::String("none".into())));
+    let bad: &[(&str, &str, &str)] = &[
+        ("i8", "128", "out of type int8"),
+        ("i8", "x", "Invalid"),
+        ("u16", "50", "range"),
+        ("pct", "101", "range"),
+        ("dec", "10.5", "range"),
+        ("dec", "1.234", "fraction"),
+        ("name", "toolongname", "length"),
+        ("name", "ABC", "pattern"),
+        ("color", "purple", "enum"),
+        ("flags", "d", "bit"),
+        ("on", "yes", "boolean"),
+        ("marker", "x", "empty"),
+        ("blob", "!!", "base64"),
+        ("pet", "types:animal", "identity"),
+        ("either", "maybe", "union"),
+    ];
+    let before = s.revision().unwrap();
+    for (l, input, why) in bad {
+        let e = set(l, input).unwrap_err().to_string();
+        assert!(e.contains(&format!("/types:c/{l}")), "{l} = {input}: {e}");
+        assert!(e.to_lowercase().contains(&why.to_lowercase()), "{l} = {input}: {e} (expected `{why}`)");
+    }
+    assert_eq!(s.revision().unwrap(), before, "rejected edits store nothing");
+}
+
+#[test]
+fn json_documents_are_checked_and_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir, false);
+    let doc = r#"{"types:c":{"i64":"5","u16":15,"tags":["a","b"],"ports":[8080]},
+                  "types:things":{"thing":[{"name":"x","id":1}]}}"#;
+    s.running().import(doc.as_bytes(), Operation::Merge).unwrap();
+    assert_eq!(leaf(&s, "/types:c/u16"), Some(Value::Number("15".into())));
+    assert_eq!(json(&s, "/types:c/ports", ReadOptions::default())["types:c"]["ports"], serde_json::json!([8080]));
+    let e = rejected(
+        s.running().import(r#"{"types:c":{"u16":5,"bogus":1,"tags":"notalist"}}"#.as_bytes(), Operation::Merge),
+    );
+    assert_eq!(e.len(), 3, "{e:?}");
+    assert!(e.iter().any(|v| v.starts_with("/types:c/u16: invalid value '5'")), "{e:?}");
+    assert!(e.iter().any(|v| v.starts_with("/types:c/bogus: no schema node `bogus`")), "{e:?}");
+    assert!(e.iter().any(|v| v.contains("/types:c/tags") && v.contains("is a leaf-list in the schema")), "{e:?}");
+}
+
+#[test]
+fn paths_are_checked_with_positions() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir, false);
+    let r = s.running();
+    let err = |p: &str| r.set(p, Value::String("v".into())).unwrap_err().to_string();
+    let e = err("/perf:cont/lst[k1='1'][k2='a']/nope");
+    assert!(e.contains("at position 31") && e.contains("no schema node `nope` in /perf:cont/lst"), "{e}");
+    let e = err("/perf:cont/lst[k1='1'][kx='a']/l");
+    assert!(e.contains("`kx` is not a key of list /perf:cont/lst (keys: k1, k2)"), "{e}");
+    let e = err("/perf:cont/lst[k1='1']/l");
+    assert!(e.contains("needs all its keys: k1, k2"), "{e}");
+    let e = err("/perf:cont/lst/l");
+    assert!(e.contains("needs its keys [k1, k2]"), "{e}");
+    let e = err("/types:cont/x");
+    assert!(e.contains("at position 1") && e.contains("no schema node `types:cont` at the top level"), "{e}");
+    let e = err("/perf:cont/types:lst[k1='1'][k2='a']/l");
+    assert!(e.contains("no schema node `types:lst` in /perf:cont"), "{e}");
+    let e = err("/types:c/name/x");
+    assert!(e.contains("/types:c/name is a leaf: it has no children"), "{e}");
+    let e = err("/types:c[x='1']/name");
+    assert!(e.contains("/types:c is a container: it takes no"), "{e}");
+    // Reads check instance paths too.
+    let e = r.get_item("/perf:cont/lstx").unwrap_err().to_string();
+    assert!(e.contains("no schema node `lstx`"), "{e}");
+    // A prefix naming the parent's own module is the same node.
+    r.set("/perf:cont/perf:lst[k1='1'][k2='a']/perf:l", Value::String("v".into())).unwrap();
+    assert_eq!(leaf(&s, "/perf:cont/lst[k2='a'][k1='1']/l"), Some(Value::String("v".into())));
+}
+
+#[test]
+fn keys_come_in_schema_order_and_sort_by_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir, false);
+    for k in ["10", "9", "010"] {
+        s.running().set(&format!("/perf:cont/lst[k2='s'][k1='{k}']/l"), Value::String(k.into())).unwrap();
+    }
+    let doc = json(&s, "/perf:cont", ReadOptions::default());
+    let keys: Vec<&serde_json::Value> = doc["perf:cont"]["lst"].as_array().unwrap().iter().map(|e| &e["k1"]).collect();
+    // `010` is `10`: canonical, the same entry; numbers sort numerically.
+    assert_eq!(keys, [&serde_json::json!(9), &serde_json::json!(10)]);
+    assert_eq!(leaf(&s, "/perf:cont/lst[k1='10'][k2='s']/l"), Some(Value::String("010".into())));
+}
+
+#[test]
+fn user_ordered_lists_keep_user_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir, false);
+    let r = s.running();
+    for (k, at) in
+        [("1", None), ("2", Some(canopy::Insert::First)), ("3", Some(canopy::Insert::After(vec!["2".into()])))]
+    {
+        let p = format!("/perf:cont/usr-lst[k='{k}']");
+        r.edit_json(Operation::Merge, &p, Some(&format!(r#"{{"perf:usr-lst":[{{"k":{k},"l":"x"}}]}}"#)), at).unwrap();
+    }
+    let doc = json(&s, "/perf:cont/usr-lst", ReadOptions::default());
+    let keys: Vec<u64> =
+        doc["perf:cont"]["usr-lst"].as_array().unwrap().iter().map(|e| e["k"].as_u64().unwrap()).collect();
+    assert_eq!(keys, [2, 3, 1]);
+}
+
+#[test]
+fn with_defaults_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir, false);
+    s.running().set("/types:c/pct", Value::Number("50".into())).unwrap();
+    s.running().set("/types:c/name", Value::String("a".into())).unwrap();
+    let read = |m| json(&s, "/types:c", ReadOptions { with_defaults: m, ..Default::default() })["types:c"].clone();
+    assert_eq!(read(WithDefaults::Explicit), serde_json::json!({"name": "a", "pct": 50}));
+    assert_eq!(read(WithDefaults::Trim), serde_json::json!({"name": "a"}));
+    assert_eq!(
+        read(WithDefaults::ReportAll),
+        serde_json::json!({"color": "green", "name": "a", "pct": 50, "ports": [80, 443]})
+    );
+    let tree =
+        s.running().get("/types:c/color", ReadOptions { with_defaults: WithDefaults::ReportAll, ..Default::default() });
+    let _ = tree.unwrap();
+    assert_eq!(
+        json(&s, "/types:c/color", ReadOptions { with_defaults: WithDefaults::ReportAll, ..Default::default() }),
+        serde_json::json!({"types:c": {"color": "green"}})
+    );
+}
+
+fn constraints(cache: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir, cache);
+    let r = s.running();
+    let base = r#"{"types:things":{"thing":[{"name":"a","id":1},{"name":"b","id":2}]},
+                   "types:limits":{"few":[{"k":1}]},
+                   "types:c":{"ref":"a"},
+                   "types:people":{"person":[{"name":"p","age":30,"kind":"child","school":"s","email":"e"}]}}"#;
+    r.import(base.as_bytes(), Operation::Merge).unwrap();
+    let rev = s.revision().unwrap();
+    let before = json(&s, "/", ReadOptions::default());
+    // One transaction breaking each constraint: every error is listed.
+    let edits = r#"{"types:things":{"thing":[{"name":"c","id":1}]},
+                    "types:limits":{"few":[{"k":2},{"k":3},{"k":4}]},
+                    "types:c":{"ref":"zzz"},
+                    "types:people":{"person":[{"name":"q","kind":"adult","school":"x","salary":2000000}]}}"#;
+    let e = rejected(r.import(edits.as_bytes(), Operation::Merge));
+    let expect = [
+        "/types:things/thing[name='c']: unique (id) = (1) is also used by /types:things/thing[name='a']",
+        "/types:limits/few: at most 3 entries are allowed (max-elements), there are 4",
+        "/types:c/ref: leafref: no /types:things/thing/name with value 'zzz'",
+        "/types:people/person[name='q']/age: mandatory node is missing",
+        "/types:people/person[name='q']: mandatory choice `contact` has no case set",
+        "/types:people/person[name='q']/school: when condition `../kind = 'child'` is not satisfied",
+        "/types:people/person[name='q']/salary: salary too high (must `. < 1000000`)",
+    ];
+    for x in expect {
+        assert!(e.iter().any(|v| v == x), "missing `{x}` in {e:#?}");
+    }
+    assert_eq!(e.len(), expect.len(), "{e:#?}");
+    assert_eq!(s.revision().unwrap(), rev, "nothing stored");
+    assert_eq!(json(&s, "/", ReadOptions::default()), before, "nothing changed");
+
+    // Deleting a leafref's target, the last entry under min-elements, a
+    // mandatory leaf; changing a when's condition.
+    let e = rejected(r.apply(&[
+        canopy::Edit::delete("/types:things/thing[name='a']".parse().unwrap()),
+        canopy::Edit::delete("/types:limits/few[k='1']".parse().unwrap()),
+        canopy::Edit::delete("/types:people/person[name='p']/age".parse().unwrap()),
+        canopy::Edit::merge(
+            "/types:people/person[name='p']/kind".parse().unwrap(),
+            canopy::Node::leaf(Value::String("adult".into())),
+        ),
+    ]));
+    let expect = [
+        "/types:c/ref: leafref: no /types:things/thing/name with value 'a' (it was removed)",
+        "/types:limits/few: at least 1 entries are required (min-elements), there are none",
+        "/types:people/person[name='p']/age: mandatory node is missing",
+        "/types:people/person[name='p']/school: when condition `../kind = 'child'` is not satisfied",
+    ];
+    for x in expect {
+        assert!(e.iter().any(|v| v == x), "missing `{x}` in {e:#?}");
+    }
+    assert_eq!(e.len(), expect.len(), "{e:#?}");
+    assert_eq!(json(&s, "/", ReadOptions::default()), before, "nothing changed");
+
+    // Changing a leaf to a value another entry has breaks unique.
+    let e = rejected(r.set("/types:things/thing[name='b']/id", Value::Number("1".into())));
+    assert_eq!(e, ["/types:things/thing[name='b']: unique (id) = (1) is also used by /types:things/thing[name='a']"]);
+    // Valid changes pass.
+    r.set("/types:things/thing[name='b']/id", Value::Number("3".into())).unwrap();
+    r.set("/types:c/ref", Value::String("b".into())).unwrap();
+    r.delete("/types:things/thing[name='a']").unwrap();
+    r.set("/types:people/person[name='p']/salary", Value::Number("10".into())).unwrap();
+    assert_eq!(leaf(&s, "/types:c/ref"), Some(Value::String("b".into())));
+}
+
+#[test]
+fn constraints_are_validated_uncached() {
+    constraints(false);
+}
+
+#[test]
+fn constraints_are_validated_cached() {
+    constraints(true);
+}
+
+#[test]
+fn state_data_is_refused_in_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir, false);
+    // `types` has no state data; a module with some does.
+    std::fs::write(
+        dir.path().join("st.yang"),
+        "module st { namespace urn:st; prefix st; container s { config false; leaf n { type uint8; } } }",
+    )
+    .unwrap();
+    s.schema_add(&[dir.path().join("st.yang")], &[]).unwrap();
+    let e = rejected(s.running().set("/st:s/n", Value::Number("1".into())));
+    assert!(e[0].contains("state data"), "{e:?}");
+    s.session(canopy::Datastore::Operational).set("/st:s/n", Value::Number("1".into())).unwrap();
+}
+
+#[test]
+fn malformed_modules_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&format!("lmdb:{}", dir.path().display())).unwrap();
+    let e = s.schema_add(&[module("syntax.yang")], &[]).unwrap_err().to_string();
+    assert!(e.contains("syntax.yang:6: Invalid keyword \"}\""), "{e}");
+    let e = s.schema_add(&[module("broken.yang")], &[]).unwrap_err().to_string();
+    assert!(e.contains("broken.yang:6: Referenced type \"strin\" not found"), "{e}");
+    std::fs::write(
+        dir.path().join("imp.yang"),
+        "module imp { namespace urn:i; prefix i; import missing-mod { prefix m; } }",
+    )
+    .unwrap();
+    let e = s.schema_add(&[dir.path().join("imp.yang")], &[dir.path().to_path_buf()]).unwrap_err().to_string();
+    assert!(e.contains("imports module missing-mod"), "{e}");
+    let e = s.schema_add(&[dir.path().join("none.yang")], &[]).unwrap_err().to_string();
+    assert!(e.contains("none.yang"), "{e}");
+    // Nothing was stored.
+    assert!(s.schema_modules().unwrap().is_empty());
+    assert!(s.yang_schema().unwrap().is_none());
+}
+
+#[test]
+fn existing_data_must_fit_a_new_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&format!("lmdb:{}", dir.path().display())).unwrap();
+    s.running().set("/types:c/u16", Value::Number("5".into())).unwrap();
+    let e = s.schema_add(&[module("types.yang")], &[]).unwrap_err().to_string();
+    assert!(e.contains("running /types:c/u16: invalid value '5'"), "{e}");
+    s.running().set("/types:c/u16", Value::Number("15".into())).unwrap();
+    s.schema_add(&[module("types.yang")], &[]).unwrap();
+    assert_eq!(leaf(&s, "/types:c/u16"), Some(Value::Number("15".into())));
+}
