@@ -199,6 +199,18 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
+/// Bad arguments (the CLI exits 1 on it).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
 /// The error a run stops with after Ctrl-C.
 #[derive(Debug)]
 pub struct Interrupted;
@@ -444,7 +456,7 @@ pub fn main(args: &[String], probe: Vec<OsString>) -> Result<()> {
         println!("{USAGE}");
         return Ok(());
     }
-    let o = parse_args(args, probe)?;
+    let o = parse_args(args, probe).map_err(|e| UsageError(format!("{e:#}")))?;
     install_sigint();
     if let Some(out) = &o.out {
         std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;

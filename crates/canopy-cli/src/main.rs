@@ -191,13 +191,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
         // The start-up probes run in fresh processes of this same binary.
         let probe = vec![std::env::current_exe()?.into_os_string(), "bench".into()];
         return match canopy_bench::runner::main(args, probe) {
-            Err(e) if e.is::<canopy_bench::runner::Interrupted>() => {
-                eprintln!("canopy: {e}");
+            Err(e) if e.chain().any(|c| c.is::<canopy_bench::runner::Interrupted>()) => {
+                eprintln!("canopy: {}", canopy_bench::runner::Interrupted);
                 Ok(ExitCode::from(130))
             }
-            Err(e) if e.to_string().starts_with("unknown") || e.to_string().contains("usage:") => {
-                Err(UserError(format!("{e:#}")).into())
-            }
+            Err(e) if e.is::<canopy_bench::runner::UsageError>() => Err(UserError(e.to_string()).into()),
             other => other.map(|()| ExitCode::SUCCESS),
         };
     }

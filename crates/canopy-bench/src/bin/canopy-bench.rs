@@ -12,7 +12,7 @@ fn main() {
     };
     if let Err(e) = result {
         eprintln!("canopy-bench: {e:#}");
-        let interrupted = e.is::<canopy_bench::runner::Interrupted>();
+        let interrupted = e.chain().any(|c| c.is::<canopy_bench::runner::Interrupted>());
         std::process::exit(if interrupted { 130 } else { 1 });
     }
 }

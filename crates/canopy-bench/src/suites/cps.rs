@@ -7,7 +7,7 @@
 //! One device (see [`device`]): the entry (1), `info` (1) with `geoLocation`
 //! (1), 3 `shelves` (3), 8 `circuit-packs` (8) of 6 `ports` each (48),
 //! 20 `interface` entries (20), `protocols` (1) with `lldp` (1) and 2
-//! `physical-links` (2): 86 fragments, 632 leaves, about 24 KB of RFC 7951
+//! `physical-links` (2): 86 fragments, 895 leaves, about 27 KB of RFC 7951
 //! JSON.
 
 use std::cell::RefCell;
@@ -377,7 +377,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
 
 pub fn notes() -> Vec<String> {
     vec![format!(
-        "cps: devices from the generator documented in docs/benchmarks.md (86 fragments, 632 leaves each). \
+        "cps: devices from the generator documented in docs/benchmarks.md (86 fragments, 895 leaves each). \
          \"get one device\" is the mean of 100 gets of random devices per run, each written as RFC 7951 \
          JSON (the seed's REST response); the floor range-scans the device's fragments. Concurrency rows \
          run 1–16 threads on one open store, each doing {PER} sequential gets of random devices; throughput is \
