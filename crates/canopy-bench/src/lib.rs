@@ -1,9 +1,16 @@
-//! canopy's benchmark suites. Each suite times canopy as users run it (the
-//! public library API, real durability settings, real serialization) beside
-//! the backend's raw engine doing the same puts and gets with the same bytes,
-//! so the ratio is canopy's overhead over the nearest thing to a physical
-//! limit on the machine.
+//! canopy's benchmark suites: the seed documents' workloads replayed against
+//! every backend through the public library API (real durability settings,
+//! real serialization), each beside the backend's raw engine doing the same
+//! puts and gets, so the ratio is canopy's overhead over the nearest thing to
+//! a physical limit on the machine.
+//!
+//! [`runner::main`] is `canopy bench`; [`suites`] holds the five workloads;
+//! [`report`] renders markdown, JSON and SVG.
 
 pub mod core_suite;
+pub mod probe;
 pub mod raw;
+pub mod report;
+pub mod runner;
+pub mod suites;
 pub mod timing;

@@ -23,6 +23,14 @@ pub trait RawStore {
     fn delete_prefix(&mut self, prefix: &[u8]) -> Result<usize>;
     /// Bytes on disk.
     fn disk_size(&self) -> u64;
+    /// Puts and deletes in one committed transaction.
+    fn apply(&mut self, puts: &[(Vec<u8>, Vec<u8>)], dels: &[Vec<u8>]) -> Result<()>;
+    /// Reads every pair under `prefix` in key order; returns the bytes of the values.
+    fn scan_prefix(&self, prefix: &[u8]) -> Result<usize>;
+    /// Whether any key starts with `prefix`.
+    fn has_prefix(&self, prefix: &[u8]) -> Result<bool>;
+    /// Rewrites the store so that freed space returns to the filesystem.
+    fn compact(&mut self) -> Result<()>;
 }
 
 /// Opens the raw engine of `backend` in `dir`, with or without a flush per commit.
@@ -35,6 +43,7 @@ pub fn open(backend: &str, dir: &Path, sync: bool) -> Result<Box<dyn RawStore>> 
         "lmdb" => Box::new(RawLmdb::open(dir, sync)?),
         "sqlite" => Box::new(RawSqlite::open(dir, sync)?),
         "snapshot" | "json" => Box::new(RawFile::open(dir, sync)?),
+        "memory" => Box::new(RawFile::in_memory()),
         other => anyhow::bail!("no raw floor for backend `{other}`"),
     })
 }
@@ -47,6 +56,7 @@ struct RawLmdb {
     env: Option<heed::Env<WithoutTls>>,
     db: Database<Bytes, Bytes>,
     dir: std::path::PathBuf,
+    sync: bool,
 }
 
 impl RawLmdb {
@@ -62,7 +72,7 @@ impl RawLmdb {
         let mut w = env.write_txn()?;
         let db: Database<Bytes, Bytes> = env.create_database(&mut w, None)?;
         w.commit()?;
-        Ok(RawLmdb { env: Some(env), db, dir: dir.to_path_buf() })
+        Ok(RawLmdb { env: Some(env), db, dir: dir.to_path_buf(), sync })
     }
 
     fn env(&self) -> &heed::Env<WithoutTls> {
@@ -120,6 +130,47 @@ impl RawStore for RawLmdb {
 
     fn disk_size(&self) -> u64 {
         dir_size(&self.dir)
+    }
+
+    fn apply(&mut self, puts: &[(Vec<u8>, Vec<u8>)], dels: &[Vec<u8>]) -> Result<()> {
+        let mut w = self.env().write_txn()?;
+        for k in dels {
+            self.db.delete(&mut w, k)?;
+        }
+        for (k, v) in puts {
+            self.db.put(&mut w, k, v)?;
+        }
+        w.commit()?;
+        Ok(())
+    }
+
+    fn scan_prefix(&self, prefix: &[u8]) -> Result<usize> {
+        let r = self.env().read_txn()?;
+        let mut out = Vec::new();
+        for kv in self.db.prefix_iter(&r, prefix)? {
+            out.extend_from_slice(kv?.1);
+        }
+        Ok(out.len())
+    }
+
+    fn has_prefix(&self, prefix: &[u8]) -> Result<bool> {
+        let r = self.env().read_txn()?;
+        let found = self.db.prefix_iter(&r, prefix)?.next().transpose()?.is_some();
+        Ok(found)
+    }
+
+    fn compact(&mut self) -> Result<()> {
+        let tmp = self.dir.join("compact.tmp");
+        let _ = std::fs::remove_file(&tmp);
+        let env = self.env.take().expect("open");
+        let file = env.copy_to_path(&tmp, heed::CompactionOption::Enabled)?;
+        if self.sync {
+            file.sync_all()?;
+        }
+        env.prepare_for_closing().wait();
+        std::fs::rename(&tmp, self.dir.join("data.mdb"))?;
+        *self = RawLmdb::open(&self.dir.clone(), self.sync)?;
+        Ok(())
     }
 }
 
@@ -193,6 +244,45 @@ impl RawStore for RawSqlite {
     fn disk_size(&self) -> u64 {
         dir_size(&self.dir)
     }
+
+    fn apply(&mut self, puts: &[(Vec<u8>, Vec<u8>)], dels: &[Vec<u8>]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut del = tx.prepare_cached("DELETE FROM kv WHERE k = ?1")?;
+            for k in dels {
+                del.execute([k])?;
+            }
+            let mut put = tx.prepare_cached("INSERT OR REPLACE INTO kv(k, v) VALUES (?1, ?2)")?;
+            for (k, v) in puts {
+                put.execute((k, v))?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn scan_prefix(&self, prefix: &[u8]) -> Result<usize> {
+        let hi = canopy_store::backend::prefix_end(prefix).expect("prefix has an end");
+        let mut st = self.conn.prepare_cached("SELECT v FROM kv WHERE k >= ?1 AND k < ?2 ORDER BY k")?;
+        let mut rows = st.query((prefix, hi.as_slice()))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.extend_from_slice(r.get_ref(0)?.as_blob()?);
+        }
+        Ok(out.len())
+    }
+
+    fn has_prefix(&self, prefix: &[u8]) -> Result<bool> {
+        let hi = canopy_store::backend::prefix_end(prefix).expect("prefix has an end");
+        let mut st = self.conn.prepare_cached("SELECT 1 FROM kv WHERE k >= ?1 AND k < ?2 LIMIT 1")?;
+        let found = st.query((prefix, hi.as_slice()))?.next()?.is_some();
+        Ok(found)
+    }
+
+    fn compact(&mut self) -> Result<()> {
+        self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); VACUUM; PRAGMA wal_checkpoint(TRUNCATE);")?;
+        Ok(())
+    }
 }
 
 /// The floor of a whole-file store: the pairs in an in-memory ordered map, and
@@ -228,7 +318,15 @@ impl RawFile {
         Ok(RawFile { map, path, sync })
     }
 
+    /// A map that is never written (the floor of the memory backend).
+    fn in_memory() -> RawFile {
+        RawFile { map: std::collections::BTreeMap::new(), path: std::path::PathBuf::new(), sync: false }
+    }
+
     fn write(&self) -> Result<()> {
+        if self.path.as_os_str().is_empty() {
+            return Ok(());
+        }
         use std::io::Write;
         let tmp = self.path.with_extension("tmp");
         let file = std::fs::File::create(&tmp)?;
@@ -292,5 +390,31 @@ impl RawStore for RawFile {
 
     fn disk_size(&self) -> u64 {
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    fn apply(&mut self, puts: &[(Vec<u8>, Vec<u8>)], dels: &[Vec<u8>]) -> Result<()> {
+        for k in dels {
+            self.map.remove(k);
+        }
+        for (k, v) in puts {
+            self.map.insert(k.clone(), v.clone());
+        }
+        self.write()
+    }
+
+    fn scan_prefix(&self, prefix: &[u8]) -> Result<usize> {
+        let mut out = Vec::new();
+        for (_, v) in self.map.range(prefix.to_vec()..).take_while(|(k, _)| k.starts_with(prefix)) {
+            out.extend_from_slice(v);
+        }
+        Ok(out.len())
+    }
+
+    fn has_prefix(&self, prefix: &[u8]) -> Result<bool> {
+        Ok(self.map.range(prefix.to_vec()..).next().is_some_and(|(k, _)| k.starts_with(prefix)))
+    }
+
+    fn compact(&mut self) -> Result<()> {
+        self.write()
     }
 }

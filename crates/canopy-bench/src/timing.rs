@@ -79,3 +79,44 @@ pub fn heap_bytes() -> usize {
     let info = unsafe { libc::mallinfo2() };
     info.uordblks + info.hblkhd
 }
+
+impl Sample {
+    /// Each run divided by `ops`: the time of one operation.
+    pub fn per_op(self, ops: usize) -> Sample {
+        Sample { runs: self.runs.into_iter().map(|d| d / ops.max(1) as u32).collect() }
+    }
+
+    /// The `p`-th percentile (0–100) of the runs, nearest rank.
+    pub fn percentile(&self, p: f64) -> Duration {
+        let mut v = self.runs.clone();
+        v.sort();
+        if v.is_empty() {
+            return Duration::ZERO;
+        }
+        let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+        v[rank.clamp(1, v.len()) - 1]
+    }
+}
+
+/// Resets the process's peak resident set size to its current size (Linux:
+/// `/proc/self/clear_refs`); returns whether it could.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The process's peak resident set size in bytes since start or the last
+/// [`reset_peak_rss`] (Linux `VmHWM`).
+pub fn peak_rss() -> Option<u64> {
+    status_kb("VmHWM:").map(|kb| kb * 1024)
+}
+
+/// The process's resident set size in bytes (Linux `VmRSS`).
+pub fn rss() -> Option<u64> {
+    status_kb("VmRSS:").map(|kb| kb * 1024)
+}
+
+fn status_kb(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+}

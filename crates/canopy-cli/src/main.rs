@@ -109,6 +109,14 @@ enum Command {
         #[command(subcommand)]
         op: DatastoreCommand,
     },
+    /// Run a benchmark suite against every embedded backend (or --backends) in
+    /// temporary stores and print its tables (`canopy bench help` for options).
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// SUITE|all [--backends a,b,…] [--size N[,N…]|small|seed] [--repeat R] [--format md|json] [--out DIR]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<String>,
+    },
     /// Copy a whole store into an empty store of any backend (--store is not used).
     Copy {
         #[arg(long, value_name = "URL")]
@@ -226,6 +234,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if matches!(cli.command, Command::Check) && std::env::var_os(CHECK_CHILD).is_none() {
         return check_in_child(&url);
     }
+    if let Command::Bench { args } = &cli.command {
+        // The start-up probes run in fresh processes of this same binary.
+        let probe = vec![std::env::current_exe()?.into_os_string(), "bench".into()];
+        return match canopy_bench::runner::main(args, probe) {
+            Err(e) if e.chain().any(|c| c.is::<canopy_bench::runner::Interrupted>()) => {
+                eprintln!("canopy: {}", canopy_bench::runner::Interrupted);
+                Ok(ExitCode::from(130))
+            }
+            Err(e) if e.is::<canopy_bench::runner::UsageError>() => Err(UserError(e.to_string()).into()),
+            other => other.map(|()| ExitCode::SUCCESS),
+        };
+    }
     if let Command::Copy { from, to } = &cli.command {
         let report = canopy::copy(&Store::open(from)?, &Store::open(to)?)?;
         eprintln!(
@@ -304,7 +324,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("bytes on disk: {}", info.disk_bytes);
             println!("sync: {sync}");
         }
-        Command::Copy { .. } => unreachable!("handled before a store is opened"),
+        Command::Copy { .. } | Command::Bench { .. } => unreachable!("handled before a store is opened"),
         Command::Datastore { op } => match op {
             DatastoreCommand::Copy { from, to } => {
                 let from: Datastore = from.parse().map_err(UserError)?;

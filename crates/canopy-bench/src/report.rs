@@ -1,0 +1,457 @@
+//! A suite's results and their three renderings: the seed-shaped markdown
+//! table, JSON with every sample, and an SVG chart of time against data size.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::{json, Value as Json};
+
+use crate::timing::{fmt, Sample};
+
+/// Which figure of a timed row the tables print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stat {
+    /// The mean of the runs (what the seeds report).
+    Mean,
+    /// The best run (the seed says "best of three").
+    Min,
+}
+
+/// One measured figure.
+#[derive(Clone, Debug)]
+pub enum Cell {
+    /// Times of the measured runs (per operation where the row says so).
+    Time(Sample),
+    /// A size in bytes.
+    Bytes(u64),
+    /// A rate (higher is better), one value per run.
+    Rate { unit: &'static str, runs: Vec<f64> },
+    /// The row cannot run yet: what is missing.
+    Missing(String),
+}
+
+impl Cell {
+    /// The figure a table prints, as a number in the cell's unit (seconds for
+    /// times), and whether bigger is better.
+    pub fn headline(&self, stat: Stat) -> Option<(f64, bool)> {
+        match self {
+            Cell::Time(s) if !s.runs.is_empty() => {
+                let d = match stat {
+                    Stat::Mean => s.mean(),
+                    Stat::Min => s.min(),
+                };
+                Some((d.as_secs_f64(), false))
+            }
+            Cell::Bytes(b) => Some((*b as f64, false)),
+            Cell::Rate { runs, .. } if !runs.is_empty() => Some((runs.iter().sum::<f64>() / runs.len() as f64, true)),
+            _ => None,
+        }
+    }
+
+    fn text(&self, stat: Stat) -> String {
+        match self {
+            Cell::Time(s) => match stat {
+                Stat::Mean => fmt(s.mean()),
+                Stat::Min => fmt(s.min()),
+            },
+            Cell::Bytes(b) => bytes(*b),
+            Cell::Rate { unit, runs } => {
+                format!("{:.0} {unit}", runs.iter().sum::<f64>() / runs.len().max(1) as f64)
+            }
+            Cell::Missing(what) => format!("n/a: {what}"),
+        }
+    }
+
+    fn json(&self) -> Json {
+        match self {
+            Cell::Time(s) => json!({
+                "kind": "time",
+                "unit": "ns",
+                "mean": s.mean().as_nanos() as u64,
+                "median": s.median().as_nanos() as u64,
+                "min": s.min().as_nanos() as u64,
+                "max": s.max().as_nanos() as u64,
+                "samples": s.runs.iter().map(|d| d.as_nanos() as u64).collect::<Vec<_>>(),
+            }),
+            Cell::Bytes(b) => json!({ "kind": "bytes", "bytes": b }),
+            Cell::Rate { unit, runs } => json!({ "kind": "rate", "unit": unit, "samples": runs }),
+            Cell::Missing(what) => json!({ "kind": "n/a", "missing": what }),
+        }
+    }
+}
+
+/// A size in bytes in the unit that reads best.
+pub fn bytes(b: u64) -> String {
+    let f = b as f64;
+    if f < 1e4 {
+        format!("{b} B")
+    } else if f < 1e7 {
+        format!("{:.1} KB", f / 1e3)
+    } else if f < 1e10 {
+        format!("{:.1} MB", f / 1e6)
+    } else {
+        format!("{:.2} GB", f / 1e9)
+    }
+}
+
+/// One row of a table: canopy's figure, and the raw engine's beside it.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub name: String,
+    pub canopy: Cell,
+    /// The same work done directly on the backend's engine, when there is an equivalent.
+    pub floor: Option<Cell>,
+    pub stat: Stat,
+}
+
+impl Row {
+    pub fn new(name: impl Into<String>, canopy: Cell) -> Row {
+        Row { name: name.into(), canopy, floor: None, stat: Stat::Mean }
+    }
+
+    pub fn floor(mut self, floor: Cell) -> Row {
+        self.floor = Some(floor);
+        self
+    }
+
+    pub fn best_of(mut self) -> Row {
+        self.stat = Stat::Min;
+        self
+    }
+}
+
+/// The rows of one backend at one data set size.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub backend: String,
+    pub size: u64,
+    /// Sync and cache modes and anything else that holds for every row.
+    pub modes: String,
+    pub rows: Vec<Row>,
+    /// Counts checked after the run (what was stored), printed under the table.
+    pub checks: Vec<String>,
+}
+
+/// How the markdown tables are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// One table per backend, `test name | time | comparison` (sysrepo's seed).
+    PerBackend,
+    /// One table per size, the backends side by side with a factor against the
+    /// first (Elektra's `operation | dump | quickdump | factor`).
+    SideBySide,
+}
+
+/// A suite's results.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub suite: String,
+    /// What the seed calls it, for the heading.
+    pub title: String,
+    pub layout: Layout,
+    /// Options of the run (repeat, sizes, backends, machine).
+    pub params: Vec<(String, String)>,
+    pub tables: Vec<Table>,
+    pub notes: Vec<String>,
+}
+
+/// The human name of a backend's floor.
+pub fn floor_name(backend: &str) -> &'static str {
+    match backend {
+        "lmdb" => "raw LMDB",
+        "sqlite" => "raw SQLite",
+        "snapshot" | "json" => "raw file write",
+        _ => "raw engine",
+    }
+}
+
+fn factor(first: Option<(f64, bool)>, this: Option<(f64, bool)>) -> String {
+    match (first, this) {
+        (Some((a, higher)), Some((b, _))) if a > 0.0 && b > 0.0 => {
+            format!("{:.3} x", if higher { b / a } else { a / b })
+        }
+        _ => "—".into(),
+    }
+}
+
+fn ratio(canopy: &Cell, floor: &Option<Cell>, stat: Stat) -> String {
+    match (canopy.headline(stat), floor.as_ref().and_then(|f| f.headline(stat))) {
+        (Some((c, higher)), Some((f, _))) if c > 0.0 && f > 0.0 => {
+            format!("{:.2}", if higher { f / c } else { c / f })
+        }
+        _ => "—".into(),
+    }
+}
+
+impl Report {
+    fn sizes(&self) -> Vec<u64> {
+        let mut s: Vec<u64> = self.tables.iter().map(|t| t.size).collect();
+        s.dedup();
+        s.sort_unstable();
+        s.dedup();
+        s
+    }
+
+    fn backends(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for t in &self.tables {
+            if !out.contains(&t.backend) {
+                out.push(t.backend.clone());
+            }
+        }
+        out
+    }
+
+    fn table(&self, backend: &str, size: u64) -> Option<&Table> {
+        self.tables.iter().find(|t| t.backend == backend && t.size == size)
+    }
+
+    /// The seed-shaped markdown.
+    pub fn to_markdown(&self) -> String {
+        let mut s = format!("## `{}`: {}\n\n", self.suite, self.title);
+        for (k, v) in &self.params {
+            let _ = writeln!(s, "- {k}: {v}");
+        }
+        s.push('\n');
+        let backends = self.backends();
+        let first = backends.first().cloned().unwrap_or_default();
+        for size in self.sizes() {
+            let _ = writeln!(s, "### data set size {size}\n");
+            match self.layout {
+                Layout::PerBackend => {
+                    for b in &backends {
+                        let Some(t) = self.table(b, size) else { continue };
+                        let _ = writeln!(s, "- {b} ({})\n", t.modes);
+                        let _ = writeln!(
+                            s,
+                            "| test name | time | comparison | {} | canopy / floor |\n|---|---|---|---|---|",
+                            floor_name(b)
+                        );
+                        let base = self.table(&first, size);
+                        for r in &t.rows {
+                            let first_cell =
+                                base.and_then(|bt| bt.rows.iter().find(|x| x.name == r.name)).map(|x| &x.canopy);
+                            let _ = writeln!(
+                                s,
+                                "| {} | {} | {} | {} | {} |",
+                                r.name,
+                                r.canopy.text(r.stat),
+                                factor(first_cell.and_then(|c| c.headline(r.stat)), r.canopy.headline(r.stat)),
+                                r.floor.as_ref().map_or("—".into(), |f| f.text(r.stat)),
+                                ratio(&r.canopy, &r.floor, r.stat),
+                            );
+                        }
+                        for c in &t.checks {
+                            let _ = writeln!(s, "\n{c}");
+                        }
+                        s.push('\n');
+                    }
+                }
+                Layout::SideBySide => {
+                    let present: Vec<&Table> = backends.iter().filter_map(|b| self.table(b, size)).collect();
+                    let Some(base) = present.first() else { continue };
+                    for t in &present {
+                        let _ = writeln!(s, "- {}: {}", t.backend, t.modes);
+                    }
+                    s.push_str("\n| operation |");
+                    for t in &present {
+                        let _ = write!(s, " {} | {} |", t.backend, floor_name(&t.backend));
+                    }
+                    for t in present.iter().skip(1) {
+                        let _ = write!(s, " {} vs {} |", t.backend, base.backend);
+                    }
+                    s.push_str("\n|---|");
+                    for _ in 0..present.len() * 3 - 1 {
+                        s.push_str("---|");
+                    }
+                    s.push('\n');
+                    for r in &base.rows {
+                        let _ = write!(s, "| {} |", r.name);
+                        let cells: Vec<Option<&Row>> =
+                            present.iter().map(|t| t.rows.iter().find(|x| x.name == r.name)).collect();
+                        for c in &cells {
+                            match c {
+                                Some(row) => {
+                                    let _ = write!(
+                                        s,
+                                        " {} | {} |",
+                                        row.canopy.text(row.stat),
+                                        row.floor.as_ref().map_or("—".into(), |f| f.text(row.stat))
+                                    );
+                                }
+                                None => s.push_str(" — | — |"),
+                            }
+                        }
+                        for c in cells.iter().skip(1) {
+                            let f = factor(r.canopy.headline(r.stat), c.and_then(|row| row.canopy.headline(row.stat)));
+                            let _ = write!(s, " {f} |");
+                        }
+                        s.push('\n');
+                    }
+                    for t in &present {
+                        for c in &t.checks {
+                            let _ = writeln!(s, "\n{}: {c}", t.backend);
+                        }
+                    }
+                    s.push('\n');
+                }
+            }
+        }
+        if self.layout == Layout::PerBackend {
+            s.push_str(
+                "comparison: how many times faster than the first backend (bigger is faster); \
+                 canopy / floor: canopy's time over the raw engine's doing the same puts and gets.\n",
+            );
+        } else {
+            s.push_str(
+                "`X vs Y`: how many times faster X is than Y (bigger is faster; for sizes, smaller); \
+                 floors: the raw engine doing the same puts and gets without canopy.\n",
+            );
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "\n{n}");
+        }
+        s
+    }
+
+    /// Every sample, as JSON.
+    pub fn to_json(&self) -> Json {
+        json!({
+            "suite": self.suite,
+            "title": self.title,
+            "params": self.params.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
+            "tables": self.tables.iter().map(|t| json!({
+                "backend": t.backend,
+                "size": t.size,
+                "modes": t.modes,
+                "checks": t.checks,
+                "rows": t.rows.iter().map(|r| json!({
+                    "name": r.name,
+                    "stat": match r.stat { Stat::Mean => "mean", Stat::Min => "min" },
+                    "canopy": r.canopy.json(),
+                    "floor": r.floor.as_ref().map(Cell::json),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "notes": self.notes,
+        })
+    }
+
+    /// Time against data size, one panel per timed row, one line per backend,
+    /// both axes logarithmic.
+    pub fn to_svg(&self) -> String {
+        let backends = self.backends();
+        let sizes = self.sizes();
+        let mut names: Vec<String> = Vec::new();
+        for t in &self.tables {
+            for r in &t.rows {
+                if matches!(r.canopy, Cell::Time(_)) && !names.contains(&r.name) {
+                    names.push(r.name.clone());
+                }
+            }
+        }
+        const COLS: usize = 3;
+        const W: f64 = 380.0;
+        const H: f64 = 250.0;
+        const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
+        let rows = names.len().div_ceil(COLS).max(1);
+        let legend_h = 40.0;
+        let (tw, th) = (W * COLS as f64, H * rows as f64 + legend_h);
+        let mut s = format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{tw}\" height=\"{th}\" viewBox=\"0 0 {tw} {th}\" \
+             font-family=\"sans-serif\" font-size=\"10\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"10\" y=\"16\" font-size=\"13\">canopy bench {}: time against data size (log-log)</text>",
+            esc(&self.suite)
+        );
+        for (i, b) in backends.iter().enumerate() {
+            let x = 10.0 + i as f64 * 110.0;
+            let c = COLORS[i % COLORS.len()];
+            let _ = writeln!(
+                s,
+                "<line x1=\"{x}\" y1=\"30\" x2=\"{}\" y2=\"30\" stroke=\"{c}\" stroke-width=\"2\"/>\
+                 <text x=\"{}\" y=\"34\">{}</text>",
+                x + 20.0,
+                x + 24.0,
+                esc(b)
+            );
+        }
+        let (xmin, xmax) = match (sizes.first(), sizes.last()) {
+            (Some(&a), Some(&b)) => ((a.max(1) as f64).log10(), (b.max(1) as f64).log10()),
+            _ => (0.0, 1.0),
+        };
+        for (p, name) in names.iter().enumerate() {
+            let ox = (p % COLS) as f64 * W;
+            let oy = legend_h + (p / COLS) as f64 * H;
+            let (px, py, pw, ph) = (ox + 55.0, oy + 22.0, W - 75.0, H - 62.0);
+            let mut points: Vec<(usize, Vec<(f64, f64)>)> = Vec::new();
+            for (bi, b) in backends.iter().enumerate() {
+                let mut pts = Vec::new();
+                for &size in &sizes {
+                    let Some(t) = self.table(b, size) else { continue };
+                    let Some(r) = t.rows.iter().find(|r| &r.name == name) else { continue };
+                    if let Some((v, _)) = r.canopy.headline(r.stat) {
+                        if v > 0.0 {
+                            pts.push(((size.max(1) as f64).log10(), v.log10()));
+                        }
+                    }
+                }
+                points.push((bi, pts));
+            }
+            let all: Vec<f64> = points.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).collect();
+            let _ = writeln!(s, "<text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>", ox + 10.0, oy + 14.0, esc(name));
+            let _ = writeln!(
+                s,
+                "<rect x=\"{px}\" y=\"{py}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#999\"/>"
+            );
+            if all.is_empty() {
+                let _ = writeln!(s, "<text x=\"{}\" y=\"{}\">n/a</text>", px + pw / 2.0 - 8.0, py + ph / 2.0);
+                continue;
+            }
+            let ymin = all.iter().copied().fold(f64::INFINITY, f64::min).floor();
+            let ymax = all.iter().copied().fold(f64::NEG_INFINITY, f64::max).ceil().max(ymin + 1.0);
+            let (x0, x1) = if xmax > xmin { (xmin, xmax) } else { (xmin - 0.5, xmin + 0.5) };
+            let sx = |x: f64| px + (x - x0) / (x1 - x0) * pw;
+            let sy = |y: f64| py + ph - (y - ymin) / (ymax - ymin) * ph;
+            let mut d = ymin;
+            while d <= ymax + 1e-9 {
+                let y = sy(d);
+                let _ = writeln!(
+                    s,
+                    "<line x1=\"{px}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#eee\"/>\
+                     <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                    px + pw,
+                    px - 3.0,
+                    y + 3.0,
+                    fmt(Duration::from_secs_f64(10f64.powf(d)))
+                );
+                d += 1.0;
+            }
+            for &size in &sizes {
+                let x = sx((size.max(1) as f64).log10());
+                let _ = writeln!(s, "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{size}</text>", py + ph + 13.0);
+            }
+            for (bi, pts) in &points {
+                let c = COLORS[bi % COLORS.len()];
+                if pts.len() > 1 {
+                    let path: Vec<String> = pts.iter().map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y))).collect();
+                    let _ = writeln!(
+                        s,
+                        "<polyline points=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\"/>",
+                        path.join(" ")
+                    );
+                }
+                for (x, y) in pts {
+                    let _ = writeln!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{c}\"/>", sx(*x), sy(*y));
+                }
+            }
+        }
+        s.push_str("</svg>\n");
+        s
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}

@@ -1,0 +1,491 @@
+//! `canopy bench SUITE|all [--backends a,b,…] [--size N[,N…]|small|seed]
+//! [--repeat R] [--format md|json] [--out DIR]`: runs suites, prints their
+//! tables, writes md, JSON and SVG reports.
+//!
+//! Every backend of every size runs in a fresh temporary directory that is
+//! removed when it is done, on errors, and on Ctrl-C (the first SIGINT stops
+//! the run at the next measured step; a second one exits at once).
+
+#![allow(unsafe_code)] // installing a SIGINT handler through libc.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::report::{Layout, Report, Table};
+use crate::timing::Sample;
+
+/// The embedded backends, the default first.
+pub const EMBEDDED: [&str; 4] = ["lmdb", "sqlite", "snapshot", "json"];
+
+/// What `--size` asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SizeSpec {
+    /// The seed's sizes (the default).
+    Seed,
+    /// Each suite's smallest size, for CI.
+    Small,
+    /// These sizes.
+    List(Vec<u64>),
+}
+
+/// Output format on stdout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Md,
+    Json,
+}
+
+/// Parsed arguments of a run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub suites: Vec<&'static Suite>,
+    pub backends: Vec<String>,
+    pub size: SizeSpec,
+    pub repeat: Option<usize>,
+    pub format: Format,
+    pub out: Option<PathBuf>,
+    /// The command (program and leading arguments) that starts a probe
+    /// process: `PREFIX __probe …` (see [`crate::probe`]).
+    pub probe: Vec<OsString>,
+    /// Progress lines on stderr.
+    pub progress: bool,
+}
+
+/// One suite: its sizes and the function that runs it on one backend at one size.
+pub struct Suite {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub layout: Layout,
+    pub seed_sizes: &'static [u64],
+    pub small_size: u64,
+    pub default_repeat: usize,
+    pub run: fn(&Cx, u64) -> Result<Table>,
+    /// Notes printed under the tables (what the rows time, the generator's shape).
+    pub notes: fn() -> Vec<String>,
+}
+
+impl std::fmt::Debug for Suite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Every suite, in the order `all` runs them.
+pub fn suites() -> &'static [Suite] {
+    &crate::suites::ALL
+}
+
+pub const USAGE: &str = "usage: canopy bench SUITE|all [--backends a,b,…] [--size N[,N…]|small|seed] \
+                         [--repeat R] [--format md|json] [--out DIR]\n\
+                         suites: sysrepo, keyset, objects, cps, rpm (all: every one); \
+                         backends: lmdb, sqlite, snapshot, json, memory";
+
+/// Parses the arguments after `bench`.
+///
+/// # Errors
+/// Unknown suites, backends or options, malformed numbers.
+pub fn parse_args(args: &[String], probe: Vec<OsString>) -> Result<Options> {
+    let mut it = args.iter();
+    let suite = it.next().with_context(|| format!("which suite?\n{USAGE}"))?;
+    let chosen: Vec<&'static Suite> = if suite == "all" {
+        suites().iter().collect()
+    } else {
+        match suites().iter().find(|s| s.name == suite) {
+            Some(s) => vec![s],
+            None => bail!("unknown suite `{suite}`\n{USAGE}"),
+        }
+    };
+    let mut o = Options {
+        suites: chosen,
+        backends: EMBEDDED.iter().map(|s| s.to_string()).collect(),
+        size: SizeSpec::Seed,
+        repeat: None,
+        format: Format::Md,
+        out: None,
+        probe,
+        progress: true,
+    };
+    while let Some(a) = it.next() {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            match &inline {
+                Some(v) => Ok(v.clone()),
+                None => it.next().cloned().with_context(|| format!("{flag} needs a value\n{USAGE}")),
+            }
+        };
+        match flag {
+            "--backends" => {
+                let v = value()?;
+                let list: Vec<String> = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+                for b in &list {
+                    if !EMBEDDED.contains(&b.as_str()) && b != "memory" {
+                        bail!(
+                            "--backends: unknown or non-embedded backend `{b}` (lmdb, sqlite, snapshot, json, memory)"
+                        );
+                    }
+                }
+                if list.is_empty() {
+                    bail!("--backends: give at least one backend");
+                }
+                o.backends = list;
+            }
+            "--size" => {
+                let v = value()?;
+                o.size = match v.as_str() {
+                    "seed" => SizeSpec::Seed,
+                    "small" => SizeSpec::Small,
+                    list => SizeSpec::List(
+                        list.split(',')
+                            .map(|n| {
+                                let n = n.trim().replace('_', "");
+                                match n.parse::<u64>() {
+                                    Ok(x) if x > 0 => Ok(x),
+                                    _ => bail!("--size: `{n}` is not a positive number (or small, seed)"),
+                                }
+                            })
+                            .collect::<Result<_>>()?,
+                    ),
+                }
+            }
+            "--repeat" => {
+                let v = value()?;
+                match v.parse::<usize>() {
+                    Ok(r) if r > 0 => o.repeat = Some(r),
+                    _ => bail!("--repeat: `{v}` is not a positive number"),
+                }
+            }
+            "--format" => {
+                o.format = match value()?.as_str() {
+                    "md" => Format::Md,
+                    "json" => Format::Json,
+                    other => bail!("--format: `{other}` is neither md nor json"),
+                }
+            }
+            "--out" => o.out = Some(PathBuf::from(value()?)),
+            "--quiet" => o.progress = false,
+            other => bail!("unknown argument `{other}`\n{USAGE}"),
+        }
+    }
+    Ok(o)
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    if INTERRUPTED.swap(true, Ordering::SeqCst) {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(130) };
+    }
+}
+
+/// Makes Ctrl-C stop the run at the next measured step (the temporary stores
+/// are then removed as the run unwinds).
+pub fn install_sigint() {
+    let handler: extern "C" fn(libc::c_int) = on_sigint;
+    // SAFETY: the handler only touches an atomic and calls _exit.
+    unsafe { libc::signal(libc::SIGINT, handler as libc::sighandler_t) };
+}
+
+/// Whether Ctrl-C was pressed.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// Bad arguments (the CLI exits 1 on it).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The error a run stops with after Ctrl-C.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted; temporary stores removed")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Fails with [`Interrupted`] after Ctrl-C: call it in long loops.
+///
+/// # Errors
+/// [`Interrupted`].
+pub fn check_interrupt() -> Result<()> {
+    if interrupted() {
+        return Err(Interrupted.into());
+    }
+    Ok(())
+}
+
+/// What a suite run sees: the backend, the temporary directory, repeat count,
+/// progress output.
+pub struct Cx {
+    pub suite: &'static str,
+    pub backend: String,
+    pub repeat: usize,
+    pub probe: Vec<OsString>,
+    tmp: tempfile::TempDir,
+    next_dir: std::cell::Cell<usize>,
+    size: u64,
+    progress: bool,
+    tty: bool,
+    last_row: std::cell::RefCell<String>,
+}
+
+impl Cx {
+    /// A context on `backend` with a fresh temporary directory.
+    ///
+    /// # Errors
+    /// The directory cannot be created.
+    pub fn new(suite: &'static str, backend: &str, repeat: usize, probe: Vec<OsString>, progress: bool) -> Result<Cx> {
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("canopy-bench-{suite}-{backend}-"))
+            .tempdir()
+            .context("creating a temporary directory")?;
+        Ok(Cx {
+            suite,
+            backend: backend.to_string(),
+            repeat: repeat.max(1),
+            probe,
+            tmp,
+            next_dir: std::cell::Cell::new(0),
+            size: 0,
+            progress,
+            tty: std::io::stderr().is_terminal(),
+            last_row: std::cell::RefCell::new(String::new()),
+        })
+    }
+
+    /// The temporary directory (removed when the context is dropped).
+    pub fn tmp(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// A new empty directory under the temporary one.
+    ///
+    /// # Errors
+    /// It cannot be created.
+    pub fn fresh_dir(&self) -> Result<PathBuf> {
+        self.next_dir.set(self.next_dir.get() + 1);
+        let d = self.tmp.path().join(format!("s{}", self.next_dir.get()));
+        std::fs::create_dir_all(&d)?;
+        Ok(d)
+    }
+
+    /// The store URL of this context's backend in `dir`.
+    pub fn url(&self, dir: &Path, sync: &str, cache: bool) -> String {
+        store_url(&self.backend, dir, sync, cache)
+    }
+
+    /// Progress on stderr: suite, backend, size, row, run.
+    pub fn progress(&self, row: &str, run: usize, of: usize) -> Result<()> {
+        check_interrupt()?;
+        if !self.progress {
+            return Ok(());
+        }
+        let line = format!("[{}] {} · size {} · {row}", self.suite, self.backend, self.size);
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[K{line} · run {run}/{of}");
+            let _ = err.flush();
+        } else if line != *self.last_row.borrow() {
+            let _ = writeln!(err, "{line}");
+        }
+        *self.last_row.borrow_mut() = line;
+        Ok(())
+    }
+
+    /// Runs `timed` once to warm up and then `repeat` times, each after an
+    /// untimed `setup` (given the run number, 0 for the warm-up), on the
+    /// monotonic clock.
+    ///
+    /// # Errors
+    /// The first error of `setup` or `timed`; [`Interrupted`].
+    pub fn measure<S>(
+        &self,
+        row: &str,
+        setup: impl FnMut(usize) -> Result<S>,
+        timed: impl FnMut(S) -> Result<()>,
+    ) -> Result<Sample> {
+        let repeat = self.repeat;
+        self.measure_n(row, repeat, setup, timed)
+    }
+
+    /// [`Cx::measure`] with an explicit number of measured runs.
+    ///
+    /// # Errors
+    /// As [`Cx::measure`].
+    pub fn measure_n<S>(
+        &self,
+        row: &str,
+        repeat: usize,
+        mut setup: impl FnMut(usize) -> Result<S>,
+        mut timed: impl FnMut(S) -> Result<()>,
+    ) -> Result<Sample> {
+        let mut runs = Vec::with_capacity(repeat);
+        for i in 0..=repeat {
+            self.progress(row, i, repeat)?;
+            let s = setup(i).with_context(|| format!("{row}: setting up run {i}"))?;
+            let t = Instant::now();
+            timed(s).with_context(|| format!("{row}: run {i}"))?;
+            let d = t.elapsed();
+            if i > 0 {
+                runs.push(d);
+            }
+        }
+        Ok(Sample { runs })
+    }
+}
+
+/// The store URL of `backend` in `dir`.
+pub fn store_url(backend: &str, dir: &Path, sync: &str, cache: bool) -> String {
+    let cache = if cache { "&cache=on" } else { "" };
+    match backend {
+        "sqlite" => format!("sqlite:{}?sync={sync}{cache}", dir.join("store.db").display()),
+        "snapshot" => format!("snapshot:{}?sync={sync}{cache}", dir.join("store.snap").display()),
+        "json" => format!("json:{}?sync={sync}{cache}", dir.join("store.json").display()),
+        "memory" => format!("memory:bench{}", if cache.is_empty() { "" } else { "?cache=on" }),
+        other => format!("{other}:{}?sync={sync}{cache}", dir.display()),
+    }
+}
+
+/// Bytes of every file under `dir`.
+pub fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else { return 0 };
+    rd.flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// The sizes a suite runs at.
+pub fn sizes_for(suite: &Suite, spec: &SizeSpec) -> Vec<u64> {
+    match spec {
+        SizeSpec::Seed => suite.seed_sizes.to_vec(),
+        SizeSpec::Small => vec![suite.small_size],
+        SizeSpec::List(l) => l.clone(),
+    }
+}
+
+/// A one-line description of the machine, for the reports.
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| s.lines().next().and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<u64>().ok()))
+        .map_or_else(|| "? GB".into(), |kb| format!("{:.1} GB", kb as f64 / 1024.0 / 1024.0));
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    format!("{cpu}, {cores} cores, {mem} RAM; load average at start {load}")
+}
+
+/// Runs one suite over the chosen backends and sizes.
+///
+/// # Errors
+/// Store and file errors; [`Interrupted`].
+pub fn run_suite(suite: &'static Suite, o: &Options) -> Result<Report> {
+    let repeat = o.repeat.unwrap_or(suite.default_repeat);
+    let sizes = sizes_for(suite, &o.size);
+    let mut tables = Vec::new();
+    for &size in &sizes {
+        for backend in &o.backends {
+            let mut cx = Cx::new(suite.name, backend, repeat, o.probe.clone(), o.progress)?;
+            cx.size = size;
+            let table =
+                (suite.run)(&cx, size).with_context(|| format!("{} on {backend} at size {size}", suite.name))?;
+            tables.push(table);
+            if cx.tty && cx.progress {
+                eprint!("\r\x1b[K");
+            }
+        }
+    }
+    Ok(Report {
+        suite: suite.name.into(),
+        title: suite.title.into(),
+        layout: suite.layout,
+        params: vec![
+            ("data set sizes".into(), sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
+            ("each test executed".into(), format!("{repeat} times after one warm-up run")),
+            ("backends".into(), o.backends.join(", ")),
+            ("machine".into(), machine()),
+        ],
+        tables,
+        notes: (suite.notes)(),
+    })
+}
+
+/// The whole command: parses `args`, runs, prints and writes the reports.
+///
+/// # Errors
+/// Bad arguments; store and file errors; [`Interrupted`].
+pub fn main(args: &[String], probe: Vec<OsString>) -> Result<()> {
+    if args.first().map(String::as_str) == Some(crate::probe::ARG) {
+        return crate::probe::main(&args[1..]);
+    }
+    if matches!(args.first().map(String::as_str), Some("-h" | "--help" | "help")) {
+        println!("{USAGE}");
+        return Ok(());
+    }
+    let o = parse_args(args, probe).map_err(|e| UsageError(format!("{e:#}")))?;
+    install_sigint();
+    if let Some(out) = &o.out {
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    }
+    let mut json = Vec::new();
+    for suite in &o.suites {
+        let report = run_suite(suite, &o)?;
+        let md = report.to_markdown();
+        let js = report.to_json();
+        if let Some(out) = &o.out {
+            let write = |ext: &str, text: String| -> Result<()> {
+                let p = out.join(format!("{}.{ext}", report.suite));
+                std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+            };
+            write("md", md.clone())?;
+            write("json", serde_json::to_string_pretty(&js)?)?;
+            write("svg", report.to_svg())?;
+        }
+        match o.format {
+            Format::Md => {
+                println!("{md}");
+                let _ = std::io::stdout().flush();
+            }
+            Format::Json => json.push(js),
+        }
+    }
+    if o.format == Format::Json {
+        let v = if json.len() == 1 { json.remove(0) } else { serde_json::Value::Array(json) };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    Ok(())
+}

@@ -1,0 +1,644 @@
+//! `sysrepo` (seed 000): the 22 rows of sysrepo's datastore plugin test on the
+//! `perf` module (see `docs/benchmarks.md` for what each row times).
+//!
+//! Each row is one function from [`Env`] to its figures. Rows that need what
+//! canopy does not have yet (YANG validation, the operational datastore, oper
+//! data providers, change subscriptions) return [`missing`]: they become real
+//! by filling in their function, nothing else changes.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+
+use anyhow::{ensure, Result};
+use canopy::{Container, Edit, Insert, List, ListInfo, Node, Operation, ReadOptions, Store};
+use canopy_core::tree::NodeRef;
+
+use super::{container, fragment_key, s};
+use crate::raw::RawStore;
+use crate::report::{Cell, Row, Table};
+use crate::runner::Cx;
+
+/// The figures of one row.
+pub struct Measured {
+    pub canopy: Cell,
+    pub floor: Option<Cell>,
+}
+
+/// A row that cannot run yet: what it needs.
+pub fn missing(what: &str) -> Result<Measured> {
+    Ok(Measured { canopy: Cell::Missing(what.into()), floor: None })
+}
+
+type RowFn = fn(&mut Env) -> Result<Measured>;
+
+/// The rows in the seed's order.
+pub const ROWS: [(&str, RowFn); 22] = [
+    ("get tree", get_tree),
+    ("get item", get_item),
+    ("get tree hash", get_tree_hash),
+    ("get tree hash cached", get_tree_hash_cached),
+    ("get user ordered tree", get_user_ordered_tree),
+    ("get oper tree", get_oper_tree),
+    ("create batch", create_batch),
+    ("create user ordered items", create_user_ordered_items),
+    ("create all items", create_all_items),
+    ("create all items oper", create_all_items_oper),
+    ("many oper change_subs", many_oper_change_subs),
+    ("remove all items", remove_all_items),
+    ("remove all items cached", remove_all_items_cached),
+    ("remove whole subtree", remove_whole_subtree),
+    ("remove whole subtree cached", remove_whole_subtree_cached),
+    ("create an item", create_an_item),
+    ("create an item cached", create_an_item_cached),
+    ("create an item oper", create_an_item_oper),
+    ("modify an item", modify_an_item),
+    ("modify an item cached", modify_an_item_cached),
+    ("remove an item", remove_an_item),
+    ("remove an item cached", remove_an_item_cached),
+];
+
+const OPER: &str = "the operational datastore with state pushed by applications (issue 3)";
+const OPER_PROVIDER: &str = "operational data providers (issue 3)";
+const CHANGE_SUBS: &str = "change subscriptions (issue 3)";
+
+/// What every row works on.
+pub struct Env<'a> {
+    pub cx: &'a Cx,
+    pub n: usize,
+    /// The N `lst` items as an RFC 7951 document.
+    json: String,
+    /// Running with N `lst` items, not cached.
+    main: Store,
+    /// Running with N `lst` items, cached (its own directory: one process
+    /// opens a store once).
+    cached: Store,
+    /// Running with N `usr-lst` items.
+    usr: Store,
+    /// The floor: the pairs canopy stores for the N items, in a raw store.
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    usr_pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    raw: Box<dyn RawStore>,
+}
+
+fn mid(n: usize) -> usize {
+    n / 2
+}
+
+fn and_xpath(n: usize) -> String {
+    let m = mid(n);
+    format!("/perf:cont/lst[k1='{m}' and k2='str{m}']/l")
+}
+
+fn hash_path(n: usize) -> String {
+    let m = mid(n);
+    format!("/perf:cont/lst[k1='{m}'][k2='str{m}']/l")
+}
+
+fn lst_json(n: usize) -> String {
+    let mut s = String::with_capacity(n * 40 + 32);
+    s.push_str("{\"perf:cont\":{\"lst\":[");
+    for i in 0..n {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!("{{\"k1\":{i},\"k2\":\"str{i}\",\"l\":\"l{i}\"}}"));
+    }
+    s.push_str("]}}");
+    s
+}
+
+fn usr_json(n: usize) -> String {
+    let mut s = String::with_capacity(n * 24 + 32);
+    s.push_str("{\"perf:cont\":{\"usr-lst\":[");
+    for i in 0..n {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!("{{\"k\":{i},\"l\":\"l{i}\"}}"));
+    }
+    s.push_str("]}}");
+    s
+}
+
+/// A store with the `perf` lists declared (the schema's keys and ordering).
+fn open_store(url: &str) -> Result<Store> {
+    let store = Store::open(url)?;
+    store.declare_list("/perf:cont/lst", ListInfo::keyed(["k1", "k2"]))?;
+    store.declare_list("/perf:cont/usr-lst", ListInfo { keys: vec!["k".into()], user_ordered: true })?;
+    Ok(store)
+}
+
+fn lst_count(store: &Store) -> Result<usize> {
+    Ok(store.running().count("/perf:cont/lst")?)
+}
+
+impl Env<'_> {
+    fn fresh_store(&self, cache: bool) -> Result<(Store, PathBuf)> {
+        let dir = self.cx.fresh_dir()?;
+        let store = open_store(&self.cx.url(&dir, "commit", cache))?;
+        Ok((store, dir))
+    }
+
+    /// A fresh store holding the N items (warmed when cached).
+    fn filled_store(&self, cache: bool) -> Result<(Store, PathBuf)> {
+        let (store, dir) = self.fresh_store(cache)?;
+        store.running().import(self.json.as_bytes(), Operation::Merge)?;
+        if cache {
+            store.running().get_item(&hash_path(self.n))?;
+        }
+        Ok((store, dir))
+    }
+
+    fn mid_pair(&self) -> (Vec<u8>, Vec<u8>) {
+        self.pairs[mid(self.n) + 1].clone()
+    }
+}
+
+/// Stores and directories whose timed run is over, dropped and removed by
+/// the next setup (outside the timing).
+struct Graveyard(RefCell<Vec<Grave>>);
+
+/// A store or raw store to close, and its directory to remove.
+type Grave = (Option<Store>, Option<Box<dyn RawStore>>, PathBuf);
+
+impl Graveyard {
+    fn new() -> Graveyard {
+        Graveyard(RefCell::new(Vec::new()))
+    }
+    fn bury_store(&self, s: Store, d: PathBuf) {
+        self.0.borrow_mut().push((Some(s), None, d));
+    }
+    fn bury_raw(&self, r: Box<dyn RawStore>, d: PathBuf) {
+        self.0.borrow_mut().push((None, Some(r), d));
+    }
+    /// The last buried store, for checks.
+    fn last_store(&self) -> Option<std::cell::Ref<'_, Store>> {
+        std::cell::Ref::filter_map(self.0.borrow(), |v| v.last().and_then(|(s, _, _)| s.as_ref())).ok()
+    }
+    fn clear(&self) {
+        for (s, r, d) in self.0.borrow_mut().drain(..) {
+            drop(s);
+            drop(r);
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+impl Drop for Graveyard {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+// ---- reads ----
+
+fn get_tree(e: &mut Env) -> Result<Measured> {
+    let q = and_xpath(e.n);
+    let main = &e.main;
+    let canopy = e.cx.measure(
+        "get tree",
+        |_| Ok(()),
+        |()| {
+            let t = main.running().get(&q, ReadOptions::default())?;
+            ensure!(!t.children.is_empty(), "{q} selected nothing");
+            Ok(())
+        },
+    )?;
+    let floor = floor_get(e, "get tree")?;
+    Ok(Measured { canopy: Cell::Time(canopy), floor: Some(floor) })
+}
+
+fn get_item(e: &mut Env) -> Result<Measured> {
+    let q = and_xpath(e.n);
+    let want = format!("l{}", mid(e.n));
+    let target: canopy::Path = hash_path(e.n).parse()?;
+    let main = &e.main;
+    let canopy = e.cx.measure(
+        "get item",
+        |_| Ok(()),
+        |()| {
+            let t = main.running().get(&q, ReadOptions::default())?;
+            match t.lookup(&target) {
+                Some(NodeRef::Leaf(v, _)) if v.as_text() == want => Ok(()),
+                other => anyhow::bail!("{q}: expected the leaf {want}, got {other:?}"),
+            }
+        },
+    )?;
+    let floor = floor_get(e, "get item")?;
+    Ok(Measured { canopy: Cell::Time(canopy), floor: Some(floor) })
+}
+
+fn get_hash(e: &mut Env, cached: bool, row: &str) -> Result<Measured> {
+    let q = hash_path(e.n);
+    let store = if cached { &e.cached } else { &e.main };
+    let canopy = e.cx.measure(
+        row,
+        |_| Ok(()),
+        |()| {
+            let t = store.running().get(&q, ReadOptions::default())?;
+            ensure!(!t.children.is_empty(), "{q} selected nothing");
+            Ok(())
+        },
+    )?;
+    let floor = floor_get(e, row)?;
+    Ok(Measured { canopy: Cell::Time(canopy), floor: Some(floor) })
+}
+
+fn get_tree_hash(e: &mut Env) -> Result<Measured> {
+    get_hash(e, false, "get tree hash")
+}
+
+fn get_tree_hash_cached(e: &mut Env) -> Result<Measured> {
+    get_hash(e, true, "get tree hash cached")
+}
+
+/// The floor of a point read: one key lookup in the raw engine.
+fn floor_get(e: &mut Env, row: &str) -> Result<Cell> {
+    let (k, _) = e.mid_pair();
+    let raw = &e.raw;
+    let s = e.cx.measure(
+        &format!("{row} (floor)"),
+        |_| Ok(()),
+        |()| {
+            ensure!(raw.get(&k)?.is_some(), "raw key missing");
+            Ok(())
+        },
+    )?;
+    Ok(Cell::Time(s))
+}
+
+fn get_user_ordered_tree(e: &mut Env) -> Result<Measured> {
+    let n = e.n;
+    let usr = &e.usr;
+    let canopy = e.cx.measure(
+        "get user ordered tree",
+        |_| Ok(()),
+        |()| {
+            let t = usr.running().get("/perf:cont", ReadOptions::default())?;
+            match t.lookup(&"/perf:cont/usr-lst".parse()?) {
+                Some(NodeRef::List(l)) if l.len() == n => Ok(()),
+                _ => anyhow::bail!("usr-lst does not hold {n} entries"),
+            }
+        },
+    )?;
+    let raw_dir = e.cx.fresh_dir()?;
+    let mut raw = crate::raw::open(&e.cx.backend, &raw_dir, true)?;
+    raw.put_all(&e.usr_pairs)?;
+    let mut prefix = fragment_key("/perf:cont");
+    canopy_store::keys::push_name(&mut prefix, "usr-lst");
+    let prefix = &prefix;
+    let floor = e.cx.measure(
+        "get user ordered tree (floor)",
+        |_| Ok(()),
+        |()| {
+            ensure!(raw.scan_prefix(prefix)? > 0, "raw scan found nothing");
+            Ok(())
+        },
+    )?;
+    Ok(Measured { canopy: Cell::Time(canopy), floor: Some(Cell::Time(floor)) })
+}
+
+fn get_oper_tree(_: &mut Env) -> Result<Measured> {
+    missing(OPER_PROVIDER)
+}
+
+// ---- creating many ----
+
+fn create_batch(e: &mut Env) -> Result<Measured> {
+    let n = e.n;
+    let graves = Graveyard::new();
+    let canopy = e.cx.measure(
+        "create batch",
+        |_| {
+            graves.clear();
+            let dir = e.cx.fresh_dir()?;
+            Ok((open_store(&e.cx.url(&dir, "commit", false))?, dir))
+        },
+        |(store, dir)| {
+            let mut list = List::new(ListInfo::keyed(["k1", "k2"]));
+            for i in 0..n {
+                list.insert(
+                    container(&[("k1", super::num(i)), ("k2", s(format!("str{i}"))), ("l", s(format!("l{i}")))]),
+                    &Insert::Last,
+                )?;
+            }
+            let mut cont = Container::default();
+            cont.children.insert("lst".into(), Node::List(Box::new(list)));
+            store.running().apply(&[Edit::merge("/perf:cont".parse()?, Node::Container(cont))])?;
+            graves.bury_store(store, dir);
+            Ok(())
+        },
+    )?;
+    check_created(&graves, n, "create batch")?;
+    drop(graves);
+    let floor = floor_put_all(e, "create batch", false)?;
+    Ok(Measured { canopy: Cell::Time(canopy), floor: Some(floor) })
+}
+
+fn check_created(graves: &Graveyard, n: usize, row: &str) -> Result<()> {
+    let store = graves.last_store().ok_or_else(|| anyhow::anyhow!("{row}: no store"))?;
+    let got = lst_count(&store)? + store.running().count("/perf:cont/usr-lst")?;
+    ensure!(got == n, "{row}: {got} entries stored, expected {n}");
+    Ok(())
+}
+
+fn floor_put_all(e: &mut Env, row: &str, usr: bool) -> Result<Cell> {
+    let graves = Graveyard::new();
+    let pairs = if usr { e.usr_pairs.clone() } else { e.pairs.clone() };
+    let s = e.cx.measure(
+        &format!("{row} (floor)"),
+        |_| {
+            graves.clear();
+            let dir = e.cx.fresh_dir()?;
+            Ok((crate::raw::open(&e.cx.backend, &dir, true)?, dir))
+        },
+        |(mut r, dir)| {
+            r.put_all(&pairs)?;
+            graves.bury_raw(r, dir);
+            Ok(())
+        },
+    )?;
+    Ok(Cell::Time(s))
+}
+
+fn create_one_by_one(e: &mut Env, row: &str, usr: bool) -> Result<Measured> {
+    let n = e.n;
+    let graves = Graveyard::new();
+    let canopy = e.cx.measure(
+        row,
+        |_| {
+            graves.clear();
+            let dir = e.cx.fresh_dir()?;
+            Ok((open_store(&e.cx.url(&dir, "commit", false))?, dir))
+        },
+        |(store, dir)| {
+            // One set of path + value per item, then one commit.
+            let mut edits = Vec::with_capacity(n);
+            for i in 0..n {
+                let path = if usr {
+                    format!("/perf:cont/usr-lst[k='{i}']/l")
+                } else {
+                    format!("/perf:cont/lst[k1='{i}'][k2='str{i}']/l")
+                };
+                edits.push(Edit::merge(path.parse()?, Node::leaf(s(format!("l{i}")))));
+            }
+            store.running().apply(&edits)?;
+            graves.bury_store(store, dir);
+            Ok(())
+        },
+    )?;
+    check_created(&graves, n, row)?;
+    drop(graves);
+    let floor = floor_put_all(e, row, usr)?;
+    Ok(Measured { canopy: Cell::Time(canopy), floor: Some(floor) })
+}
+
+fn create_user_ordered_items(e: &mut Env) -> Result<Measured> {
+    create_one_by_one(e, "create user ordered items", true)
+}
+
+fn create_all_items(e: &mut Env) -> Result<Measured> {
+    create_one_by_one(e, "create all items", false)
+}
+
+fn create_all_items_oper(_: &mut Env) -> Result<Measured> {
+    missing(OPER)
+}
+
+fn many_oper_change_subs(_: &mut Env) -> Result<Measured> {
+    missing(CHANGE_SUBS)
+}
+
+// ---- removing many ----
+
+fn remove(e: &mut Env, row: &str, path: &str, cached: bool) -> Result<Measured> {
+    let graves = Graveyard::new();
+    let n = e.n;
+    let canopy = e.cx.measure(
+        row,
+        |_| {
+            graves.clear();
+            let (store, dir) = e.filled_store(cached)?;
+            ensure!(lst_count(&store)? == n, "setup: expected {n} entries");
+            Ok((store, dir))
+        },
+        |(store, dir)| {
+            store.running().delete(path)?;
+            graves.bury_store(store, dir);
+            Ok(())
+        },
+    )?;
+    {
+        let store = graves.last_store().ok_or_else(|| anyhow::anyhow!("{row}: no store"))?;
+        ensure!(lst_count(&store)? == 0, "{row}: entries left after the delete");
+    }
+    graves.clear();
+    let pairs = e.pairs.clone();
+    let mut prefix = fragment_key("/perf:cont");
+    if path != "/perf:cont" {
+        canopy_store::keys::push_name(&mut prefix, "lst");
+    }
+    let floor = e.cx.measure(
+        &format!("{row} (floor)"),
+        |_| {
+            graves.clear();
+            let dir = e.cx.fresh_dir()?;
+            let mut r = crate::raw::open(&e.cx.backend, &dir, true)?;
+            r.put_all(&pairs)?;
+            Ok((r, dir))
+        },
+        |(mut r, dir)| {
+            let removed = r.delete_prefix(&prefix)?;
+            ensure!(removed >= n, "raw delete removed {removed}");
+            graves.bury_raw(r, dir);
+            Ok(())
+        },
+    )?;
+    Ok(Measured { canopy: Cell::Time(canopy), floor: Some(Cell::Time(floor)) })
+}
+
+fn remove_all_items(e: &mut Env) -> Result<Measured> {
+    remove(e, "remove all items", "/perf:cont/lst", false)
+}
+
+fn remove_all_items_cached(e: &mut Env) -> Result<Measured> {
+    remove(e, "remove all items cached", "/perf:cont/lst", true)
+}
+
+fn remove_whole_subtree(e: &mut Env) -> Result<Measured> {
+    remove(e, "remove whole subtree", "/perf:cont", false)
+}
+
+fn remove_whole_subtree_cached(e: &mut Env) -> Result<Measured> {
+    remove(e, "remove whole subtree cached", "/perf:cont", true)
+}
+
+// ---- one item ----
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum One {
+    Create,
+    Modify,
+    Remove,
+}
+
+fn one_item(e: &mut Env, row: &str, what: One, cached: bool) -> Result<Measured> {
+    let path = hash_path(e.n);
+    let m = mid(e.n);
+    let store = if cached { &e.cached } else { &e.main };
+    let canopy = e.cx.measure(
+        row,
+        |i| {
+            let session = store.running();
+            match what {
+                One::Create => {
+                    session.edit_json(Operation::Remove, &path, None, None)?;
+                }
+                One::Remove => {
+                    session.set(&path, s(format!("l{m}")))?;
+                }
+                One::Modify => {}
+            }
+            Ok(i)
+        },
+        |i| {
+            let session = store.running();
+            match what {
+                One::Create => {
+                    session.apply(&[Edit {
+                        op: Operation::Create,
+                        path: path.parse()?,
+                        value: Some(Node::leaf(s(format!("l{m}")))),
+                        insert: None,
+                    }])?;
+                }
+                One::Modify => {
+                    session.set(&path, s(format!("modified{i}")))?;
+                }
+                One::Remove => {
+                    session.delete(&path)?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    // Leave the item as the setup of the other rows expects it.
+    store.running().set(&path, s(format!("l{m}")))?;
+    ensure!(lst_count(store)? == e.n, "{row}: the list no longer holds {} entries", e.n);
+    let (k, v) = e.mid_pair();
+    let raw = &mut e.raw;
+    let floor = e.cx.measure(
+        &format!("{row} (floor)"),
+        |_| Ok(()),
+        |()| {
+            raw.put_one(&k, &v)?;
+            Ok(())
+        },
+    )?;
+    Ok(Measured { canopy: Cell::Time(canopy), floor: Some(Cell::Time(floor)) })
+}
+
+fn create_an_item(e: &mut Env) -> Result<Measured> {
+    one_item(e, "create an item", One::Create, false)
+}
+
+fn create_an_item_cached(e: &mut Env) -> Result<Measured> {
+    one_item(e, "create an item cached", One::Create, true)
+}
+
+fn create_an_item_oper(_: &mut Env) -> Result<Measured> {
+    missing(OPER)
+}
+
+fn modify_an_item(e: &mut Env) -> Result<Measured> {
+    one_item(e, "modify an item", One::Modify, false)
+}
+
+fn modify_an_item_cached(e: &mut Env) -> Result<Measured> {
+    one_item(e, "modify an item cached", One::Modify, true)
+}
+
+fn remove_an_item(e: &mut Env) -> Result<Measured> {
+    one_item(e, "remove an item", One::Remove, false)
+}
+
+fn remove_an_item_cached(e: &mut Env) -> Result<Measured> {
+    one_item(e, "remove an item cached", One::Remove, true)
+}
+
+/// The pairs canopy stores for the N items (container first), for the floors.
+fn raw_pairs(n: usize, usr: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::with_capacity(n + 1);
+    out.push((fragment_key("/perf:cont"), canopy_store::fragment::encode(&Container::default(), None)));
+    for i in 0..n {
+        let (path, c) = if usr {
+            (format!("/perf:cont/usr-lst[k='{i}']"), container(&[("k", super::num(i)), ("l", s(format!("l{i}")))]))
+        } else {
+            (
+                format!("/perf:cont/lst[k1='{i}'][k2='str{i}']"),
+                container(&[("k1", super::num(i)), ("k2", s(format!("str{i}"))), ("l", s(format!("l{i}")))]),
+            )
+        };
+        out.push((fragment_key(&path), canopy_store::fragment::encode(&c, None)));
+    }
+    out
+}
+
+/// Runs the 22 rows at `size` items.
+///
+/// # Errors
+/// Store errors; a row whose result is wrong.
+pub fn run(cx: &Cx, size: u64) -> Result<Table> {
+    let n = size as usize;
+    let json = lst_json(n);
+    let main_dir = cx.fresh_dir()?;
+    let main = open_store(&cx.url(&main_dir, "commit", false))?;
+    main.running().import(json.as_bytes(), Operation::Merge)?;
+    let cached_dir = cx.fresh_dir()?;
+    let cached = open_store(&cx.url(&cached_dir, "commit", true))?;
+    cached.running().import(json.as_bytes(), Operation::Merge)?;
+    let usr_dir = cx.fresh_dir()?;
+    let usr = open_store(&cx.url(&usr_dir, "commit", false))?;
+    usr.running().import(usr_json(n).as_bytes(), Operation::Merge)?;
+    ensure!(lst_count(&main)? == n && lst_count(&cached)? == n, "setup: the stores do not hold {n} entries");
+    ensure!(usr.running().count("/perf:cont/usr-lst")? == n, "setup: usr-lst does not hold {n} entries");
+    let pairs = raw_pairs(n, false);
+    let raw_dir = cx.fresh_dir()?;
+    let mut raw = crate::raw::open(&cx.backend, &raw_dir, true)?;
+    raw.put_all(&pairs)?;
+    let backend = cx.backend.clone();
+    let mut env = Env { cx, n, json, main, cached, usr, pairs, usr_pairs: raw_pairs(n, true), raw };
+    let mut rows = Vec::new();
+    for (name, f) in ROWS {
+        let m = f(&mut env)?;
+        let mut row = Row::new(name, m.canopy);
+        row.floor = m.floor;
+        rows.push(row);
+    }
+    let checks = vec![format!(
+        "checked: running held {n} `lst` and {n} `usr-lst` entries before each row; every create row stored {n}, every remove row left 0"
+    )];
+    Ok(Table {
+        backend,
+        size,
+        modes: "sync=commit; cache=off except the rows named cached (cache=on); \
+                validation: off (no YANG schema support yet)"
+            .into(),
+        rows,
+        checks,
+    })
+}
+
+pub fn notes() -> Vec<String> {
+    vec![
+        "Rows as sysrepo's test defines them (module `perf`, item i = `lst[k1=i][k2='str'+i]/l = 'l'+i`, \
+         the middle item i = N/2). Every timed run starts from the row's setup state, re-established untimed; \
+         \"remove all items\" and \"remove whole subtree\" remove N items in every run (the seed's harness \
+         removed them only in its first run). Stores without `cache=on` read what each operation needs from \
+         the backend."
+            .into(),
+        "validation: off (no YANG schema support yet): the seed's sysrepo validated every commit against \
+         the `perf` schema; rows marked n/a need features canopy does not have yet."
+            .into(),
+    ]
+}

@@ -1,0 +1,164 @@
+//! Every suite runs at its smallest size on every embedded backend and reports
+//! sane figures: every row present in the seed's order, times and sizes
+//! positive, rows that cannot run yet saying what they miss. What was stored
+//! is checked inside the suites (they fail on a wrong count). No timing
+//! assertions.
+
+use canopy_bench::report::{Cell, Report};
+use canopy_bench::runner::{self, Options, SizeSpec};
+
+fn options(suite: &str) -> Options {
+    let probe = vec![env!("CARGO_BIN_EXE_canopy-bench").into()];
+    let args: Vec<String> =
+        [suite, "--size", "small", "--repeat", "1", "--quiet"].iter().map(|s| s.to_string()).collect();
+    runner::parse_args(&args, probe).unwrap()
+}
+
+fn run(suite: &str) -> Report {
+    let o = options(suite);
+    assert_eq!(o.backends, ["lmdb", "sqlite", "snapshot", "json"], "every embedded backend, lmdb first");
+    assert_eq!(o.size, SizeSpec::Small);
+    let report = runner::run_suite(o.suites[0], &o).unwrap();
+    assert_eq!(report.tables.len(), 4, "one table per backend");
+    check_sane(&report);
+    report
+}
+
+/// Every table has the first table's rows in the same order; figures are
+/// positive; markdown, JSON and SVG render.
+fn check_sane(report: &Report) {
+    let names: Vec<&str> = report.tables[0].rows.iter().map(|r| r.name.as_str()).collect();
+    for t in &report.tables {
+        let these: Vec<&str> = t.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(these, names, "{} rows differ on {}", report.suite, t.backend);
+        for r in &t.rows {
+            for (what, cell) in std::iter::once(("canopy", &r.canopy)).chain(r.floor.as_ref().map(|f| ("floor", f))) {
+                match cell {
+                    Cell::Time(s) => {
+                        assert!(!s.runs.is_empty(), "{} {}: {what} has no runs", t.backend, r.name);
+                        assert!(s.runs.iter().all(|d| d.as_nanos() > 0), "{} {}: {what} zero", t.backend, r.name);
+                    }
+                    // A raw file store is empty (0 bytes) after erasing everything.
+                    Cell::Bytes(b) => assert!(*b > 0 || what == "floor", "{} {}: {what} is 0 bytes", t.backend, r.name),
+                    Cell::Rate { runs, .. } => {
+                        assert!(!runs.is_empty() && runs.iter().all(|x| *x > 0.0), "{} {}", t.backend, r.name)
+                    }
+                    Cell::Missing(why) => assert!(!why.is_empty()),
+                }
+            }
+        }
+    }
+    let md = report.to_markdown();
+    for t in &report.tables {
+        assert!(md.contains(&format!("- {}", t.backend)), "{md}");
+    }
+    let json = report.to_json();
+    assert_eq!(json["tables"].as_array().unwrap().len(), report.tables.len());
+    let svg = report.to_svg();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+}
+
+fn missing(report: &Report) -> Vec<&str> {
+    report.tables[0].rows.iter().filter(|r| matches!(r.canopy, Cell::Missing(_))).map(|r| r.name.as_str()).collect()
+}
+
+#[test]
+fn sysrepo_has_the_seeds_22_rows_and_marks_what_is_missing() {
+    let report = run("sysrepo");
+    let names: Vec<&str> = report.tables[0].rows.iter().map(|r| r.name.as_str()).collect();
+    let seed: Vec<&str> = canopy_bench::suites::sysrepo::ROWS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, seed);
+    assert_eq!(names.len(), 22);
+    assert_eq!(
+        missing(&report),
+        ["get oper tree", "create all items oper", "many oper change_subs", "create an item oper"]
+    );
+    let md = report.to_markdown();
+    assert!(md.contains("validation: off (no YANG schema support yet)"), "{md}");
+    assert!(md.contains("| get oper tree | n/a: "), "{md}");
+    // Every row that runs has its floor beside it.
+    for r in &report.tables[0].rows {
+        assert_eq!(r.floor.is_some(), !matches!(r.canopy, Cell::Missing(_)), "{}", r.name);
+    }
+    // JSON keeps every sample.
+    let json = report.to_json();
+    let first = &json["tables"][0]["rows"][0]["canopy"];
+    assert_eq!(first["kind"], "time");
+    assert_eq!(first["samples"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn keyset_runs_every_row() {
+    let report = run("keyset");
+    assert!(missing(&report).is_empty());
+    let t = &report.tables[0];
+    assert!(t.rows.iter().any(|r| r.name == "write keyset"));
+    assert!(t.rows.iter().any(|r| r.name == "bytes on disk"));
+    // The raw size as the seed computes it, for 200 keys of this generator.
+    let (_, raw) = canopy_bench::suites::keyset::keyset(200);
+    let row = t.rows.iter().find(|r| r.name.starts_with("raw size")).unwrap();
+    assert!(matches!(row.canopy, Cell::Bytes(b) if b == raw));
+}
+
+#[test]
+fn objects_runs_every_row_with_start_up_probes() {
+    let report = run("objects");
+    assert!(missing(&report).is_empty(), "{:?}", missing(&report));
+    let names: Vec<&str> = report.tables[0].rows.iter().map(|r| r.name.as_str()).collect();
+    for want in ["start-up to first read before compaction", "start-up to first read after compaction", "compact"] {
+        assert!(names.iter().any(|n| n.starts_with(want)), "{want} missing from {names:?}");
+    }
+}
+
+#[test]
+fn cps_runs_every_row() {
+    let report = run("cps");
+    assert!(missing(&report).is_empty());
+    assert!(report.tables[0].checks[0].contains(&format!("{} fragments", 8 * 86 + 1)), "{:?}", report.tables[0].checks);
+}
+
+#[test]
+fn rpm_runs_every_row() {
+    let report = run("rpm");
+    assert!(missing(&report).is_empty());
+    // 3 operations × 2 sync modes × 3 orders, each with its bytes on disk, and the dependency check.
+    assert_eq!(report.tables[0].rows.len(), 3 * 2 * 3 * 2 + 1);
+}
+
+#[test]
+fn cps_devices_have_86_fragments() {
+    let d = canopy_bench::suites::cps::device(7);
+    fn fragments(c: &canopy::Container) -> usize {
+        1 + c
+            .children
+            .values()
+            .map(|n| match n {
+                canopy::Node::Container(c) => fragments(c),
+                canopy::Node::List(l) => l.entries().map(fragments).sum(),
+                _ => 0,
+            })
+            .sum::<usize>()
+    }
+    assert_eq!(fragments(&d), 86);
+}
+
+#[test]
+fn rpm_headers_average_about_65_kb() {
+    let pkgs = canopy_bench::suites::rpm::packages(2506);
+    let mean = pkgs.iter().map(|p| p.header.len()).sum::<usize>() as f64 / pkgs.len() as f64;
+    assert!((55_000.0..75_000.0).contains(&mean), "mean header {mean}");
+}
+
+#[test]
+fn arguments_are_checked() {
+    let parse = |a: &[&str]| runner::parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>(), Vec::new());
+    assert!(parse(&["nosuch"]).unwrap_err().to_string().contains("unknown suite `nosuch`"));
+    assert!(parse(&["keyset", "--backends", "redis"]).unwrap_err().to_string().contains("`redis`"));
+    assert!(parse(&["keyset", "--size", "0"]).unwrap_err().to_string().contains("`0`"));
+    assert!(parse(&["keyset", "--repeat", "x"]).unwrap_err().to_string().contains("--repeat"));
+    assert!(parse(&["keyset", "--format", "xml"]).unwrap_err().to_string().contains("xml"));
+    let o = parse(&["all", "--size", "2,200", "--backends", "sqlite,lmdb", "--format=json"]).unwrap();
+    assert_eq!(o.suites.len(), 5);
+    assert_eq!(o.size, SizeSpec::List(vec![2, 200]));
+    assert_eq!(o.backends, ["sqlite", "lmdb"]);
+}
