@@ -13,6 +13,7 @@ pub mod error;
 pub mod fragment;
 pub mod keys;
 pub mod memory;
+pub mod stream;
 pub mod treeio;
 pub mod url;
 
