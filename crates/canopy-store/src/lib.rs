@@ -17,6 +17,6 @@ pub mod stream;
 pub mod treeio;
 pub mod url;
 
-pub use backend::{Backend, Batch, BatchOp, Snapshot, SyncMode};
+pub use backend::{Backend, Batch, BatchOp, Snapshot, SyncMode, WriteView};
 pub use error::{ErrorKind, Result, StoreError};
 pub use url::StoreUrl;
