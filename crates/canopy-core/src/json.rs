@@ -30,9 +30,10 @@ mod write;
 mod tests;
 
 pub use parse::{
-    offset_error, parse_document, parse_str, parse_subtree, parse_subtree_str, top_level_members, Member, MAX_DEPTH,
+    offset_error, parse_document, parse_emit, parse_str, parse_subtree, parse_subtree_str, top_level_members, Emit,
+    Member, MAX_DEPTH,
 };
-pub use write::{to_string, write_container, JsonWriter, WriteOptions};
+pub use write::{to_string, write_container, write_members, JsonWriter, WriteOptions};
 
 /// `\u00XX` escapes of the control characters without a short escape.
 const CONTROL_ESCAPES: [&str; 32] = [

@@ -108,6 +108,57 @@ pub trait Snapshot {
     }
 }
 
+/// A read view that a batch is then committed through: see [`Backend::begin_write`].
+///
+/// Contract: as a [`Snapshot`]; [`commit`](WriteView::commit) applies the batch
+/// as [`Backend::apply`] does, on top of the state the view read, or fails
+/// with `Conflict` when another writer committed since. Dropping the view
+/// without committing writes nothing.
+pub trait WriteView: Snapshot {
+    /// Applies `batch` atomically and returns the new revision.
+    ///
+    /// # Errors
+    /// As [`Backend::apply`].
+    fn commit(self: Box<Self>, batch: &Batch) -> Result<u64>;
+}
+
+/// The default [`WriteView`]: a snapshot, then [`Backend::apply`] expecting
+/// the snapshot's revision.
+struct ReadThenApply<'a, B: Backend + ?Sized> {
+    snap: Box<dyn Snapshot + 'a>,
+    backend: &'a B,
+}
+
+impl<B: Backend + ?Sized> Snapshot for ReadThenApply<'_, B> {
+    fn revision(&self) -> u64 {
+        self.snap.revision()
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.snap.get(key)
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
+        self.snap.scan(start, end, reverse, visit)
+    }
+}
+
+impl<B: Backend + ?Sized> WriteView for ReadThenApply<'_, B> {
+    fn commit(self: Box<Self>, batch: &Batch) -> Result<u64> {
+        let ReadThenApply { snap, backend } = *self;
+        let revision = snap.revision();
+        drop(snap);
+        match batch.expect_revision {
+            Some(r) if r == revision => backend.apply(batch),
+            Some(r) => Err(crate::StoreError::new(
+                crate::ErrorKind::Conflict,
+                format!("the batch was built on revision {r}, not on the revision read ({revision})"),
+            )),
+            None => backend.apply(&Batch { expect_revision: Some(revision), ops: batch.ops.clone() }),
+        }
+    }
+}
+
 /// The smallest key greater than every key that starts with `prefix`, or `None`
 /// when there is none (the prefix is all `0xFF`).
 pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
@@ -145,6 +196,22 @@ pub trait Backend: Send + Sync {
     /// [`crate::ErrorKind::Conflict`] when `expect_revision` does not match; I/O
     /// errors; `Unsupported` for a key the backend cannot hold.
     fn apply(&self, batch: &Batch) -> Result<u64>;
+
+    /// A read view to build a batch on, and to commit that batch through.
+    ///
+    /// The default is [`Backend::snapshot`] and, at commit, [`Backend::apply`]
+    /// expecting the snapshot's revision, so a commit by another writer in
+    /// between is a `Conflict` and the caller builds again. A backend whose
+    /// write transactions can read overrides it to read and write in one
+    /// transaction holding its write lock from the first read (SQLite: fewer
+    /// statements per commit, and no conflicts); other writers then wait for
+    /// the view to be committed or dropped.
+    ///
+    /// # Errors
+    /// As [`Backend::snapshot`]; `Unavailable` when the write lock stays taken.
+    fn begin_write(&self) -> Result<Box<dyn WriteView + '_>> {
+        Ok(Box::new(ReadThenApply { snap: self.snapshot()?, backend: self }))
+    }
 
     /// The durability this backend was opened with.
     fn sync_mode(&self) -> SyncMode {

@@ -146,6 +146,49 @@ pub fn conflicting_batch_writes_nothing(open: Opener, dir: &Path) {
     assert_eq!(b.apply(&batch).unwrap(), 2);
 }
 
+pub fn write_views_read_then_commit(open: Opener, dir: &Path) {
+    let b = open(dir);
+    put(&*b, &[(b"\x10a", b"1")]);
+    let reader = b.snapshot().unwrap();
+    // A view reads the committed state and commits on top of it.
+    let view = b.begin_write().unwrap();
+    assert_eq!(view.revision(), 1);
+    assert_eq!(view.get(b"\x10a").unwrap().as_deref(), Some(&b"1"[..]));
+    let mut seen = Vec::new();
+    view.scan_prefix(b"\x10", false, &mut |k, _| {
+        seen.push(k.to_vec());
+        Ok(true)
+    })
+    .unwrap();
+    assert_eq!(seen, [b"\x10a".to_vec()]);
+    let mut batch = Batch { expect_revision: Some(1), ops: Vec::new() };
+    batch.put(b"\x10b".to_vec(), b"2".to_vec());
+    batch.delete(b"\x10a".to_vec());
+    assert_eq!(view.commit(&batch).unwrap(), 2);
+    assert_eq!(reader.get(b"\x10a").unwrap().as_deref(), Some(&b"1"[..]), "a reader keeps its state");
+    drop(reader);
+    // Dropped uncommitted: nothing written, and writers go on.
+    let view = b.begin_write().unwrap();
+    assert_eq!(view.revision(), 2);
+    drop(view);
+    // A batch built on another revision: refused, nothing written.
+    let view = b.begin_write().unwrap();
+    let mut stale = Batch { expect_revision: Some(1), ops: Vec::new() };
+    stale.put(b"\x10c".to_vec(), b"3".to_vec());
+    assert_eq!(view.commit(&stale).unwrap_err().kind(), ErrorKind::Conflict);
+    let s = b.snapshot().unwrap();
+    assert_eq!(s.revision(), 2);
+    assert_eq!(s.get(b"\x10a").unwrap(), None);
+    assert_eq!(s.get(b"\x10c").unwrap(), None);
+    drop(s);
+    // Without an expected revision, the view's own.
+    let mut batch = Batch::default();
+    batch.put(b"\x10d".to_vec(), b"4".to_vec());
+    assert_eq!(b.begin_write().unwrap().commit(&batch).unwrap(), 3);
+    assert_eq!(put(&*b, &[(b"\x10e", b"5")]), 4);
+    assert_eq!(all(&*b).len(), 3);
+}
+
 pub fn snapshots_are_isolated(open: Opener, dir: &Path) {
     let b = open(dir);
     put(&*b, &[(b"\x10a", b"1")]);
@@ -265,6 +308,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@tests $open, $persistent;
             empty_store, put_get_delete_revision, scans_in_order_with_bounds,
             delete_prefix_removes_exactly_the_subtree, scan_and_delete_from_the_empty_key, conflicting_batch_writes_nothing,
+            write_views_read_then_commit,
             snapshots_are_isolated, values_from_empty_to_16_mib, many_small_keys,
             readers_run_during_writes, compact_keeps_data);
         #[test]

@@ -13,9 +13,10 @@ pub mod error;
 pub mod fragment;
 pub mod keys;
 pub mod memory;
+pub mod stream;
 pub mod treeio;
 pub mod url;
 
-pub use backend::{Backend, Batch, BatchOp, Snapshot, SyncMode};
+pub use backend::{Backend, Batch, BatchOp, Snapshot, SyncMode, WriteView};
 pub use error::{ErrorKind, Result, StoreError};
 pub use url::StoreUrl;

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use canopy_core::diff::selector_values;
 use canopy_core::keycode;
 use canopy_core::path::{Path, Selector};
-use canopy_core::tree::{Container, List, Node};
+use canopy_core::tree::{Container, List, Node, NodeRef};
 use canopy_core::{Schema, Schemaless};
 use canopy_store::fragment::{self, Decoded};
 use canopy_store::keys::{self, Datastore};
@@ -155,7 +155,15 @@ impl<'a> Loader<'a> {
             match &seg.selector {
                 Selector::None => {
                     rel = list_rel;
-                    self.fragment(root, &rel)?;
+                    // A leaf, leaf-list or anydata came with its parent's
+                    // fragment and has none of its own: no read.
+                    let inline = matches!(
+                        root.lookup(&cur_path),
+                        Some(NodeRef::Leaf(..) | NodeRef::LeafList(_) | NodeRef::AnyData(..))
+                    );
+                    if !inline {
+                        self.fragment(root, &rel)?;
+                    }
                 }
                 Selector::Keys(keys) => {
                     rel = list_rel;

@@ -326,15 +326,17 @@ impl Store {
     }
 
     fn transact_uncached(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
-        let snap = self.backend.snapshot()?;
-        let base = self.schema_at(&*snap)?;
-        let yang = self.yang_at(&*snap)?;
+        // Reads and the commit go through one view: on SQLite, one transaction.
+        let view = self.backend.begin_write()?;
+        let snap: &dyn Snapshot = &*view;
+        let base = self.schema_at(snap)?;
+        let yang = self.yang_at(snap)?;
         let edits = crate::yang::normalize_edits(yang.as_deref(), ds, edits)?;
         let mut schema = (*base).clone();
         let mut learned = Vec::new();
         let mut root = Container::default();
         // Stored lists are all in `base`; `schema` grows with what edits teach.
-        let mut loader = Loader::new(&*snap, ds, &base);
+        let mut loader = Loader::new(snap, ds, &base);
         let mut changes = Vec::new();
         for e in edits {
             prepare(&mut loader, &mut root, &e, &schema)?;
@@ -349,11 +351,10 @@ impl Store {
         }
         let matched = Matched::find(&self.hub, ds, &changes);
         matched.validate(self.conn.id, &changes)?;
-        let batch = batch_for(&changes, &root, ds, &*snap, &schema, &learned, &|k| loader.has_range(k));
+        let batch = batch_for(&changes, &root, ds, snap, &schema, &learned, &|k| loader.has_range(k));
         drop(loader);
         drop(root);
-        drop(snap);
-        match batch.and_then(|b| Ok(self.backend.apply(&b)?)) {
+        match batch.and_then(|b| Ok(view.commit(&b)?)) {
             Ok(revision) => {
                 self.learned_committed(revision, schema);
                 matched.apply(self.conn.id, &changes, revision);
@@ -373,15 +374,16 @@ impl Store {
         edits: Vec<Edit>,
     ) -> Result<Commit> {
         let mut g = cache.write().map_err(|_| poisoned())?;
-        let snap = self.backend.snapshot()?;
-        let base = self.schema_at(&*snap)?;
+        let view = self.backend.begin_write()?;
+        let snap: &dyn Snapshot = &*view;
+        let base = self.schema_at(snap)?;
         let fresh = matches!(g.get(&ds), Some(c) if c.revision == snap.revision());
         if !fresh {
-            let tree = load_all(&*snap, ds, &base)?;
+            let tree = load_all(snap, ds, &base)?;
             g.insert(ds, Cached { revision: snap.revision(), tree });
         }
         let cached = g.get_mut(&ds).expect("just loaded");
-        let yang = self.yang_at(&*snap)?;
+        let yang = self.yang_at(snap)?;
         let edits = crate::yang::normalize_edits(yang.as_deref(), ds, edits)?;
         let mut schema = (*base).clone();
         let mut learned = Vec::new();
@@ -410,10 +412,8 @@ impl Store {
             undo(&mut cached.tree, &changes);
             return Err(e);
         }
-        let stored = batch_for(&changes, &cached.tree, ds, &*snap, &schema, &learned, &|_| true).and_then(|batch| {
-            drop(snap);
-            Ok(self.backend.apply(&batch)?)
-        });
+        let stored = batch_for(&changes, &cached.tree, ds, snap, &schema, &learned, &|_| true)
+            .and_then(|batch| Ok(view.commit(&batch)?));
         match stored {
             Ok(revision) => {
                 cached.revision = revision;

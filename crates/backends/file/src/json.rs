@@ -6,18 +6,17 @@
 //!  "canopy:running": <RFC 7951 document>, ... one member per non-empty datastore,
 //!  "canopy:raw": {"<hex key>": "<hex value>"}}      only when the store holds other records
 //! ```
-//! Datastores are converted with [`canopy_store::treeio`], the engine's own
-//! code: fragments to a tree to JSON on write, JSON to a tree to fragments on
-//! read. Order-index records are not written; reading rebuilds them with fresh
-//! order keys in document order, as the engine writes them.
+//! Datastores stream both ways without a tree ([`canopy_store::stream`], the
+//! engine's own code): fragments in key order to JSON text on write, JSON text
+//! to fragments on read. Order-index records are not written; reading rebuilds
+//! them with fresh order keys in document order, as the engine writes them.
 
-use canopy_core::json::{self, Member, WriteOptions};
-use canopy_core::tree::{Container, ListInfo};
+use canopy_core::json::{self, Member};
+use canopy_core::tree::ListInfo;
 use canopy_core::Schemaless;
 use canopy_store::error::{ErrorKind, Result, StoreError};
-use canopy_store::fragment;
 use canopy_store::keys::{self, Datastore};
-use canopy_store::treeio::{self, Fragments};
+use canopy_store::stream::{self, JsonStream};
 
 use crate::{Format, Map};
 
@@ -70,7 +69,7 @@ fn push_str(out: &mut Vec<u8>, s: &str) {
 pub fn encode(map: &Map, revision: u64) -> Result<Vec<u8>> {
     let mut lists = Schemaless::default();
     let mut raw: Vec<(&[u8], &[u8])> = Vec::new();
-    let mut data: Vec<Vec<(Vec<u8>, Option<fragment::Decoded>)>> = vec![Vec::new(); Datastore::ALL.len()];
+    let mut data_len = [0usize; Datastore::ALL.len()];
     for (k, v) in map {
         if k == keys::FORMAT && *v == keys::FORMAT_VERSION.to_be_bytes() {
             continue; // implied by the file
@@ -86,10 +85,7 @@ pub fn encode(map: &Map, revision: u64) -> Result<Vec<u8>> {
             }
         }
         match keyspace(k) {
-            Some((true, ds)) => {
-                let d = fragment::decode(v).map_err(|e| unholdable(ds, &k[2..], e))?;
-                data[ds as usize].push((k[2..].to_vec(), Some(d)));
-            }
+            Some((true, ds)) => data_len[ds as usize] += k.len() + v.len(),
             Some((false, _)) => {} // order index: rebuilt on load
             None => raw.push((k, v)),
         }
@@ -114,21 +110,14 @@ pub fn encode(map: &Map, revision: u64) -> Result<Vec<u8>> {
         out.extend_from_slice(format!("],\"user-ordered\":{}}}", info.user_ordered).as_bytes());
     }
     out.extend_from_slice(b"}}");
-    for (ds, mut items) in Datastore::ALL.into_iter().zip(data) {
-        if items.is_empty() {
+    for ds in Datastore::ALL {
+        if data_len[ds as usize] == 0 {
             continue;
         }
-        let mut root = Container::default();
-        if items[0].0.is_empty() {
-            root = items[0].1.take().expect("fresh").container;
-        }
-        let rest = if items[0].0.is_empty() { &mut items[1..] } else { &mut items[..] };
-        treeio::build(&mut root, rest, 0, &mut String::new(), &lists).map_err(|e| unholdable(ds, &[], e))?;
         out.extend_from_slice(b",\n");
         push_str(&mut out, &member_name(ds));
         out.push(b':');
-        json::write_container(&mut out, &root, &WriteOptions::default())
-            .map_err(|e| StoreError::new(ErrorKind::Unsupported, format!("writing {}: {e}", ds.name())))?;
+        out = write_datastore(map, ds, &lists, out).map_err(|e| unholdable(ds, e))?;
     }
     if !raw.is_empty() {
         out.extend_from_slice(format!(",\n\"{RAW}\":{{").as_bytes());
@@ -148,14 +137,24 @@ pub fn encode(map: &Map, revision: u64) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-fn unholdable(ds: Datastore, rel: &[u8], e: StoreError) -> StoreError {
+/// Appends datastore `ds` of `map` to `out` as an RFC 7951 document, streamed
+/// from its fragments in key order.
+fn write_datastore(map: &Map, ds: Datastore, lists: &Schemaless, out: Vec<u8>) -> Result<Vec<u8>> {
+    let prefix = keys::data_prefix(ds);
+    let mut s = JsonStream::new(out, false, lists);
+    for (k, v) in map.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)) {
+        match &k[prefix.len()..] {
+            [] => s.root(v)?,
+            rel => s.fragment(rel, v)?,
+        }
+    }
+    s.finish()
+}
+
+fn unholdable(ds: Datastore, e: StoreError) -> StoreError {
     StoreError::new(
         ErrorKind::Unsupported,
-        format!(
-            "datastore {} at {} is not canopy data a JSON file can hold: {e}",
-            ds.name(),
-            treeio::describe_key(rel)
-        ),
+        format!("datastore {} is not canopy data a JSON file can hold: {e}", ds.name()),
     )
 }
 
@@ -179,29 +178,30 @@ pub fn decode(bytes: &[u8]) -> Result<(Map, u64)> {
         return Err(corrupted(format!("the first member of the object must be `{STORE}`")));
     };
     let (revision, schema) = decode_store(text, store)?;
-    let mut map = Map::new();
-    map.insert(keys::FORMAT.to_vec(), keys::FORMAT_VERSION.to_be_bytes().to_vec());
+    let mut records = vec![(keys::FORMAT.to_vec(), keys::FORMAT_VERSION.to_be_bytes().to_vec())];
     for (path, info) in &schema.lists {
         let mut k = keys::LIST_INFO.to_vec();
         k.extend_from_slice(path.as_bytes());
-        map.insert(k, keys::encode_list_info(info));
+        records.push((k, keys::encode_list_info(info)));
     }
+    let mut raw = Map::new();
     for m in rest {
         let value = &text[m.value.clone()];
         if m.name == RAW {
-            decode_raw(value, m, &mut map)?;
+            decode_raw(value, m, &mut raw)?;
             continue;
         }
         let Some(ds) = Datastore::ALL.into_iter().find(|&ds| member_name(ds) == m.name) else {
             return Err(corrupted(format!("unknown member `{}` at line {}, column {}", m.name, m.line, m.column)));
         };
-        let tree = json::parse_str(value, &schema)
+        let mut data = stream::parse_fragments(value, &schema, ds)
             .map_err(|e| corrupted(format!("{}: {}", m.name, json::offset_error(e, m))))?;
-        let mut f = Fragments::new(ds);
-        f.write_subtree(&[], &tree, None);
-        map.append(&mut f.puts);
+        records.append(&mut data);
     }
-    Ok((map, revision))
+    // Records are nearly sorted (fragments in document order): the sort that
+    // builds the map finds the runs. Raw records come last and win.
+    records.extend(raw);
+    Ok((records.into_iter().collect(), revision))
 }
 
 /// `canopy:store`: the format version, the revision and the lists.

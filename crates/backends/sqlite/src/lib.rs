@@ -5,9 +5,14 @@
 //! The layout version (`keys::FORMAT`) is written with the table, and the
 //! revision lives under `keys::REVISION` like in every backend.
 //!
-//! * One writer connection: every [`Backend::apply`] is one `BEGIN IMMEDIATE`
-//!   transaction, which takes SQLite's write lock before the revision is read,
-//!   so the revision check and the writes are atomic across processes.
+//! * One writer connection: every commit is one `BEGIN IMMEDIATE` transaction,
+//!   which takes SQLite's write lock before the revision is read, so the
+//!   revision check and the writes are atomic across processes.
+//!   [`Backend::begin_write`] opens that transaction before the engine reads
+//!   what it needs to build the batch, and commits the batch in it: reads and
+//!   writes of a commit are one transaction, with no read transaction of its own.
+//! * Statements are prepared once per connection (`prepare_cached`), the
+//!   transaction statements included.
 //! * Snapshots are read transactions on connections of a small pool: in WAL
 //!   mode a reader sees the database as of its first read, whatever commits
 //!   meanwhile, and never blocks the writer.
@@ -27,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use canopy_store::backend::{prefix_end, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit};
+use canopy_store::backend::{prefix_end, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit, WriteView};
 use canopy_store::error::{ErrorKind, Result, StoreError};
 use canopy_store::keys::{FORMAT, FORMAT_VERSION, REVISION};
 use canopy_store::StoreUrl;
@@ -218,34 +223,31 @@ impl SqliteBackend {
         }
     }
 
-    fn try_apply(&self, conn: &mut Connection, batch: &Batch) -> Result<u64> {
+    /// Writes `batch`'s operations and the next revision in the open
+    /// transaction of `conn`, which read `revision`.
+    fn write_ops(&self, conn: &Connection, batch: &Batch, revision: u64) -> Result<u64> {
         let err = |e| self.err("commit", e);
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
-        let rev = read_revision(&tx).map_err(err)?.map_err(|_| self.damaged_revision())?;
-        if batch.expect_revision.is_some_and(|expect| expect != rev) {
+        if batch.expect_revision.is_some_and(|expect| expect != revision) {
             return Err(StoreError::new(
                 ErrorKind::Conflict,
                 format!("sqlite store {}: another writer committed first", self.path.display()),
             ));
         }
-        {
-            let mut put = tx.prepare_cached(PUT).map_err(err)?;
-            let mut delete = tx.prepare_cached(DELETE).map_err(err)?;
-            for op in &batch.ops {
-                match op {
-                    BatchOp::Put(k, v) => put.execute(params![k, v]),
-                    BatchOp::Delete(k) => delete.execute([k]),
-                    BatchOp::DeletePrefix(p) => match prefix_end(p) {
-                        Some(end) => tx.prepare_cached(DELETE_RANGE).and_then(|mut s| s.execute(params![p, end])),
-                        None => tx.prepare_cached(DELETE_FROM).and_then(|mut s| s.execute([p])),
-                    },
-                }
-                .map_err(err)?;
+        let mut put = conn.prepare_cached(PUT).map_err(err)?;
+        let mut delete = conn.prepare_cached(DELETE).map_err(err)?;
+        for op in &batch.ops {
+            match op {
+                BatchOp::Put(k, v) => put.execute(params![k, v]),
+                BatchOp::Delete(k) => delete.execute([k]),
+                BatchOp::DeletePrefix(p) => match prefix_end(p) {
+                    Some(end) => conn.prepare_cached(DELETE_RANGE).and_then(|mut s| s.execute(params![p, end])),
+                    None => conn.prepare_cached(DELETE_FROM).and_then(|mut s| s.execute([p])),
+                },
             }
-            put.execute(params![REVISION, (rev + 1).to_be_bytes()]).map_err(err)?;
+            .map_err(err)?;
         }
-        tx.commit().map_err(err)?;
-        Ok(rev + 1)
+        put.execute(params![REVISION, (revision + 1).to_be_bytes()]).map_err(err)?;
+        Ok(revision + 1)
     }
 
     fn damaged_revision(&self) -> StoreError {
@@ -319,7 +321,7 @@ impl Drop for SqliteSnapshot<'_> {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
             // A connection whose transaction cannot end is not reused.
-            if conn.prepare_cached("COMMIT").and_then(|mut s| s.execute([])).is_ok() {
+            if exec(&conn, "COMMIT").is_ok() {
                 self.backend.give_back(conn);
             }
         }
@@ -332,27 +334,87 @@ impl Snapshot for SqliteSnapshot<'_> {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let err = |e| self.backend.err("read", e);
-        let mut st = self.conn().prepare_cached(GET).map_err(err)?;
-        st.query_row([key], |r| r.get(0)).optional().map_err(err)
+        get(self.backend, self.conn(), key)
     }
 
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
-        let err = |e| self.backend.err("scan", e);
-        let mut st = self.conn().prepare_cached(scan_sql(end.is_some(), reverse)).map_err(err)?;
-        let mut rows = match end {
-            Some(end) => st.query(params![start, end]),
-            None => st.query([start]),
+        scan(self.backend, self.conn(), start, end, reverse, visit)
+    }
+}
+
+fn get(backend: &SqliteBackend, conn: &Connection, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    let err = |e| backend.err("read", e);
+    let mut st = conn.prepare_cached(GET).map_err(err)?;
+    st.query_row([key], |r| r.get(0)).optional().map_err(err)
+}
+
+fn scan(
+    backend: &SqliteBackend,
+    conn: &Connection,
+    start: &[u8],
+    end: Option<&[u8]>,
+    reverse: bool,
+    visit: &mut Visit<'_>,
+) -> Result<()> {
+    let err = |e| backend.err("scan", e);
+    let mut st = conn.prepare_cached(scan_sql(end.is_some(), reverse)).map_err(err)?;
+    let mut rows = match end {
+        Some(end) => st.query(params![start, end]),
+        None => st.query([start]),
+    }
+    .map_err(err)?;
+    while let Some(row) = rows.next().map_err(err)? {
+        let k = row.get_ref(0).and_then(|v| Ok(v.as_blob()?)).map_err(err)?;
+        let v = row.get_ref(1).and_then(|v| Ok(v.as_blob()?)).map_err(err)?;
+        if !visit(k, v)? {
+            break;
         }
-        .map_err(err)?;
-        while let Some(row) = rows.next().map_err(err)? {
-            let k = row.get_ref(0).and_then(|v| Ok(v.as_blob()?)).map_err(err)?;
-            let v = row.get_ref(1).and_then(|v| Ok(v.as_blob()?)).map_err(err)?;
-            if !visit(k, v)? {
-                break;
-            }
+    }
+    Ok(())
+}
+
+/// Runs a statement without parameters or rows, prepared once per connection.
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
+/// The write transaction of [`Backend::begin_write`], open on the writer
+/// connection (whose lock it holds) until committed or dropped.
+struct SqliteWrite<'a> {
+    backend: &'a SqliteBackend,
+    conn: MutexGuard<'a, Connection>,
+    revision: u64,
+}
+
+impl Drop for SqliteWrite<'_> {
+    fn drop(&mut self) {
+        if !self.conn.is_autocommit() {
+            // Not committed (or the commit failed): nothing of it stays. A
+            // rollback that fails leaves SQLite to roll back at the next open.
+            let _ = exec(&self.conn, "ROLLBACK");
         }
-        Ok(())
+    }
+}
+
+impl Snapshot for SqliteWrite<'_> {
+    fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        get(self.backend, &self.conn, key)
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
+        scan(self.backend, &self.conn, start, end, reverse, visit)
+    }
+}
+
+impl WriteView for SqliteWrite<'_> {
+    fn commit(self: Box<Self>, batch: &Batch) -> Result<u64> {
+        let revision = self.backend.write_ops(&self.conn, batch, self.revision)?;
+        exec(&self.conn, "COMMIT").map_err(|e| self.backend.err("commit", e))?;
+        Ok(revision)
     }
 }
 
@@ -364,7 +426,7 @@ impl Backend for SqliteBackend {
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
         let conn = self.reader()?;
         // The snapshot is pinned by the first read of the transaction: the revision.
-        let begun = conn.prepare_cached("BEGIN").and_then(|mut s| s.execute([]));
+        let begun = exec(&conn, "BEGIN");
         let revision = begun.and_then(|_| read_revision(&conn)).map_err(|e| self.err("begin a read", e));
         let mut snap = SqliteSnapshot { backend: self, conn: Some(conn), revision: 0 };
         snap.revision = revision?.map_err(|_| self.damaged_revision())?;
@@ -372,8 +434,21 @@ impl Backend for SqliteBackend {
     }
 
     fn apply(&self, batch: &Batch) -> Result<u64> {
-        let mut conn = self.writer()?;
-        self.try_apply(&mut conn, batch)
+        self.begin_write()?.commit(batch)
+    }
+
+    /// One `BEGIN IMMEDIATE` transaction on the writer connection: the view
+    /// reads inside it and the commit writes inside it, so no other writer
+    /// can come between (they wait, up to the busy timeout).
+    fn begin_write(&self) -> Result<Box<dyn WriteView + '_>> {
+        let conn = self.writer()?;
+        exec(&conn, "BEGIN IMMEDIATE").map_err(|e| self.err("begin a write", e))?;
+        // From here on, dropping the view rolls the transaction back.
+        let mut view = SqliteWrite { backend: self, conn, revision: 0 };
+        view.revision = read_revision(&view.conn)
+            .map_err(|e| self.err("begin a write", e))?
+            .map_err(|_| self.damaged_revision())?;
+        Ok(Box::new(view))
     }
 
     fn sync_mode(&self) -> SyncMode {

@@ -514,6 +514,53 @@ struct ObjectState {
     /// Members dropped because they held no data (empty arrays), still names
     /// that may not appear twice.
     dropped: Vec<Name>,
+    /// Containers and lists handed to the [`Emit`] receiver instead of the
+    /// object's container, sorted (so checks stay cheap on large objects).
+    emitted: Vec<Name>,
+}
+
+impl ObjectState {
+    fn emitted(&self, name: &str) -> bool {
+        self.emitted.binary_search_by(|n| n.as_str().cmp(name)).is_ok()
+    }
+}
+
+/// What one member's value became.
+enum Parsed {
+    Node(Node),
+    /// An empty array the schema does not know as a list: no data.
+    Dropped,
+    /// A container or list handed to the [`Emit`] receiver.
+    Emitted,
+}
+
+/// Receives a document from [`parse_emit`] one container or list entry at a
+/// time, in document order, so that no tree of the whole document is built.
+///
+/// Calls nest: [`begin_container`](Emit::begin_container) or
+/// [`begin_entry`](Emit::begin_entry) (inside [`begin_list`](Emit::begin_list)
+/// … [`end_list`](Emit::end_list)) opens a node, and [`end`](Emit::end) closes
+/// the node opened last, handing over its metadata and inline children
+/// (leaves, leaf-lists, anydata). Its containers and lists were emitted in
+/// between, so `end` comes after its descendants'. List entries arrive with
+/// their key leaves checked.
+pub trait Emit {
+    /// Container `name` (canonical) begins.
+    fn begin_container(&mut self, name: &str);
+    /// List `name` (canonical), of the kind `info` says, begins; its entries follow.
+    fn begin_list(&mut self, name: &str, info: &ListInfo);
+    /// An entry of the list begun last begins.
+    fn begin_entry(&mut self);
+    /// The container or entry begun last ends with `node`'s metadata and inline
+    /// children.
+    ///
+    /// # Errors
+    /// A reason the node is refused (a list entry whose keys repeat an
+    /// earlier entry's, say); the parser fails with it, placed where the
+    /// node starts.
+    fn end(&mut self, node: Container) -> std::result::Result<(), String>;
+    /// The list begun last ends.
+    fn end_list(&mut self);
 }
 
 /// An annotation member (`"@name": ...`) waiting for the end of its object,
@@ -538,11 +585,19 @@ struct Parser<'s, R> {
     /// Schema path of the node being parsed (`/m:cont/lst`), empty at the root.
     sp: String,
     depth: usize,
+    /// Where containers and lists go instead of into the tree, if anywhere.
+    emit: Option<&'s mut dyn Emit>,
 }
 
 impl<'s, R: Read> Parser<'s, R> {
     fn new(input: R, capacity: usize, schema: &'s dyn Schema) -> Self {
-        Parser { rd: Reader::new(input, capacity), schema, sp: String::new(), depth: 0 }
+        Parser { rd: Reader::new(input, capacity), schema, sp: String::new(), depth: 0, emit: None }
+    }
+
+    /// The local name of the member being parsed and the receiver, if any.
+    fn emitting(&mut self) -> Option<(&mut dyn Emit, &str)> {
+        let name = self.sp.rsplit('/').next().unwrap_or("");
+        Some((&mut **self.emit.as_mut()?, name))
     }
 
     /// Counts one more level of nesting; fails beyond [`MAX_DEPTH`].
@@ -611,7 +666,10 @@ impl<'s, R: Read> Parser<'s, R> {
             }
         }
         self.leave();
-        for p in state.pending {
+        for p in std::mem::take(&mut state.pending) {
+            if state.emitted(&p.target) {
+                return Err(self.rd.err_at(p.at, container_annotation(&p.target)));
+            }
             self.apply_meta(out, p)?;
         }
         Ok(())
@@ -664,7 +722,7 @@ impl<'s, R: Read> Parser<'s, R> {
                 return Err(self.rd.err_at(at, format!("expected only member `{only}`, found `{name}`")));
             }
         }
-        if out.children.contains_key(&name) || state.dropped.contains(&name) {
+        if out.children.contains_key(&name) || state.dropped.contains(&name) || state.emitted(&name) {
             return Err(self.rd.err_at(at, format!("duplicate member `{name}`")));
         }
         let child_module = match name.split_once(':') {
@@ -677,12 +735,15 @@ impl<'s, R: Read> Parser<'s, R> {
         let node = self.value(child_module)?;
         self.sp.truncate(sp_len);
         match node {
-            Some(node) => out.children.insert(name, node),
-            None => {
-                state.dropped.push(name);
-                None
+            Parsed::Node(node) => {
+                out.children.insert(name, node);
             }
-        };
+            Parsed::Dropped => state.dropped.push(name),
+            Parsed::Emitted => {
+                let at = state.emitted.partition_point(|n| *n < name);
+                state.emitted.insert(at, name);
+            }
+        }
         Ok(())
     }
 
@@ -715,10 +776,7 @@ impl<'s, R: Read> Parser<'s, R> {
             (Some(Node::Leaf { .. } | Node::AnyData { .. }), AnnotationValue::Entries(_)) => {
                 err(format!("annotation `@{}` of a leaf must be an object", p.target))
             }
-            (Some(Node::Container(_) | Node::List(_)), _) => err(format!(
-                "annotation `@{}` names a container or list: their annotations go in their own `@` member",
-                p.target
-            )),
+            (Some(Node::Container(_) | Node::List(_)), _) => err(container_annotation(&p.target)),
         }
     }
 
@@ -846,28 +904,38 @@ impl<'s, R: Read> Parser<'s, R> {
 
     /// The value of the member whose schema path is `self.sp`; `None` for an
     /// empty array that the schema does not know as a list.
-    fn value(&mut self, module: Option<&str>) -> Result<Option<Node>> {
+    fn value(&mut self, module: Option<&str>) -> Result<Parsed> {
         let kind = self.schema.kind(&self.sp);
         if kind == Some(NodeKind::AnyData) {
             let value = self.any_value()?;
-            return Ok(Some(Node::AnyData { value: Box::new(value), meta: Meta::new() }));
+            return Ok(Parsed::Node(Node::AnyData { value: Box::new(value), meta: Meta::new() }));
         }
         match self.rd.peek()? {
             Some(b'{') => {
                 if let Some(k @ (NodeKind::List | NodeKind::Leaf | NodeKind::LeafList)) = kind {
                     return Err(self.mismatch(k, "an object"));
                 }
+                let at = self.rd.here();
                 self.rd.bump();
+                if let Some((emit, name)) = self.emitting() {
+                    emit.begin_container(name);
+                }
                 let mut c = Container::default();
                 self.object_into(&mut c, module, None)?;
-                Ok(Some(Node::Container(c)))
+                match self.emit.as_mut() {
+                    Some(emit) => {
+                        emit.end(c).map_err(|reason| self.rd.err_at(at, reason))?;
+                        Ok(Parsed::Emitted)
+                    }
+                    None => Ok(Parsed::Node(Node::Container(c))),
+                }
             }
             Some(b'[') => self.array(kind, module),
             _ => {
                 if let Some(k @ (NodeKind::List | NodeKind::Container | NodeKind::LeafList)) = kind {
                     return Err(self.mismatch(k, "a scalar"));
                 }
-                Ok(Some(Node::leaf(self.scalar()?)))
+                Ok(Parsed::Node(Node::leaf(self.scalar()?)))
             }
         }
     }
@@ -888,7 +956,7 @@ impl<'s, R: Read> Parser<'s, R> {
     }
 
     /// An array: a list, a leaf-list, `[null]`, or an empty array; `[` is next.
-    fn array(&mut self, kind: Option<NodeKind>, module: Option<&str>) -> Result<Option<Node>> {
+    fn array(&mut self, kind: Option<NodeKind>, module: Option<&str>) -> Result<Parsed> {
         let open = self.rd.here();
         self.rd.bump();
         // Look past `[` to decide what the array is.
@@ -903,39 +971,54 @@ impl<'s, R: Read> Parser<'s, R> {
             if let Some(k @ (NodeKind::List | NodeKind::Container | NodeKind::LeafList)) = kind {
                 return Err(self.rd.err_at(open, self.mismatch_reason(k, "`[null]`")));
             }
-            return Ok(Some(Node::leaf(Value::Empty)));
+            return Ok(Parsed::Node(Node::leaf(Value::Empty)));
         }
         self.enter()?;
         let node = match first {
             Some(b']') => {
                 self.rd.bump();
-                let info = self.schema.list_info(&self.sp);
-                match (info, kind) {
-                    (Some(info), _) => Some(Node::List(Box::new(List::new(info)))),
-                    (None, Some(NodeKind::List)) => Some(Node::List(Box::new(List::new(ListInfo::keyless())))),
+                let info = match (self.schema.list_info(&self.sp), kind) {
+                    (Some(info), _) => Some(info),
+                    (None, Some(NodeKind::List)) => Some(ListInfo::keyless()),
                     _ => None,
+                };
+                match (info, self.emitting()) {
+                    (None, _) => Parsed::Dropped,
+                    (Some(info), Some((emit, name))) => {
+                        emit.begin_list(name, &info);
+                        emit.end_list();
+                        Parsed::Emitted
+                    }
+                    (Some(info), None) => Parsed::Node(Node::List(Box::new(List::new(info)))),
                 }
             }
             Some(b'{') => {
                 if let Some(k @ (NodeKind::Container | NodeKind::Leaf | NodeKind::LeafList)) = kind {
                     return Err(self.mismatch(k, "an array of objects"));
                 }
-                Some(Node::List(Box::new(self.list_entries(module)?)))
+                match self.list_entries(module)? {
+                    Some(list) => Parsed::Node(Node::List(Box::new(list))),
+                    None => Parsed::Emitted,
+                }
             }
             _ => {
                 if let Some(k @ (NodeKind::Container | NodeKind::Leaf | NodeKind::List)) = kind {
                     return Err(self.mismatch(k, "an array of scalars"));
                 }
-                Some(Node::LeafList(self.leaf_list_entries()?))
+                Parsed::Node(Node::LeafList(self.leaf_list_entries()?))
             }
         };
         self.leave();
         Ok(node)
     }
 
-    /// The entries of a list, from the first `{` to the closing `]`.
-    fn list_entries(&mut self, module: Option<&str>) -> Result<List> {
+    /// The entries of a list, from the first `{` to the closing `]`: the
+    /// list, or `None` when they went to the [`Emit`] receiver.
+    fn list_entries(&mut self, module: Option<&str>) -> Result<Option<List>> {
         let info = self.schema.list_info(&self.sp).unwrap_or_else(ListInfo::keyless);
+        if let Some((emit, name)) = self.emitting() {
+            emit.begin_list(name, &info);
+        }
         let mut list = List::new(info);
         loop {
             let first = self.rd.peek()?;
@@ -951,10 +1034,23 @@ impl<'s, R: Read> Parser<'s, R> {
                         .err(format!("expected a list entry (an object), found {}", self.rd.describe(found))));
                 }
             }
+            if let Some(emit) = self.emit.as_mut() {
+                emit.begin_entry();
+            }
             let mut entry = Container::default();
             self.object_into(&mut entry, module, None)?;
             if let Some(k) = list.info.keys.iter().find(|k| !matches!(entry.children.get(k), Some(Node::Leaf { .. }))) {
                 return Err(self.rd.err_at(at, format!("list entry is missing key leaf `{k}`")));
+            }
+            if let Some(emit) = self.emit.as_mut() {
+                emit.end(entry).map_err(|reason| self.rd.err_at(at, reason))?;
+                if !self.comma_or_close(b']')? {
+                    if let Some(emit) = self.emit.as_mut() {
+                        emit.end_list();
+                    }
+                    return Ok(None);
+                }
+                continue;
             }
             // The entry moves into the list, so the message takes the key
             // values from the list's error rather than copying them up front.
@@ -968,7 +1064,7 @@ impl<'s, R: Read> Parser<'s, R> {
                 return Err(self.rd.err_at(at, reason));
             }
             if !self.comma_or_close(b']')? {
-                return Ok(list);
+                return Ok(Some(list));
             }
         }
     }
@@ -1048,6 +1144,10 @@ impl<'s, R: Read> Parser<'s, R> {
     }
 }
 
+fn container_annotation(target: &str) -> String {
+    format!("annotation `@{target}` names a container or list: their annotations go in their own `@` member")
+}
+
 /// `name` without its prefix when that is the parent's module (as
 /// [`path::canonical_name`]), reusing the allocation when nothing changes.
 fn canonical(name: String, parent_module: Option<&str>) -> Name {
@@ -1095,6 +1195,24 @@ fn document<R: Read>(input: R, capacity: usize, schema: &dyn Schema) -> Result<C
 pub fn parse_str(input: &str, schema: &dyn Schema) -> Result<Container> {
     // A buffer no larger than the input: small documents (edits) stay cheap.
     document(input.as_bytes(), input.len() + 1, schema)
+}
+
+/// Parses an RFC 7951 document as [`parse_str`] does, with the same checks
+/// and errors, but hands every container and list entry to `emit` as soon as
+/// it is complete instead of building a tree: what is returned is the root's
+/// metadata and inline children only.
+///
+/// # Errors
+/// As [`parse_document`], and the reasons `emit` gives, placed where the
+/// refused node starts.
+pub fn parse_emit(input: &str, schema: &dyn Schema, emit: &mut dyn Emit) -> Result<Container> {
+    let mut p = Parser::new(input.as_bytes(), input.len() + 1, schema);
+    p.emit = Some(emit);
+    p.open_document()?;
+    let mut root = Container::default();
+    p.object_into(&mut root, None, None)?;
+    p.close_document()?;
+    Ok(root)
 }
 
 /// Parses the value of one node, e.g. the value of an edit at `at`.

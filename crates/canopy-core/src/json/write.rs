@@ -374,8 +374,13 @@ pub fn to_string(root: &Container, opts: &WriteOptions) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// The metadata and children of `c`, with `depth` levels of data nodes below it.
-fn write_members<W: Write>(w: &mut JsonWriter<W>, c: &Container, depth: Option<usize>) -> io::Result<()> {
+/// Writes the metadata and children of `c` into the innermost open container
+/// or entry of `w`, with `depth` levels of data nodes below it (see
+/// [`WriteOptions::depth`]).
+///
+/// # Errors
+/// As [`JsonWriter::begin_container`].
+pub fn write_members<W: Write>(w: &mut JsonWriter<W>, c: &Container, depth: Option<usize>) -> io::Result<()> {
     w.meta(&c.meta)?;
     let below = match depth {
         Some(0) => return Ok(()),

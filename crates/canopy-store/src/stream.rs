@@ -1,0 +1,587 @@
+//! Stored fragments and RFC 7951 JSON text, both ways, without building a
+//! tree of the whole data.
+//!
+//! * [`JsonStream`] writes fragments arriving in key order (a range scan) as
+//!   JSON. The engine streams `get_json` reads with it; the `json:` file
+//!   backend writes its datastores with it.
+//! * [`parse_fragments`] parses a JSON document into fragment and order-index
+//!   records with canopy-core's own parser ([`canopy_core::json::parse_emit`]),
+//!   one container or list entry at a time. The `json:` file backend loads
+//!   its datastores with it.
+//!
+//! Both produce exactly what the tree-based paths produce ([`crate::treeio`]
+//! and [`canopy_core::json::write_container`]): the same text, the same
+//! records.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use canopy_core::json::{self, Emit, JsonWriter};
+use canopy_core::keycode;
+use canopy_core::tree::{Container, List, ListInfo, Node};
+use canopy_core::Schema;
+
+use crate::error::{Result, StoreError};
+use crate::fragment::{self, Decoded};
+use crate::keys::{self, Datastore};
+use crate::treeio;
+
+/// One open node of the output.
+struct Frame {
+    /// Relative key of the node (a container or entry), or of the list (its
+    /// parent's key and name) for a list frame.
+    key: Vec<u8>,
+    /// The node's fragment bytes; its inline children not written yet are
+    /// read from them in place, in name order.
+    bytes: Vec<u8>,
+    inline: fragment::Inline,
+    list: bool,
+    /// Length of the schema path before this frame added to it.
+    sp_before: usize,
+}
+
+/// A user-ordered list being gathered: its key, name, schema path, fragments.
+type Gathered = (Vec<u8>, String, String, Vec<(Vec<u8>, Option<Decoded>)>);
+
+fn write_err(e: std::io::Error) -> StoreError {
+    StoreError::io("writing JSON", e)
+}
+
+fn bad(rel: &[u8]) -> StoreError {
+    StoreError::corrupted(format!("malformed fragment key {}", keys::hex(rel)))
+}
+
+/// Writes one datastore's fragments (or one subtree's) as an RFC 7951
+/// document, from fragments arriving in key order.
+///
+/// Fragments arrive in document order (children by name, entries by key), so
+/// a stack of open nodes is enough: each fragment's own leaves wait in their
+/// node's frame and are written in name order between its child containers
+/// and lists, which gives exactly the order the tree writer gives. A
+/// user-ordered list, whose stored order (by key) is not its document order,
+/// is gathered whole, built as a tree and written from it.
+///
+/// Use: [`root`](Self::root) with the root's fragment, if any, first; then,
+/// to write one subtree, its ancestors ([`ancestor_container`](Self::ancestor_container),
+/// [`ancestor_entry`](Self::ancestor_entry)); then [`fragment`](Self::fragment)
+/// for each fragment in key order; then [`finish`](Self::finish).
+pub struct JsonStream<'a, W: Write> {
+    w: JsonWriter<W>,
+    stack: Vec<Frame>,
+    /// Frames popped, kept to reuse their buffers.
+    spare: Vec<Frame>,
+    /// Schema path of the top frame.
+    sp: String,
+    schema: &'a dyn Schema,
+    gathering: Option<Gathered>,
+    /// Frames below this many are the root's and the ancestors': fragments
+    /// never close them.
+    floor: usize,
+    /// 1 when the root's fragment is the base frame, whose leaves come last.
+    base: usize,
+}
+
+impl<'a, W: Write> JsonStream<'a, W> {
+    /// A stream writing to `out`, opening the document's top-level object.
+    pub fn new(out: W, pretty: bool, schema: &'a dyn Schema) -> JsonStream<'a, W> {
+        JsonStream {
+            w: JsonWriter::new(out, pretty),
+            stack: Vec::new(),
+            spare: Vec::new(),
+            sp: String::new(),
+            schema,
+            gathering: None,
+            floor: 0,
+            base: 0,
+        }
+    }
+
+    /// A frame, reusing a popped one's buffers. `inline` is the cursor over
+    /// `bytes`' inline children.
+    fn frame(&mut self, key: &[u8], bytes: &[u8], inline: fragment::Inline, list: bool, sp_before: usize) -> Frame {
+        let mut f = self.spare.pop().unwrap_or_else(|| Frame {
+            key: Vec::new(),
+            bytes: Vec::new(),
+            inline: fragment::Inline::empty(),
+            list,
+            sp_before,
+        });
+        f.key.clear();
+        f.key.extend_from_slice(key);
+        f.bytes.clear();
+        f.bytes.extend_from_slice(bytes);
+        f.inline = inline;
+        f.list = list;
+        f.sp_before = sp_before;
+        f
+    }
+
+    fn push(&mut self, key: &[u8], bytes: &[u8], inline: fragment::Inline, list: bool, sp_before: usize) {
+        let f = self.frame(key, bytes, inline, list, sp_before);
+        self.stack.push(f);
+    }
+
+    fn pop(&mut self) {
+        if let Some(f) = self.stack.pop() {
+            self.sp.truncate(f.sp_before);
+            self.spare.push(f);
+        }
+    }
+
+    /// The root's fragment (the datastore's metadata and top-level leaves):
+    /// the first call, when there is one.
+    ///
+    /// # Errors
+    /// `Corrupted` for a damaged fragment; write errors.
+    pub fn root(&mut self, bytes: &[u8]) -> Result<()> {
+        let (_, meta, inline) = fragment::open(bytes)?;
+        self.w.meta(&meta).map_err(write_err)?;
+        self.push(&[], bytes, inline, false, 0);
+        self.base = 1;
+        self.floor = 1;
+        Ok(())
+    }
+
+    /// Opens ancestor container `name` (relative key `rel`) of the written subtree.
+    ///
+    /// # Errors
+    /// Write errors.
+    pub fn ancestor_container(&mut self, name: &str, rel: &[u8]) -> Result<()> {
+        self.w.begin_container(name).map_err(write_err)?;
+        let before = self.sp.len();
+        self.sp.push('/');
+        self.sp.push_str(name);
+        self.push(rel, &[], fragment::Inline::empty(), false, before);
+        self.floor = self.stack.len();
+        Ok(())
+    }
+
+    /// Opens ancestor entry `rel` of list `name` of the written subtree, with
+    /// `keys_only` (its key leaves) as its content.
+    ///
+    /// # Errors
+    /// Write errors.
+    pub fn ancestor_entry(&mut self, name: &str, rel: &[u8], keys_only: &Container) -> Result<()> {
+        self.w.begin_list(name).map_err(write_err)?;
+        self.w.begin_entry().map_err(write_err)?;
+        let before = self.sp.len();
+        self.sp.push('/');
+        self.sp.push_str(name);
+        let bytes = fragment::encode(keys_only, None);
+        let (_, _, inline) = fragment::open(&bytes)?;
+        self.push(rel, &bytes, inline, false, before);
+        self.floor = self.stack.len();
+        Ok(())
+    }
+
+    /// Writes the pending inline children of the top frame whose names sort
+    /// before `before` (all of them with `None`).
+    fn flush_pending(&mut self, before: Option<&str>) -> Result<()> {
+        let JsonStream { w, stack, .. } = self;
+        let Some(top) = stack.last_mut() else { return Ok(()) };
+        loop {
+            let unread = top.inline;
+            let Some((name, child)) = top.inline.next(&top.bytes)? else { break };
+            if before.is_some_and(|b| name >= b) {
+                top.inline = unread;
+                break;
+            }
+            match child {
+                fragment::ChildRef::Leaf(v, meta) => w.leaf_ref(name, v, &meta),
+                fragment::ChildRef::Other(Node::LeafList(v)) => w.leaf_list(name, &v),
+                fragment::ChildRef::Other(Node::AnyData { value, meta }) => w.anydata(name, &value, &meta),
+                fragment::ChildRef::Other(Node::Leaf { value, meta }) => w.leaf(name, &value, &meta),
+                fragment::ChildRef::Other(Node::Container(_) | Node::List(_)) => Ok(()),
+            }
+            .map_err(write_err)?;
+        }
+        Ok(())
+    }
+
+    /// Closes frames until the top one holds `key` (or the stack is at `floor`).
+    fn close_until(&mut self, key: &[u8], floor: usize) -> Result<()> {
+        while self.stack.len() > floor {
+            let top = self.stack.last().expect("non-empty");
+            if key.starts_with(&top.key) && !(top.list && key.len() == top.key.len()) {
+                break;
+            }
+            self.flush_pending(None)?;
+            self.pop();
+            self.w.end().map_err(write_err)?;
+        }
+        Ok(())
+    }
+
+    /// Writes one fragment: `rel` its key relative to the datastore, `v` its
+    /// stored bytes. Fragments must come in key order, below the ancestors.
+    ///
+    /// # Errors
+    /// `Corrupted` for a damaged fragment or one whose parent fragment did
+    /// not come before it; write errors.
+    pub fn fragment(&mut self, rel: &[u8], v: &[u8]) -> Result<()> {
+        if let Some((lk, ..)) = &self.gathering {
+            if rel.starts_with(lk) {
+                let d = fragment::decode(v)?;
+                self.gathering.as_mut().expect("gathering").3.push((rel.to_vec(), Some(d)));
+                return Ok(());
+            }
+            self.write_gathered()?;
+        }
+        self.close_until(rel, self.floor)?;
+        let (_, meta, inline) = fragment::open(v)?;
+        if self.stack.last().is_some_and(|f| f.list) {
+            // The next entry of the open list.
+            self.w.begin_entry().map_err(write_err)?;
+            self.w.meta(&meta).map_err(write_err)?;
+            let before = self.sp.len();
+            self.push(rel, v, inline, false, before);
+            return Ok(());
+        }
+        let parent_len = self.stack.last().map_or(0, |f| f.key.len());
+        let seg = rel.get(parent_len..).ok_or_else(|| bad(rel))?;
+        let seg_len = keys::first_segment_len(seg)?;
+        if seg_len != seg.len() {
+            return Err(StoreError::corrupted(format!(
+                "fragment {} has no parent fragment",
+                treeio::describe_key(rel)
+            )));
+        }
+        let mut pos = 0;
+        let name =
+            String::from_utf8(keycode::read_escaped(seg, &mut pos).ok_or_else(|| bad(rel))?).map_err(|_| bad(rel))?;
+        let before = self.sp.len();
+        self.sp.push('/');
+        self.sp.push_str(&name);
+        if pos == seg.len() {
+            // A container.
+            self.flush_pending(Some(&name))?;
+            self.w.begin_container(&name).map_err(write_err)?;
+            self.w.meta(&meta).map_err(write_err)?;
+            self.push(rel, v, inline, false, before);
+            return Ok(());
+        }
+        // A list entry: open its list (the top frame is not that list).
+        let list_key = &rel[..parent_len + pos];
+        if self.schema.list_info(&self.sp).is_some_and(|i| i.user_ordered) {
+            let d = fragment::decode(v)?;
+            let sp = self.sp.clone();
+            self.sp.truncate(before);
+            self.gathering = Some((list_key.to_vec(), name, sp, vec![(rel.to_vec(), Some(d))]));
+            return Ok(());
+        }
+        self.flush_pending(Some(&name))?;
+        self.w.begin_list(&name).map_err(write_err)?;
+        // The list's name stays on the schema path while its frame is open.
+        self.push(list_key, &[], fragment::Inline::empty(), true, before);
+        self.w.begin_entry().map_err(write_err)?;
+        self.w.meta(&meta).map_err(write_err)?;
+        let sp_list = self.sp.len();
+        self.push(rel, v, inline, false, sp_list);
+        Ok(())
+    }
+
+    /// Builds the gathered user-ordered list and writes it.
+    fn write_gathered(&mut self) -> Result<()> {
+        let Some((list_key, name, sp, mut items)) = self.gathering.take() else { return Ok(()) };
+        self.close_until(&list_key, 0)?;
+        self.flush_pending(Some(&name))?;
+        let info = self.schema.list_info(&sp).unwrap_or_default();
+        let parent_len = self.stack.last().map_or(0, |f| f.key.len());
+        let mut holder = Container::default();
+        holder.children.insert(name.clone(), Node::List(Box::new(List::new(info))));
+        let mut parent_sp = sp.clone();
+        parent_sp.truncate(sp.len() - name.len() - 1);
+        treeio::build(&mut holder, &mut items, parent_len, &mut parent_sp, self.schema)?;
+        if let Some(Node::List(l)) = holder.children.get(&name) {
+            self.w.begin_list(&name).map_err(write_err)?;
+            for e in l.entries() {
+                self.w.begin_entry().map_err(write_err)?;
+                json::write_members(&mut self.w, e, None).map_err(write_err)?;
+                self.w.end().map_err(write_err)?;
+            }
+            self.w.end().map_err(write_err)?;
+        }
+        Ok(())
+    }
+
+    /// Closes everything, the document included, and returns the output.
+    ///
+    /// # Errors
+    /// As [`fragment`](Self::fragment).
+    pub fn finish(mut self) -> Result<W> {
+        self.write_gathered()?;
+        // Close everything but the root's base frame, whose leaves come last.
+        while self.stack.len() > self.base {
+            self.flush_pending(None)?;
+            self.pop();
+            self.w.end().map_err(write_err)?;
+        }
+        self.flush_pending(None)?;
+        self.w.finish().map_err(write_err)
+    }
+}
+
+/// One node open while parsing.
+enum Open {
+    /// A container or list entry: key length before it, its record's index.
+    Node {
+        key_before: usize,
+        slot: usize,
+    },
+    List(ListState),
+}
+
+/// A list open while parsing.
+struct ListState {
+    key_before: usize,
+    info: ListInfo,
+    /// Order key of the last entry (keyless and user-ordered lists).
+    last_order: Option<Vec<u8>>,
+    /// Record indexes of the entries (keyed lists), to find repeated keys.
+    slots: Vec<usize>,
+    /// Entry keys seen, once entries stopped arriving in key order.
+    seen: Option<BTreeSet<Vec<u8>>>,
+}
+
+/// The [`Emit`] receiver of [`parse_fragments`].
+struct Records {
+    /// The key of the innermost open node: the datastore's prefix and path
+    /// key, except the entry keys of open list entries, which are known only
+    /// when the entry ends and are inserted then into every record after it.
+    key: Vec<u8>,
+    stack: Vec<Open>,
+    /// Fragment records in document order (one slot per node, filled when
+    /// the node ends) and order-index records.
+    out: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Emit for Records {
+    fn begin_container(&mut self, name: &str) {
+        self.stack.push(Open::Node { key_before: self.key.len(), slot: self.out.len() });
+        keys::push_name(&mut self.key, name);
+        self.out.push((Vec::new(), Vec::new()));
+    }
+
+    fn begin_list(&mut self, name: &str, info: &ListInfo) {
+        self.stack.push(Open::List(ListState {
+            key_before: self.key.len(),
+            info: info.clone(),
+            last_order: None,
+            slots: Vec::new(),
+            seen: None,
+        }));
+        keys::push_name(&mut self.key, name);
+    }
+
+    fn begin_entry(&mut self) {
+        self.stack.push(Open::Node { key_before: self.key.len(), slot: self.out.len() });
+        self.out.push((Vec::new(), Vec::new()));
+    }
+
+    fn end(&mut self, node: Container) -> std::result::Result<(), String> {
+        let Some(Open::Node { key_before, slot }) = self.stack.pop() else {
+            return Err("a node ends that did not begin".into());
+        };
+        let Some(Open::List(list)) = self.stack.last_mut() else {
+            // A container.
+            self.out[slot] = (self.key.clone(), fragment::encode(&node, None));
+            self.key.truncate(key_before);
+            return Ok(());
+        };
+        // An entry: `self.key` is its list's key; `k` becomes the entry's.
+        let at = self.key.len();
+        let mut k = Vec::with_capacity(at + 16);
+        k.extend_from_slice(&self.key);
+        let mut order = None;
+        if list.info.keys.is_empty() {
+            let o = keycode::order_between(list.last_order.as_deref(), None);
+            keys::push_order(&mut k, &o);
+            list.last_order = Some(o);
+        } else {
+            for name in &list.info.keys {
+                match node.children.get(name) {
+                    Some(Node::Leaf { value, .. }) => keycode::push_key_value(&mut k, &value.as_text()),
+                    _ => return Err(format!("list entry is missing key leaf `{name}`")),
+                }
+            }
+            // Entries usually come in key order: then comparing with the
+            // last one finds repeats; otherwise a set of all of them does.
+            let last = list.slots.last().map(|&s| &self.out[s].0[at..]);
+            let repeated = if list.seen.is_none() && last.is_none_or(|last| last < &k[at..]) {
+                false
+            } else {
+                let out = &self.out;
+                let seen =
+                    list.seen.get_or_insert_with(|| list.slots.iter().map(|&s| out[s].0[at..].to_vec()).collect());
+                !seen.insert(k[at..].to_vec())
+            };
+            if repeated {
+                let keys = keycode::decode_entry_key(&k[at..], list.info.keys.len()).unwrap_or_default();
+                return Err(format!("duplicate list entry with keys {keys:?}"));
+            }
+            list.slots.push(slot);
+            if list.info.user_ordered {
+                let o = keycode::order_between(list.last_order.as_deref(), None);
+                list.last_order = Some(o.clone());
+                order = Some(o);
+            }
+        }
+        let suffix = &k[at..];
+        // The records of the entry's descendants lack its entry key.
+        for (d, _) in &mut self.out[slot + 1..] {
+            d.splice(at..at, suffix.iter().copied());
+        }
+        if let Some(o) = &order {
+            // The order index: list key, order key, 0 → entry key.
+            let mut ok = Vec::with_capacity(at + o.len() + 1);
+            ok.push(0x20);
+            ok.extend_from_slice(&self.key[1..]);
+            ok.extend_from_slice(o);
+            ok.push(0);
+            self.out.push((ok, suffix.to_vec()));
+        }
+        let value = fragment::encode(&node, order.as_deref());
+        self.out[slot] = (k, value);
+        Ok(())
+    }
+
+    fn end_list(&mut self) {
+        if let Some(Open::List(list)) = self.stack.pop() {
+            self.key.truncate(list.key_before);
+        }
+    }
+}
+
+/// Parses RFC 7951 document `text` into the fragment and order-index records
+/// of datastore `ds`, as [`treeio::Fragments::write_subtree`] would write the
+/// tree [`canopy_core::json::parse_str`] gives, with fresh order keys in
+/// document order. Records come in no particular order.
+///
+/// # Errors
+/// As [`canopy_core::json::parse_str`] (line and column in `text`).
+pub fn parse_fragments(text: &str, schema: &dyn Schema, ds: Datastore) -> canopy_core::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut r = Records { key: keys::data_prefix(ds), stack: Vec::new(), out: Vec::new() };
+    let root = json::parse_emit(text, schema, &mut r)?;
+    r.out.push((keys::data_prefix(ds), fragment::encode(&root, None)));
+    Ok(r.out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use canopy_core::json::{parse_str, to_string, WriteOptions};
+    use canopy_core::Schemaless;
+
+    use super::*;
+    use crate::treeio::Fragments;
+
+    fn schema() -> Schemaless {
+        let mut s = Schemaless::default();
+        s.lists.insert("/m:c/lst".into(), ListInfo::keyed(["k"]));
+        s.lists.insert("/m:c/lst/sub".into(), ListInfo::keyed(["a", "b"]));
+        s.lists.insert("/m:c/lst/uo".into(), ListInfo { keys: vec!["n".into()], user_ordered: true });
+        s.lists.insert("/m:c/uo".into(), ListInfo { keys: vec!["n".into()], user_ordered: true });
+        s.lists.insert("/m:c/known".into(), ListInfo::keyed(["k"]));
+        s
+    }
+
+    /// Documents that exercise every path: members out of name order, entries
+    /// out of key order, keys after nested lists (entry keys known late),
+    /// user-ordered lists nested in entries, keyless lists, metadata, empty values.
+    const DOCS: &[&str] = &[
+        r#"{}"#,
+        r#"{"m:top":1,"@m:top":{"m:a":"x"},"@":{"m:root":"r"}}"#,
+        r#"{"m:c":{"z":true,"lst":[{"sub":[{"b":"2","a":1,"x":[null]}],"k":"10","c":{"d":{"e":"f"}}},{"k":"9","@":{"m:m":"1"}},{"k":"a b","uo":[{"n":"z"},{"n":"a","in":{"q":1}},{"n":"m"}]}],"a":"x"}}"#,
+        r#"{"m:c":{"uo":[{"n":"3"},{"n":"1"},{"n":"2"}],"free":[{"x":1},{"x":1},{"y":{"z":[1,2]}}],"ll":[1,"2",true],"@ll":[null,{"m:o":"1"}]},"n:d":{"e":[]},"m:e":{}}"#,
+        r#"{"m:c":{"known":[],"lst":[{"k":"1"}]}}"#,
+    ];
+
+    fn tree_records(doc: &str, schema: &Schemaless) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        let tree = parse_str(doc, schema).unwrap();
+        let mut f = Fragments::new(Datastore::Startup);
+        f.write_subtree(&[], &tree, None);
+        f.puts
+    }
+
+    #[test]
+    fn parsing_to_fragments_gives_what_the_tree_gives() {
+        let schema = schema();
+        for doc in DOCS {
+            let streamed: BTreeMap<_, _> =
+                parse_fragments(doc, &schema, Datastore::Startup).unwrap().into_iter().collect();
+            assert_eq!(streamed, tree_records(doc, &schema), "{doc}");
+        }
+    }
+
+    /// The tree stored `records` hold, built the way the engine loads it.
+    fn stored_tree(records: &BTreeMap<Vec<u8>, Vec<u8>>, schema: &Schemaless) -> Container {
+        let prefix = keys::data_prefix(Datastore::Startup);
+        let mut items: Vec<(Vec<u8>, Option<Decoded>)> = records
+            .iter()
+            .filter_map(|(k, v)| {
+                Some((k.strip_prefix(prefix.as_slice())?.to_vec(), Some(fragment::decode(v).unwrap())))
+            })
+            .collect();
+        let mut root = items[0].1.take().unwrap().container;
+        treeio::build(&mut root, &mut items[1..], 0, &mut String::new(), schema).unwrap();
+        root
+    }
+
+    #[test]
+    fn streaming_fragments_writes_what_the_tree_writer_writes() {
+        let schema = schema();
+        for doc in DOCS {
+            let records = tree_records(doc, &schema);
+            let tree = stored_tree(&records, &schema);
+            for pretty in [false, true] {
+                let mut s = JsonStream::new(Vec::new(), pretty, &schema);
+                let prefix = keys::data_prefix(Datastore::Startup);
+                for (k, v) in &records {
+                    match k.strip_prefix(prefix.as_slice()) {
+                        Some([]) => s.root(v).unwrap(),
+                        Some(rel) => s.fragment(rel, v).unwrap(),
+                        None => {} // order index
+                    }
+                }
+                let text = String::from_utf8(s.finish().unwrap()).unwrap();
+                assert_eq!(text, to_string(&tree, &WriteOptions { pretty, depth: None }), "{doc}");
+            }
+        }
+    }
+
+    #[test]
+    fn errors_are_the_parsers_with_repeated_entries_placed() {
+        let schema = schema();
+        for doc in [
+            r#"{"m:c":{"lst":[{"k":"1"},{"k":"2"},{"k":"1"}]}}"#,
+            r#"{"m:c":{"lst":[{"k":"2"},{"k":"1"},{"k":"2"}]}}"#,
+            r#"{"m:c":{"uo":[{"n":"2"},{"n":"1"},{"n":"2"}]}}"#,
+            r#"{"m:c":{"lst":[{"k":"1"},{"x":"2"}]}}"#,
+            r#"{"m:c":{"lst":[{"k":"1"}],"@lst":{"m:a":"1"}}}"#,
+            r#"{"m:c":{"d":{},"d":{}}}"#,
+            r#"{"m:c":{"lst":[{"k":"1"}],"lst":[]}}"#,
+            r#"{"m:c":{"x":1,"lst":[{"k":"1","k":"2"}]}}"#,
+            r#"{"m:c":{"lst":[{"k":"1"}]} x"#,
+        ] {
+            let tree = parse_str(doc, &schema).unwrap_err().to_string();
+            let streamed = parse_fragments(doc, &schema, Datastore::Running).unwrap_err().to_string();
+            assert_eq!(streamed, tree, "{doc}");
+        }
+        let e = parse_fragments(r#"{"m:c":{"lst":[{"k":"2"},{"k":"1"},{"k":"2"}]}}"#, &schema, Datastore::Running)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("duplicate list entry") && e.contains("column 36"), "{e}");
+    }
+
+    #[test]
+    fn a_fragment_without_its_parent_is_refused() {
+        let schema = schema();
+        let mut rel = Vec::new();
+        keys::push_name(&mut rel, "m:c");
+        keys::push_name(&mut rel, "x");
+        let mut s = JsonStream::new(Vec::new(), false, &schema);
+        let e = s.fragment(&rel, &fragment::encode(&Container::default(), None)).unwrap_err();
+        assert!(e.to_string().contains("has no parent fragment"), "{e}");
+    }
+}
