@@ -902,8 +902,9 @@ impl<'s, R: Read> Parser<'s, R> {
         }
     }
 
-    /// The value of the member whose schema path is `self.sp`; `None` for an
-    /// empty array that the schema does not know as a list.
+    /// The value of the member whose schema path is `self.sp`: a node,
+    /// [`Parsed::Dropped`] for an empty array that the schema does not know as
+    /// a list, or [`Parsed::Emitted`] when it went to the [`Emit`] receiver.
     fn value(&mut self, module: Option<&str>) -> Result<Parsed> {
         let kind = self.schema.kind(&self.sp);
         if kind == Some(NodeKind::AnyData) {
