@@ -98,9 +98,16 @@ impl Sample {
     }
 }
 
-/// Resets the process's peak resident set size to its current size (Linux:
-/// `/proc/self/clear_refs`); returns whether it could.
+/// Returns freed heap memory to the system and resets the process's peak
+/// resident set size to its current size (Linux: `/proc/self/clear_refs`), so
+/// that the next [`peak_rss`] shows what the following work used; returns
+/// whether it could.
 pub fn reset_peak_rss() -> bool {
+    #[allow(unsafe_code)]
+    // SAFETY: malloc_trim only releases free memory of the C allocator.
+    unsafe {
+        libc::malloc_trim(0)
+    };
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 

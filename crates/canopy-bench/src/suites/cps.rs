@@ -241,10 +241,8 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         })?;
         raw.put_all(&pairs)?;
     }
-    let mut rows = vec![Row::new(
-        format!("create {n} devices (one transaction; one run)"),
-        Cell::Time(Sample { runs: vec![create] }),
-    )];
+    let mut rows =
+        vec![Row::new("create all devices (one transaction; one run)", Cell::Time(Sample { runs: vec![create] }))];
 
     const ONE: usize = 100;
     let pick = |run: usize| -> Vec<usize> {

@@ -153,7 +153,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     )?;
     let raw_dir = raw_dirs.borrow()[0].clone();
     rows.push(
-        Row::new(format!("create {n} items (commit every {COMMIT_EVERY}, sync=commit)"), Cell::Time(canopy))
+        Row::new(format!("create all items (commit every {COMMIT_EVERY}, sync=commit)"), Cell::Time(canopy))
             .floor(Cell::Time(floor)),
     );
     rows.push(Row::new("peak RSS during create", Cell::Bytes(rss.borrow().last().copied().unwrap_or(0))));
