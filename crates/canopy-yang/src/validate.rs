@@ -58,6 +58,8 @@ struct Plan {
     targets: Vec<(Path, usize, Value)>,
     /// Nodes whose must/when are to be evaluated.
     exprs: BTreeMap<String, (Path, usize)>,
+    /// Violations found while planning (mandatory nodes of created subtrees).
+    found: Vec<Violation>,
 }
 
 impl YangSchema {
@@ -71,7 +73,7 @@ impl YangSchema {
         for c in changes {
             self.plan_change(c, data.tree(), &mut plan);
         }
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut plan.found);
         for (_, path, idx) in std::mem::take(&mut plan.mandatory) {
             self.check_mandatory(&path, idx, data, &mut out)?;
         }
@@ -160,14 +162,24 @@ impl YangSchema {
 
     /// A created container or entry: its mandatory nodes, and everything in it.
     fn plan_subtree(&self, path: &Path, idx: usize, c: &Container, plan: &mut Plan) {
-        plan.mandatory.insert((path.to_string(), path.clone(), Some(idx)));
         let n = &self.model.nodes[idx];
+        if !n.checked_on_create {
+            return;
+        }
+        // The created subtree is complete (nothing of it was stored before):
+        // its mandatory nodes are checked on it directly.
+        if n.has_mandatory {
+            self.mandatory_in(path, idx, c, &mut plan.found);
+        }
         if !n.musts.is_empty() || !n.whens.is_empty() {
             plan.exprs.insert(path.to_string(), (path.clone(), idx));
         }
         for (name, child) in &c.children {
             let Some(&ci) = n.children.get(name) else { continue };
             let cn = &self.model.nodes[ci];
+            if !cn.checked_on_create {
+                continue;
+            }
             let cp = path.child(name.clone(), Selector::None);
             match child {
                 Node::Container(cc) => self.plan_subtree(&cp, ci, cc, plan),
@@ -304,7 +316,7 @@ impl YangSchema {
         data: &mut dyn DataAccess,
         out: &mut Vec<Violation>,
     ) -> Result<(), LoadError> {
-        let Some(idx) = idx else { return Ok(()) };
+        let Some(idx) = idx.filter(|&i| self.model.nodes[i].has_mandatory) else { return Ok(()) };
         if !path.is_root() {
             data.load(path, false)?;
         }
