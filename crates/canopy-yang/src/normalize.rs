@@ -98,14 +98,13 @@ impl YangSchema {
     /// [`canopy_core::Error::Path`] naming the position of the first segment
     /// that does not fit, and why.
     pub fn resolve_path(&self, path: &Path) -> Result<(Path, Vec<usize>), canopy_core::Error> {
-        let input = path.to_string();
         let mut out = Path::root();
         let mut idxs = Vec::with_capacity(path.segments.len());
         let mut parent = None;
         let last = path.segments.len().saturating_sub(1);
         let mut pos = 1;
         for (i, seg) in path.segments.iter().enumerate() {
-            let err = |reason: String| canopy_core::Error::Path { input: input.clone(), pos, reason };
+            let err = |reason: String| canopy_core::Error::Path { input: path.to_string(), pos, reason };
             let Some(ci) = self.model.child(parent, &seg.name) else {
                 let at = match parent {
                     None => "at the top level".to_string(),

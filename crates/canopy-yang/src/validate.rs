@@ -285,27 +285,30 @@ impl YangSchema {
     /// Must/when of the ancestors and siblings of a changed node: their
     /// expressions are the ones that can name it.
     fn plan_context(&self, path: &Path, idx: usize, plan: &mut Plan) {
-        let mut at = path.parent();
-        let mut ai = self.model.nodes[idx].parent;
+        let has_expr = |i: usize| !self.model.nodes[i].musts.is_empty() || !self.model.nodes[i].whens.is_empty();
+        let parent = self.model.nodes[idx].parent;
         // Siblings with expressions (they exist when the parent does).
-        if let Some(p) = ai {
+        if let Some(p) = parent {
             for (name, &si) in &self.model.nodes[p].children {
-                let sn = &self.model.nodes[si];
-                if si != idx && (!sn.musts.is_empty() || !sn.whens.is_empty()) {
-                    if let Some(pp) = &at {
+                if si != idx && has_expr(si) {
+                    if let Some(pp) = path.parent() {
                         let sp = pp.child(name.clone(), Selector::None);
                         plan.exprs.insert(sp.to_string(), (sp, si));
                     }
                 }
             }
         }
-        while let (Some(p), Some(i)) = (at.clone(), ai) {
-            let n = &self.model.nodes[i];
-            if !n.musts.is_empty() || !n.whens.is_empty() {
-                plan.exprs.insert(p.to_string(), (p.clone(), i));
+        // Ancestors with expressions: the schema chain is walked first, paths
+        // are built only for those that have some.
+        let mut ai = parent;
+        let mut depth = path.segments.len();
+        while let Some(i) = ai {
+            depth = depth.saturating_sub(1);
+            if has_expr(i) {
+                let p = Path { segments: path.segments[..depth].to_vec() };
+                plan.exprs.insert(p.to_string(), (p, i));
             }
-            at = p.parent();
-            ai = n.parent;
+            ai = self.model.nodes[i].parent;
         }
     }
 
