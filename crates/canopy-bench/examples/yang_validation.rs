@@ -7,11 +7,11 @@
 //!
 //! `cargo run --release -p canopy-bench --example yang_validation -- [ENTRIES] [RUNS]`
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use canopy::{ListInfo, Operation, Store, Value};
 use canopy_bench::core_suite::perf_json;
-use canopy_bench::timing::{fmt, measure, measure_with, Sample};
+use canopy_bench::timing::fmt;
 
 fn open(dir: &tempfile::TempDir, yang: bool, cache: bool) -> anyhow::Result<Store> {
     let url = format!("lmdb:{}?sync=off{}", dir.path().display(), if cache { "&cache=on" } else { "" });
@@ -24,10 +24,6 @@ fn open(dir: &tempfile::TempDir, yang: bool, cache: bool) -> anyhow::Result<Stor
     Ok(s)
 }
 
-fn per_op(s: &Sample, ops: usize) -> Duration {
-    s.mean() / ops as u32
-}
-
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let n: usize = args.next().map_or(Ok(100_000), |a| a.parse())?;
@@ -35,52 +31,60 @@ fn main() -> anyhow::Result<()> {
     let doc = perf_json(n);
     let mut rows: Vec<(String, Duration, Duration)> = Vec::new();
 
-    // Bulk create into an empty store, one transaction.
-    let mut bulk = [Duration::ZERO; 2];
-    for (i, yang) in [false, true].into_iter().enumerate() {
-        let s = measure_with(
-            repeat,
-            |_| {
-                let dir = tempfile::tempdir().expect("temp dir");
-                let store = open(&dir, yang, false).expect("open");
-                (dir, store)
-            },
-            |(_dir, store)| {
-                store.running().import(doc.as_bytes(), Operation::Merge).expect("import");
-            },
-        );
-        bulk[i] = s.mean();
-    }
-    rows.push((format!("create all {n} entries, one transaction"), bulk[0], bulk[1]));
-
-    for cache in [false, true] {
-        let ops = 2000;
-        let mut leaf = [Duration::ZERO; 2];
-        let mut create = [Duration::ZERO; 2];
+    // Bulk create into an empty store, one transaction; schemaless and YANG
+    // runs alternate (round 0 warms up).
+    let mut bulk = [Vec::new(), Vec::new()];
+    for round in 0..=repeat {
         for (i, yang) in [false, true].into_iter().enumerate() {
             let dir = tempfile::tempdir()?;
-            let store = open(&dir, yang, cache)?;
+            let store = open(&dir, yang, false)?;
+            let t = Instant::now();
             store.running().import(doc.as_bytes(), Operation::Merge)?;
-            let r = store.running();
-            let m = n / 2;
-            let path = format!("/perf:cont/lst[k1='{m}'][k2='str{m}']/l");
-            let s = measure(repeat, |run| {
+            let d = t.elapsed();
+            if round > 0 {
+                bulk[i].push(d);
+            }
+        }
+    }
+    let mean = |v: &[Duration]| v.iter().sum::<Duration>() / v.len().max(1) as u32;
+    rows.push((format!("create all {n} entries, one transaction"), mean(&bulk[0]), mean(&bulk[1])));
+
+    // Both stores are open at once and measured in alternating rounds, so
+    // that the machine's noise falls on both alike.
+    for cache in [false, true] {
+        let ops = 2000;
+        let dirs = [tempfile::tempdir()?, tempfile::tempdir()?];
+        let stores = [open(&dirs[0], false, cache)?, open(&dirs[1], true, cache)?];
+        for s in &stores {
+            s.running().import(doc.as_bytes(), Operation::Merge)?;
+        }
+        let m = n / 2;
+        let path = format!("/perf:cont/lst[k1='{m}'][k2='str{m}']/l");
+        let mut leaf = [Vec::new(), Vec::new()];
+        let mut create = [Vec::new(), Vec::new()];
+        for round in 0..=repeat {
+            for (i, s) in stores.iter().enumerate() {
+                let r = s.running();
+                let t = Instant::now();
                 for j in 0..ops {
-                    r.set(&path, Value::String(format!("v{run}-{j}"))).expect("set");
+                    r.set(&path, Value::String(format!("v{round}-{j}"))).expect("set");
                 }
-            });
-            leaf[i] = per_op(&s, ops);
-            let s = measure(repeat, |run| {
+                let d = t.elapsed();
+                let t2 = Instant::now();
                 for j in 0..ops {
-                    let k = n + run * ops + j;
+                    let k = n + round * ops + j;
                     r.set(&format!("/perf:cont/lst[k1='{k}'][k2='str{k}']/l"), Value::String("x".into())).expect("set");
                 }
-            });
-            create[i] = per_op(&s, ops);
+                let d2 = t2.elapsed();
+                if round > 0 {
+                    leaf[i].push(d / ops as u32);
+                    create[i].push(d2 / ops as u32);
+                }
+            }
         }
         let c = if cache { "cache on" } else { "cache off" };
-        rows.push((format!("set one leaf of a {n}-entry list ({c})"), leaf[0], leaf[1]));
-        rows.push((format!("create one entry in a {n}-entry list ({c})"), create[0], create[1]));
+        rows.push((format!("set one leaf of a {n}-entry list ({c})"), mean(&leaf[0]), mean(&leaf[1])));
+        rows.push((format!("create one entry in a {n}-entry list ({c})"), mean(&create[0]), mean(&create[1])));
     }
 
     println!("LMDB, sync=off, {n} entries, {repeat} runs per row (mean; one-leaf rows: per commit)\n");

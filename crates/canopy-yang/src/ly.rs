@@ -140,6 +140,8 @@ impl Ctx {
             }
             return Err(errs);
         }
+        // Warnings recorded while parsing are not kept.
+        unsafe { ffi::ly_err_clean(self.raw, ptr::null_mut()) };
         Ok(opt_str(unsafe { (*module).name }).unwrap_or_default())
     }
 

@@ -82,3 +82,28 @@ pub(crate) fn typed(base: u32, canonical: String) -> Value {
 pub(crate) fn text(v: &Value) -> std::borrow::Cow<'_, str> {
     v.as_text()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unrestricted_integers_are_checked_and_canonical() {
+        let n = |s: &str| Value::Number(s.into());
+        assert_eq!(fast_check(Fast::Int(UINT32), &n("007")), Some(Ok(n("7"))));
+        assert_eq!(fast_check(Fast::Int(INT8), &Value::String("-128".into())), Some(Ok(n("-128"))));
+        assert_eq!(fast_check(Fast::Int(INT64), &n("+5")), Some(Ok(Value::String("5".into()))));
+        // Out of range or not an integer: libyang gives the reason.
+        assert_eq!(fast_check(Fast::Int(INT8), &n("128")), None);
+        assert_eq!(fast_check(Fast::Int(UINT8), &n("-1")), None);
+        assert_eq!(fast_check(Fast::Int(UINT32), &n("1.5")), None);
+        assert_eq!(fast_check(Fast::Int(UINT32), &Value::String("".into())), None);
+        assert_eq!(fast_check(Fast::None, &n("1")), None);
+    }
+
+    #[test]
+    fn unrestricted_strings_take_any_text() {
+        assert_eq!(fast_check(Fast::String, &Value::Number("5".into())), Some(Ok(Value::String("5".into()))));
+        assert_eq!(fast_check(Fast::String, &Value::Bool(true)), Some(Ok(Value::String("true".into()))));
+    }
+}
