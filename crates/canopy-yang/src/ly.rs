@@ -140,6 +140,8 @@ impl Ctx {
             }
             return Err(errs);
         }
+        // Warnings recorded while parsing are not kept.
+        unsafe { ffi::ly_err_clean(self.raw, ptr::null_mut()) };
         Ok(opt_str(unsafe { (*module).name }).unwrap_or_default())
     }
 
@@ -181,7 +183,12 @@ impl Ctx {
         match ret {
             ffi::LY_ERR::LY_SUCCESS | ffi::LY_ERR::LY_EINCOMPLETE => {
                 let base = if realtype.is_null() { 0 } else { unsafe { (*realtype).basetype } };
-                let canonical = opt_str(canonical).unwrap_or_else(|| value.to_string());
+                let text = opt_str(canonical);
+                if !canonical.is_null() {
+                    // A reference into the context's dictionary: give it back.
+                    unsafe { ffi::lydict_remove(self.raw, canonical) };
+                }
+                let canonical = text.unwrap_or_else(|| value.to_string());
                 unsafe { ffi::ly_err_clean(self.raw, ptr::null_mut()) };
                 Checked::Ok { canonical, base }
             }
@@ -235,6 +242,34 @@ impl Ctx {
     pub fn leafref_target<'a>(&'a self, node: &SchemaNode<'_>) -> Option<SchemaNode<'a>> {
         let t = unsafe { ffi::lysc_node_lref_target(node.as_raw()) };
         (!t.is_null()).then(|| unsafe { SchemaNode::from_raw(&self.ctx, t as *mut _) })
+    }
+
+    /// A check of the leaf's type that needs no libyang call: built-in
+    /// integers without a range, strings without length or pattern.
+    pub fn fast_type(&self, node: &SchemaNode<'_>) -> crate::values::Fast {
+        use crate::values::Fast;
+        unsafe {
+            let l = node.as_raw() as *const ffi::lysc_node_leaf;
+            let t = (*l).type_;
+            if t.is_null() {
+                return Fast::None;
+            }
+            let base = (*t).basetype;
+            if base == ffi::LY_DATA_TYPE::LY_TYPE_STRING {
+                let st = t as *const ffi::lysc_type_str;
+                if (*st).length.is_null() && (*st).patterns.is_null() {
+                    return Fast::String;
+                }
+                return Fast::None;
+            }
+            if crate::values::int_bounds(base).is_some() {
+                let nt = t as *const ffi::lysc_type_num;
+                if (*nt).range.is_null() {
+                    return Fast::Int(base);
+                }
+            }
+            Fast::None
+        }
     }
 
     /// Whether a leafref leaf requires its target to exist (`require-instance`).

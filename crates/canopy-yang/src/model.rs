@@ -47,6 +47,15 @@ pub struct SNode {
     /// defaults of non-default cases and mandatory choices.
     pub(crate) case: Option<(usize, usize)>,
     pub(crate) raw: usize,
+    /// Creating this node or anything below it asks for a check (mandatory
+    /// children, element counts, unique, leafref, must, when): `false` lets
+    /// validation skip a created subtree without walking it.
+    pub checked_on_create: bool,
+    /// The node has mandatory children (leaves, choices, lists with
+    /// min-elements), directly or in non-presence containers.
+    pub has_mandatory: bool,
+    /// How values are checked without libyang, where they can be.
+    pub(crate) fast: crate::values::Fast,
 }
 
 /// All data nodes of a schema.
@@ -121,6 +130,28 @@ impl Model {
                 uniques.push(paths);
             }
             m.nodes[i].uniques = uniques;
+        }
+        // Children come after their parent: fill the flags bottom-up.
+        let choice_parents: Vec<Option<usize>> = m.mandatory_choices.iter().map(|(_, p, _)| *p).collect();
+        for i in (0..m.nodes.len()).rev() {
+            let n = &m.nodes[i];
+            let mut mandatory = choice_parents.contains(&Some(i));
+            let mut checked = !n.musts.is_empty()
+                || !n.whens.is_empty()
+                || n.leafref.is_some()
+                || n.min > 0
+                || n.max.is_some()
+                || !n.uniques.is_empty();
+            for &c in n.children.values() {
+                let cn = &m.nodes[c];
+                mandatory |= cn.config
+                    && ((cn.mandatory && matches!(cn.kind, NodeKind::Leaf | NodeKind::AnyData))
+                        || (cn.min > 0 && matches!(cn.kind, NodeKind::List | NodeKind::LeafList))
+                        || (cn.kind == NodeKind::Container && !cn.presence && cn.has_mandatory));
+                checked |= cn.checked_on_create;
+            }
+            m.nodes[i].has_mandatory = mandatory;
+            m.nodes[i].checked_on_create = checked || mandatory;
         }
         m
     }
@@ -204,6 +235,13 @@ impl Model {
             uniques: Vec::new(),
             case,
             raw: node.as_raw() as usize,
+            checked_on_create: false,
+            has_mandatory: false,
+            fast: if matches!(kind, NodeKind::Leaf | NodeKind::LeafList) {
+                ctx.fast_type(node)
+            } else {
+                crate::values::Fast::None
+            },
         });
         self.by_path.insert(path, idx);
         self.by_raw.insert(node.as_raw() as usize, idx);

@@ -4,7 +4,7 @@
 use canopy_core::edit::{Edit, Operation};
 use canopy_core::path::{Path, Segment, Selector};
 use canopy_core::schema::NodeKind;
-use canopy_core::tree::{Children, Container, Insert, LeafListEntry, List, ListInfo, Node};
+use canopy_core::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};
 use canopy_core::{Value, Violation};
 
 use crate::ly::Checked;
@@ -59,6 +59,9 @@ impl YangSchema {
     /// Checks `value` against the type of the leaf or leaf-list at schema node
     /// `idx` and returns it canonical, typed as RFC 7951 encodes it.
     pub(crate) fn check_value(&self, idx: usize, value: &Value) -> Result<Value, String> {
+        if let Some(r) = crate::values::fast_check(self.model.nodes[idx].fast, value) {
+            return r;
+        }
         let ctx = self.ctx.lock().map_err(|_| "schema lock poisoned".to_string())?;
         let node = ctx.node_at(self.model.nodes[idx].raw);
         match ctx.check_value(&node, &crate::values::text(value)) {
@@ -95,14 +98,13 @@ impl YangSchema {
     /// [`canopy_core::Error::Path`] naming the position of the first segment
     /// that does not fit, and why.
     pub fn resolve_path(&self, path: &Path) -> Result<(Path, Vec<usize>), canopy_core::Error> {
-        let input = path.to_string();
         let mut out = Path::root();
         let mut idxs = Vec::with_capacity(path.segments.len());
         let mut parent = None;
         let last = path.segments.len().saturating_sub(1);
         let mut pos = 1;
         for (i, seg) in path.segments.iter().enumerate() {
-            let err = |reason: String| canopy_core::Error::Path { input: input.clone(), pos, reason };
+            let err = |reason: String| canopy_core::Error::Path { input: path.to_string(), pos, reason };
             let Some(ci) = self.model.child(parent, &seg.name) else {
                 let at = match parent {
                     None => "at the top level".to_string(),
@@ -209,12 +211,14 @@ impl YangSchema {
         }
         let value = match edit.value {
             None => None,
-            Some(v) => {
+            Some(mut v) => {
                 let entry = matches!(
                     path.last().map(|s| &s.selector),
                     Some(Selector::Keys(_) | Selector::Position(_) | Selector::Value(_))
                 );
-                Some(self.normalize_node(at, entry, &path, v, state, &mut errs))
+                let mut at_path = path.clone();
+                self.normalize_node(at, entry, &mut at_path, &mut v, state, &mut errs);
+                Some(v)
             }
         };
         let insert = match (edit.insert, at) {
@@ -257,25 +261,23 @@ impl YangSchema {
     }
 
     /// `node`, given for the schema node `at` (the root when `None`; a list
-    /// entry's content when `entry`), checked and made canonical.
+    /// entry's content when `entry`), checked and made canonical in place.
+    /// `path` is where it is; it is extended while descending and restored.
     fn normalize_node(
         &self,
         at: Option<usize>,
         entry: bool,
-        path: &Path,
-        node: Node,
+        path: &mut Path,
+        node: &mut Node,
         state: bool,
         errs: &mut Vec<Violation>,
-    ) -> Node {
+    ) {
         let kind = at.map(|i| self.model.nodes[i].kind);
         match (kind, node) {
-            (None, Node::Container(c)) => Node::Container(self.normalize_children(None, path, c, state, errs)),
-            (Some(NodeKind::Container), Node::Container(c)) => {
-                Node::Container(self.normalize_children(at, path, c, state, errs))
+            (None, Node::Container(c)) | (Some(NodeKind::Container), Node::Container(c)) => {
+                self.normalize_children(at, path, c, state, errs)
             }
-            (Some(NodeKind::List), Node::Container(c)) if entry => {
-                Node::Container(self.normalize_children(at, path, c, state, errs))
-            }
+            (Some(NodeKind::List), Node::Container(c)) if entry => self.normalize_children(at, path, c, state, errs),
             (Some(NodeKind::List), Node::List(l)) => {
                 let i = at.expect("list");
                 let n = &self.model.nodes[i];
@@ -284,98 +286,86 @@ impl YangSchema {
                 } else {
                     ListInfo { keys: n.keys.clone(), user_ordered: n.user_ordered }
                 };
-                let mut out = List::new(info);
-                for (pos, e) in l.into_entries().into_iter().enumerate() {
+                let same_info = l.info == info;
+                let mut keys_changed = false;
+                for (pos, e) in l.entries_mut().enumerate() {
+                    let before: Option<Vec<String>> = same_info.then(|| e.key_values(&info)).flatten();
                     // Entries are named by their keys when they have them.
-                    let keys: Option<Vec<(String, String)>> = n
-                        .keys
-                        .iter()
-                        .map(|k| match e.children.get(k) {
-                            Some(Node::Leaf { value, .. }) => Some((k.clone(), value.as_text().into_owned())),
-                            _ => None,
-                        })
-                        .collect();
-                    let sel = match keys {
-                        Some(k) if !k.is_empty() => Selector::Keys(k),
+                    let sel = match &before {
+                        Some(vals) if !vals.is_empty() => {
+                            Selector::Keys(info.keys.iter().cloned().zip(vals.iter().cloned()).collect())
+                        }
                         _ => Selector::Position(pos as u64 + 1),
                     };
-                    let ep = canopy_core::diff::with_selector(path, sel);
-                    let e = self.normalize_children(at, &ep, e, state, errs);
-                    if let Err(err) = out.insert(e, &Insert::Last) {
-                        errs.push(Violation { path: path.to_string(), reason: err.to_string() });
+                    let saved = std::mem::replace(&mut path.segments.last_mut().expect("list segment").selector, sel);
+                    self.normalize_children(at, path, e, state, errs);
+                    path.segments.last_mut().expect("list segment").selector = saved;
+                    keys_changed |= before.is_none() || e.key_values(&info) != before;
+                }
+                if keys_changed {
+                    // Canonical key values (or the schema's keys): the
+                    // entries' places change, rebuild the list.
+                    let old = std::mem::replace(l.as_mut(), List::new(info));
+                    for e in old.into_entries() {
+                        if let Err(err) = l.insert(e, &Insert::Last) {
+                            errs.push(Violation { path: path.to_string(), reason: err.to_string() });
+                        }
                     }
                 }
-                Node::List(Box::new(out))
             }
-            (Some(NodeKind::Leaf), Node::Leaf { value, meta }) => match self.check_value(at.expect("leaf"), &value) {
-                Ok(v) => Node::Leaf { value: v, meta },
-                Err(r) => {
-                    errs.push(Violation { path: path.to_string(), reason: format!("invalid value '{value}': {r}") });
-                    Node::Leaf { value, meta }
-                }
-            },
-            (Some(NodeKind::LeafList), Node::Leaf { value, meta }) if entry => {
+            (Some(NodeKind::Leaf), Node::Leaf { value, .. }) => {
+                self.normalize_value(at.expect("leaf"), path, value, errs)
+            }
+            (Some(NodeKind::LeafList), Node::Leaf { value, .. }) if entry => {
                 // The value of one entry (its path names it).
-                match self.check_value(at.expect("leaf-list"), &value) {
-                    Ok(v) => Node::Leaf { value: v, meta },
-                    Err(r) => {
-                        errs.push(Violation {
-                            path: path.to_string(),
-                            reason: format!("invalid value '{value}': {r}"),
-                        });
-                        Node::Leaf { value, meta }
-                    }
-                }
+                self.normalize_value(at.expect("leaf-list"), path, value, errs)
             }
             (Some(NodeKind::LeafList), Node::LeafList(entries)) => {
                 let i = at.expect("leaf-list");
-                let mut out = Vec::with_capacity(entries.len());
-                for e in entries {
-                    match self.check_value(i, &e.value) {
-                        Ok(v) => {
-                            if out.iter().any(|x: &LeafListEntry| x.value == v) {
-                                errs.push(Violation {
-                                    path: path.to_string(),
-                                    reason: format!("value '{v}' appears twice (leaf-list values are unique)"),
-                                });
-                            }
-                            out.push(LeafListEntry { value: v, meta: e.meta });
-                        }
-                        Err(r) => errs.push(Violation {
+                for e in entries.iter_mut() {
+                    self.normalize_value(i, path, &mut e.value, errs);
+                }
+                let mut seen = std::collections::HashSet::new();
+                for e in entries.iter() {
+                    if !seen.insert(e.value.as_text()) {
+                        errs.push(Violation {
                             path: path.to_string(),
-                            reason: format!("invalid value '{}': {r}", e.value),
-                        }),
+                            reason: format!("value '{}' appears twice (leaf-list values are unique)", e.value),
+                        });
                     }
                 }
-                Node::LeafList(out)
             }
-            (Some(NodeKind::AnyData), n @ (Node::AnyData { .. } | Node::Leaf { .. } | Node::Container(_))) => n,
-            (kind, node) => {
-                errs.push(Violation {
-                    path: path.to_string(),
-                    reason: format!(
-                        "{} is {} in the schema, not {}",
-                        at.map_or("/", |i| self.model.nodes[i].path.as_str()),
-                        kind.map_or("the root", kind_name),
-                        node_name(&node)
-                    ),
-                });
-                node
-            }
+            (Some(NodeKind::AnyData), Node::AnyData { .. } | Node::Leaf { .. } | Node::Container(_)) => {}
+            (kind, node) => errs.push(Violation {
+                path: path.to_string(),
+                reason: format!(
+                    "{} is {} in the schema, not {}",
+                    at.map_or("/", |i| self.model.nodes[i].path.as_str()),
+                    kind.map_or("the root", kind_name),
+                    node_name(node)
+                ),
+            }),
+        }
+    }
+
+    fn normalize_value(&self, idx: usize, path: &Path, value: &mut Value, errs: &mut Vec<Violation>) {
+        match self.check_value(idx, value) {
+            Ok(v) => *value = v,
+            Err(r) => errs.push(Violation { path: path.to_string(), reason: format!("invalid value '{value}': {r}") }),
         }
     }
 
     fn normalize_children(
         &self,
         parent: Option<usize>,
-        path: &Path,
-        c: Container,
+        path: &mut Path,
+        c: &mut Container,
         state: bool,
         errs: &mut Vec<Violation>,
-    ) -> Container {
-        let mut children = Children::with_capacity(c.children.len());
-        for (name, child) in c.children {
-            let Some(ci) = self.model.child(parent, &name) else {
+    ) {
+        let mut renames: Vec<(String, Option<String>)> = Vec::new();
+        for (name, child) in c.children.iter_mut() {
+            let Some(ci) = self.model.child(parent, name) else {
                 let mut names = self.model.child_names(parent);
                 names.truncate(12);
                 errs.push(Violation {
@@ -386,21 +376,40 @@ impl YangSchema {
                         if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
                     ),
                 });
+                renames.push((name.clone(), None));
                 continue;
             };
             let n = &self.model.nodes[ci];
-            let cp = path.child(n.name.clone(), Selector::None);
             if !state && !n.config {
                 errs.push(Violation {
-                    path: cp.to_string(),
+                    path: path.child(n.name.clone(), Selector::None).to_string(),
                     reason: format!("{} is state data (config false): it cannot be edited in this datastore", n.path),
                 });
                 continue;
             }
-            let v = self.normalize_node(Some(ci), false, &cp, child, state, errs);
-            children.insert(n.name.clone(), v);
+            if *name != n.name {
+                renames.push((name.clone(), Some(n.name.clone())));
+            }
+            if let (NodeKind::Leaf, Node::Leaf { value, .. }) = (n.kind, &mut *child) {
+                // The common case, without extending the path.
+                match self.check_value(ci, value) {
+                    Ok(v) => *value = v,
+                    Err(r) => errs.push(Violation {
+                        path: path.child(n.name.clone(), Selector::None).to_string(),
+                        reason: format!("invalid value '{value}': {r}"),
+                    }),
+                }
+                continue;
+            }
+            path.segments.push(Segment { name: n.name.clone(), selector: Selector::None });
+            self.normalize_node(Some(ci), false, path, child, state, errs);
+            path.segments.pop();
         }
-        Container { meta: c.meta, children }
+        for (old, new) in renames {
+            if let (Some(node), Some(new)) = (c.children.remove(&old), new) {
+                c.children.insert(new, node);
+            }
+        }
     }
 
     /// Applies a with-defaults mode to the node at `path` in `tree` (a read

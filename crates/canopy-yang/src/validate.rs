@@ -58,6 +58,8 @@ struct Plan {
     targets: Vec<(Path, usize, Value)>,
     /// Nodes whose must/when are to be evaluated.
     exprs: BTreeMap<String, (Path, usize)>,
+    /// Violations found while planning (mandatory nodes of created subtrees).
+    found: Vec<Violation>,
 }
 
 impl YangSchema {
@@ -71,7 +73,7 @@ impl YangSchema {
         for c in changes {
             self.plan_change(c, data.tree(), &mut plan);
         }
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut plan.found);
         for (_, path, idx) in std::mem::take(&mut plan.mandatory) {
             self.check_mandatory(&path, idx, data, &mut out)?;
         }
@@ -160,14 +162,24 @@ impl YangSchema {
 
     /// A created container or entry: its mandatory nodes, and everything in it.
     fn plan_subtree(&self, path: &Path, idx: usize, c: &Container, plan: &mut Plan) {
-        plan.mandatory.insert((path.to_string(), path.clone(), Some(idx)));
         let n = &self.model.nodes[idx];
+        if !n.checked_on_create {
+            return;
+        }
+        // The created subtree is complete (nothing of it was stored before):
+        // its mandatory nodes are checked on it directly.
+        if n.has_mandatory {
+            self.mandatory_in(path, idx, c, &mut plan.found);
+        }
         if !n.musts.is_empty() || !n.whens.is_empty() {
             plan.exprs.insert(path.to_string(), (path.clone(), idx));
         }
         for (name, child) in &c.children {
             let Some(&ci) = n.children.get(name) else { continue };
             let cn = &self.model.nodes[ci];
+            if !cn.checked_on_create {
+                continue;
+            }
             let cp = path.child(name.clone(), Selector::None);
             match child {
                 Node::Container(cc) => self.plan_subtree(&cp, ci, cc, plan),
@@ -273,27 +285,30 @@ impl YangSchema {
     /// Must/when of the ancestors and siblings of a changed node: their
     /// expressions are the ones that can name it.
     fn plan_context(&self, path: &Path, idx: usize, plan: &mut Plan) {
-        let mut at = path.parent();
-        let mut ai = self.model.nodes[idx].parent;
+        let has_expr = |i: usize| !self.model.nodes[i].musts.is_empty() || !self.model.nodes[i].whens.is_empty();
+        let parent = self.model.nodes[idx].parent;
         // Siblings with expressions (they exist when the parent does).
-        if let Some(p) = ai {
+        if let Some(p) = parent {
             for (name, &si) in &self.model.nodes[p].children {
-                let sn = &self.model.nodes[si];
-                if si != idx && (!sn.musts.is_empty() || !sn.whens.is_empty()) {
-                    if let Some(pp) = &at {
+                if si != idx && has_expr(si) {
+                    if let Some(pp) = path.parent() {
                         let sp = pp.child(name.clone(), Selector::None);
                         plan.exprs.insert(sp.to_string(), (sp, si));
                     }
                 }
             }
         }
-        while let (Some(p), Some(i)) = (at.clone(), ai) {
-            let n = &self.model.nodes[i];
-            if !n.musts.is_empty() || !n.whens.is_empty() {
-                plan.exprs.insert(p.to_string(), (p.clone(), i));
+        // Ancestors with expressions: the schema chain is walked first, paths
+        // are built only for those that have some.
+        let mut ai = parent;
+        let mut depth = path.segments.len();
+        while let Some(i) = ai {
+            depth = depth.saturating_sub(1);
+            if has_expr(i) {
+                let p = Path { segments: path.segments[..depth].to_vec() };
+                plan.exprs.insert(p.to_string(), (p, i));
             }
-            at = p.parent();
-            ai = n.parent;
+            ai = self.model.nodes[i].parent;
         }
     }
 
@@ -304,7 +319,7 @@ impl YangSchema {
         data: &mut dyn DataAccess,
         out: &mut Vec<Violation>,
     ) -> Result<(), LoadError> {
-        let Some(idx) = idx else { return Ok(()) };
+        let Some(idx) = idx.filter(|&i| self.model.nodes[i].has_mandatory) else { return Ok(()) };
         if !path.is_root() {
             data.load(path, false)?;
         }

@@ -7,11 +7,64 @@ use canopy_core::Value;
 const UINT8: u32 = 2;
 const UINT16: u32 = 3;
 const UINT32: u32 = 4;
+const UINT64: u32 = 5;
 const BOOL: u32 = 8;
 const EMPTY: u32 = 10;
 const INT8: u32 = 16;
 const INT16: u32 = 17;
 const INT32: u32 = 18;
+const INT64: u32 = 19;
+
+/// Types checked without libyang (the common, unrestricted ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fast {
+    /// Check with libyang.
+    None,
+    /// A `string` without length or pattern: any text.
+    String,
+    /// A built-in integer type (libyang's code) without a range.
+    Int(u32),
+}
+
+/// The bounds of a built-in integer type.
+pub(crate) fn int_bounds(base: u32) -> Option<(i128, i128)> {
+    Some(match base {
+        INT8 => (i8::MIN.into(), i8::MAX.into()),
+        INT16 => (i16::MIN.into(), i16::MAX.into()),
+        INT32 => (i32::MIN.into(), i32::MAX.into()),
+        INT64 => (i64::MIN.into(), i64::MAX.into()),
+        UINT8 => (0, u8::MAX.into()),
+        UINT16 => (0, u16::MAX.into()),
+        UINT32 => (0, u32::MAX.into()),
+        UINT64 => (0, u64::MAX.into()),
+        _ => return None,
+    })
+}
+
+/// The fast check of `text`: `Some(Ok)` with the typed canonical value,
+/// `Some(Err)` with the reason it does not fit, `None` to ask libyang.
+pub(crate) fn fast_check(fast: Fast, value: &Value) -> Option<Result<Value, String>> {
+    match fast {
+        Fast::None => None,
+        Fast::String => Some(Ok(match value {
+            Value::String(s) => Value::String(s.clone()),
+            other => Value::String(other.as_text().into_owned()),
+        })),
+        Fast::Int(base) => {
+            let text = value.as_text();
+            let digits = text.strip_prefix(['-', '+']).unwrap_or(&text);
+            if digits.is_empty() || digits.len() > 30 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None; // libyang says why
+            }
+            let n: i128 = text.trim_start_matches('+').parse().ok()?;
+            let (lo, hi) = int_bounds(base)?;
+            if n < lo || n > hi {
+                return None;
+            }
+            Some(Ok(typed(base, n.to_string())))
+        }
+    }
+}
 
 /// The value of canonical text `canonical` of built-in type `base`, as RFC
 /// 7951 encodes it: numbers up to 32 bits as JSON numbers, 64-bit integers
@@ -28,4 +81,29 @@ pub(crate) fn typed(base: u32, canonical: String) -> Value {
 /// The JSON-format text libyang checks for a value.
 pub(crate) fn text(v: &Value) -> std::borrow::Cow<'_, str> {
     v.as_text()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unrestricted_integers_are_checked_and_canonical() {
+        let n = |s: &str| Value::Number(s.into());
+        assert_eq!(fast_check(Fast::Int(UINT32), &n("007")), Some(Ok(n("7"))));
+        assert_eq!(fast_check(Fast::Int(INT8), &Value::String("-128".into())), Some(Ok(n("-128"))));
+        assert_eq!(fast_check(Fast::Int(INT64), &n("+5")), Some(Ok(Value::String("5".into()))));
+        // Out of range or not an integer: libyang gives the reason.
+        assert_eq!(fast_check(Fast::Int(INT8), &n("128")), None);
+        assert_eq!(fast_check(Fast::Int(UINT8), &n("-1")), None);
+        assert_eq!(fast_check(Fast::Int(UINT32), &n("1.5")), None);
+        assert_eq!(fast_check(Fast::Int(UINT32), &Value::String("".into())), None);
+        assert_eq!(fast_check(Fast::None, &n("1")), None);
+    }
+
+    #[test]
+    fn unrestricted_strings_take_any_text() {
+        assert_eq!(fast_check(Fast::String, &Value::Number("5".into())), Some(Ok(Value::String("5".into()))));
+        assert_eq!(fast_check(Fast::String, &Value::Bool(true)), Some(Ok(Value::String("true".into()))));
+    }
 }

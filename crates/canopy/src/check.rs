@@ -1,6 +1,9 @@
 //! `check`: verifies a store's integrity from one snapshot.
 
+use std::collections::BTreeMap;
+
 use canopy_core::keycode;
+use canopy_core::ListInfo;
 use canopy_core::Schema;
 use canopy_store::fragment;
 use canopy_store::keys::{self, RawSelector};
@@ -13,16 +16,25 @@ use canopy_store::treeio::describe_key;
 const MAX_LISTED: usize = 100;
 
 /// Checks every record of the store; returns the problems found.
-pub(crate) fn check(backend: &dyn Backend) -> Result<Vec<String>> {
+/// `yang_lists`: the lists of the store's YANG schema (their keys are not
+/// stored as learned lists), or why the schema could not be read.
+pub(crate) fn check(
+    backend: &dyn Backend,
+    yang_lists: std::result::Result<BTreeMap<String, ListInfo>, String>,
+) -> Result<Vec<String>> {
     let mut problems = backend.check()?;
     let snap = backend.snapshot()?;
-    let schema = match crate::schema::load(&*snap) {
+    let mut schema: canopy_core::Schemaless = match crate::schema::load(&*snap) {
         Ok(s) => s,
         Err(e) => {
             problems.push(e.to_string());
             Default::default()
         }
     };
+    match yang_lists {
+        Ok(lists) => schema.lists.extend(lists),
+        Err(e) => problems.push(format!("the YANG schema: {e}")),
+    }
     let mut extra = 0usize;
     let mut report = |problems: &mut Vec<String>, p: String| {
         if problems.len() < MAX_LISTED {

@@ -269,7 +269,11 @@ impl Store {
     /// # Errors
     /// Errors that stop the check itself (the store cannot be read at all).
     pub fn check(&self) -> Result<Vec<String>> {
-        crate::check::check(self.backend())
+        let yang_lists = match self.yang_schema() {
+            Ok(y) => Ok(y.map(|y| y.lists()).unwrap_or_default()),
+            Err(e) => Err(e.to_string()),
+        };
+        crate::check::check(self.backend(), yang_lists)
     }
 
     /// Runs `edits` as one transaction on `ds`. When another process commits

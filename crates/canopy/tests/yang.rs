@@ -284,6 +284,7 @@ fn constraints(cache: bool) {
     r.delete("/types:things/thing[name='a']").unwrap();
     r.set("/types:people/person[name='p']/salary", Value::Number("10".into())).unwrap();
     assert_eq!(leaf(&s, "/types:c/ref"), Some(Value::String("b".into())));
+    assert_eq!(s.check().unwrap(), Vec::<String>::new());
 }
 
 #[test]
