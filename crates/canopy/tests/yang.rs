@@ -84,12 +84,17 @@ fn each_type_is_checked_and_stored_canonical() {
         ("blob", "aGVsbG8=", Value::String("aGVsbG8=".into())),
         ("pet", "types:dog", Value::String("types:dog".into())),
         ("either", "12", Value::Number("12".into())),
+        // (`name` was set above: the target exists)
         ("iid", "/types:c/name", Value::String("/types:c/name".into())),
     ];
     for (l, input, want) in ok {
         set(l, input).unwrap_or_else(|e| panic!("{l} = {input}: {e}"));
         assert_eq!(leaf(&s, &format!("/types:c/{l}")).as_ref(), Some(want), "{l}");
     }
+    let e = rejected(set("iid", "/types:c/tags[.='zz']"));
+    assert_eq!(e, ["/types:c/iid: instance-identifier: /types:c/tags[.='zz'] does not exist"]);
+    set("tags[.='zz']", "").unwrap();
+    set("iid", "/types:c/tags[.='zz']").unwrap();
     set("either", "none").unwrap();
     assert_eq!(leaf(&s, "/types:c/either"), Some(Value::String("none".into())));
     let bad: &[(&str, &str, &str)] = &[
