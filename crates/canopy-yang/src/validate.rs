@@ -229,15 +229,37 @@ impl YangSchema {
             if self.model.referrers.contains_key(&idx) {
                 plan.targets.push((path.clone(), idx, ov.clone()));
             }
-            // A changed leaf of a list entry: the list's unique statements.
-            if let Some(p) = n.parent {
+        }
+        if new.is_some() && n.kind == NodeKind::Leaf && !path.segments.is_empty() {
+            // A leaf set or changed that a unique statement of its list names.
+            let mut names = vec![n.name.clone()];
+            let mut at = n.parent;
+            let mut depth = path.segments.len() - 1;
+            while let Some(p) = at {
                 let pn = &self.model.nodes[p];
-                if pn.kind == NodeKind::List && !pn.uniques.is_empty() {
-                    if let Some(ep) = path.parent() {
-                        let lp = canopy_core::diff::with_selector(&ep, Selector::None);
+                if pn.kind == NodeKind::List {
+                    names.reverse();
+                    if pn.uniques.iter().any(|u| u.contains(&names)) {
+                        let lp = Path {
+                            segments: path.segments[..depth]
+                                .iter()
+                                .cloned()
+                                .enumerate()
+                                .map(|(d, mut s)| {
+                                    if d + 1 == depth {
+                                        s.selector = Selector::None;
+                                    }
+                                    s
+                                })
+                                .collect(),
+                        };
                         plan.lists.insert(lp.to_string(), (lp, p));
                     }
+                    break;
                 }
+                names.push(pn.name.clone());
+                at = pn.parent;
+                depth = depth.saturating_sub(1);
             }
         }
         if !n.musts.is_empty() || !n.whens.is_empty() {
