@@ -132,6 +132,13 @@ fn json_documents_are_checked_and_typed() {
     s.running().import(doc.as_bytes(), Operation::Merge).unwrap();
     assert_eq!(leaf(&s, "/types:c/u16"), Some(Value::Number("15".into())));
     assert_eq!(json(&s, "/types:c/ports", ReadOptions::default())["types:c"]["ports"], serde_json::json!([8080]));
+    // Key values made canonical move their entries to their places.
+    let lst = r#"{"perf:cont":{"lst":[{"k1":"010","k2":"a","l":"x"},{"k1":9,"k2":"a","l":"y"}]}}"#;
+    s.running().import(lst.as_bytes(), Operation::Merge).unwrap();
+    assert_eq!(leaf(&s, "/perf:cont/lst[k1='10'][k2='a']/l"), Some(Value::String("x".into())));
+    let doc = json(&s, "/perf:cont", ReadOptions::default());
+    assert_eq!(doc["perf:cont"]["lst"][0]["k1"], 9);
+    assert_eq!(doc["perf:cont"]["lst"][1]["k1"], 10);
     let e = rejected(
         s.running().import(r#"{"types:c":{"u16":5,"bogus":1,"tags":"notalist"}}"#.as_bytes(), Operation::Merge),
     );
