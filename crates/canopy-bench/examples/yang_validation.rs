@@ -49,6 +49,23 @@ fn main() -> anyhow::Result<()> {
     let mean = |v: &[Duration]| v.iter().sum::<Duration>() / v.len().max(1) as u32;
     rows.push((format!("create all {n} entries, one transaction"), mean(&bulk[0]), mean(&bulk[1])));
 
+    // Opening a store: with a schema, its modules are compiled by libyang.
+    let dirs = [tempfile::tempdir()?, tempfile::tempdir()?];
+    for (i, d) in dirs.iter().enumerate() {
+        drop(open(d, i == 1, false)?);
+    }
+    let mut opens = [Vec::new(), Vec::new()];
+    for round in 0..=repeat {
+        for (i, d) in dirs.iter().enumerate() {
+            let t = Instant::now();
+            drop(Store::open(&format!("lmdb:{}?sync=off", d.path().display()))?);
+            if round > 0 {
+                opens[i].push(t.elapsed());
+            }
+        }
+    }
+    rows.push(("open the store (empty)".into(), mean(&opens[0]), mean(&opens[1])));
+
     // Both stores are open at once and measured in alternating rounds, so
     // that the machine's noise falls on both alike.
     for cache in [false, true] {

@@ -531,3 +531,32 @@ fn datastores_from_the_command_line() {
     );
     assert_eq!(env.run(&["count", "/m:sys/uptime"]).ok().stdout, "0\n", "running holds no state");
 }
+
+#[test]
+fn schema_add_list_and_validation() {
+    let env = Env::new();
+    std::fs::write(
+        env.path("m.yang"),
+        "module m { namespace urn:m; prefix m;\n  container c {\n    leaf n { type uint8; default 7; }\n    leaf s { type string; mandatory true; }\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(env.path("bad.yang"), "module bad { namespace urn:b; prefix b;\n  leaf x { type nope; }\n}\n")
+        .unwrap();
+    let run = env.run(&["schema", "add", env.path("m.yang").to_str().unwrap()]).ok();
+    assert!(run.stderr.contains("1 modules (1 implemented, 0 imported)"), "{}", run.stderr);
+    assert_eq!(env.run(&["schema", "list"]).ok().stdout, "m\t-\timplemented\n");
+    env.run(&["schema", "add", env.path("bad.yang").to_str().unwrap()])
+        .user_error("bad.yang:2: Referenced type \"nope\" not found");
+    // Every problem of a rejected commit, on one line.
+    env.run(&["set", "/m:c/n", "300"]).user_error("/m:c/n: invalid value '300'");
+    env.run(&["set", "/m:c/x", "1"]).user_error("no schema node `x` in /m:c");
+    env.run(&["set", "/m:c", r#"{"n": 1}"#]).user_error("/m:c/s: mandatory node is missing");
+    env.run(&["set", "/m:c", r#"{"n": 1, "s": "a"}"#]).ok();
+    let got = env.run(&["get", "/m:c", "--with-defaults", "trim", "--compact"]).ok().stdout;
+    assert_eq!(got, "{\"m:c\":{\"n\":1,\"s\":\"a\"}}\n");
+    env.run(&["set", "/m:c/n", "7"]).ok();
+    let got = env.run(&["get", "/m:c", "--with-defaults", "trim", "--compact"]).ok().stdout;
+    assert_eq!(got, "{\"m:c\":{\"s\":\"a\"}}\n");
+    let run = env.run(&["get", "/m:c", "--with-defaults", "all"]);
+    assert_eq!(run.code, 2, "clap's usage errors exit 2: {}", run.stderr);
+}

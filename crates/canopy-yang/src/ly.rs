@@ -284,6 +284,18 @@ impl Ctx {
         }
     }
 
+    /// Whether an instance-identifier leaf requires its target to exist.
+    pub fn instance_id_requires_instance(&self, node: &SchemaNode<'_>) -> bool {
+        unsafe {
+            let l = node.as_raw() as *const ffi::lysc_node_leaf;
+            let t = (*l).type_;
+            if t.is_null() || (*t).basetype != ffi::LY_DATA_TYPE::LY_TYPE_INST {
+                return false;
+            }
+            (*(t as *const ffi::lysc_type_instanceid)).require_instance != 0
+        }
+    }
+
     /// A schema node from the pointer kept in an [`Expr`]'s context.
     pub fn node_at(&self, raw: usize) -> SchemaNode<'_> {
         unsafe { SchemaNode::from_raw(&self.ctx, raw as *mut ffi::lysc_node) }

@@ -56,6 +56,8 @@ pub struct SNode {
     pub has_mandatory: bool,
     /// How values are checked without libyang, where they can be.
     pub(crate) fast: crate::values::Fast,
+    /// An instance-identifier whose target must exist.
+    pub instance_required: bool,
 }
 
 /// All data nodes of a schema.
@@ -139,6 +141,7 @@ impl Model {
             let mut checked = !n.musts.is_empty()
                 || !n.whens.is_empty()
                 || n.leafref.is_some()
+                || n.instance_required
                 || n.min > 0
                 || n.max.is_some()
                 || !n.uniques.is_empty();
@@ -237,6 +240,8 @@ impl Model {
             raw: node.as_raw() as usize,
             checked_on_create: false,
             has_mandatory: false,
+            instance_required: matches!(kind, NodeKind::Leaf | NodeKind::LeafList)
+                && ctx.instance_id_requires_instance(node),
             fast: if matches!(kind, NodeKind::Leaf | NodeKind::LeafList) {
                 ctx.fast_type(node)
             } else {

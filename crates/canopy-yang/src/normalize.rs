@@ -275,9 +275,11 @@ impl YangSchema {
         let kind = at.map(|i| self.model.nodes[i].kind);
         match (kind, node) {
             (None, Node::Container(c)) | (Some(NodeKind::Container), Node::Container(c)) => {
-                self.normalize_children(at, path, c, state, errs)
+                self.normalize_children(at, path, c, state, errs);
             }
-            (Some(NodeKind::List), Node::Container(c)) if entry => self.normalize_children(at, path, c, state, errs),
+            (Some(NodeKind::List), Node::Container(c)) if entry => {
+                self.normalize_children(at, path, c, state, errs);
+            }
             (Some(NodeKind::List), Node::List(l)) => {
                 let i = at.expect("list");
                 let n = &self.model.nodes[i];
@@ -286,21 +288,24 @@ impl YangSchema {
                 } else {
                     ListInfo { keys: n.keys.clone(), user_ordered: n.user_ordered }
                 };
-                let same_info = l.info == info;
-                let mut keys_changed = false;
+                let mut keys_changed = l.info != info;
                 for (pos, e) in l.entries_mut().enumerate() {
-                    let before: Option<Vec<String>> = same_info.then(|| e.key_values(&info)).flatten();
-                    // Entries are named by their keys when they have them.
-                    let sel = match &before {
-                        Some(vals) if !vals.is_empty() => {
-                            Selector::Keys(info.keys.iter().cloned().zip(vals.iter().cloned()).collect())
-                        }
-                        _ => Selector::Position(pos as u64 + 1),
-                    };
+                    let before = errs.len();
+                    let sel = Selector::Position(pos as u64 + 1);
                     let saved = std::mem::replace(&mut path.segments.last_mut().expect("list segment").selector, sel);
-                    self.normalize_children(at, path, e, state, errs);
+                    let mut changed = self.normalize_children(at, path, e, state, errs);
+                    if errs.len() > before {
+                        // Messages name the entry by its keys when it has them:
+                        // again with them (normalising twice changes nothing).
+                        if let Some(vals) = e.key_values(&info).filter(|v| !v.is_empty()) {
+                            errs.truncate(before);
+                            path.segments.last_mut().expect("list segment").selector =
+                                Selector::Keys(info.keys.iter().cloned().zip(vals).collect());
+                            changed |= self.normalize_children(at, path, e, state, errs);
+                        }
+                    }
                     path.segments.last_mut().expect("list segment").selector = saved;
-                    keys_changed |= before.is_none() || e.key_values(&info) != before;
+                    keys_changed |= changed;
                 }
                 if keys_changed {
                     // Canonical key values (or the schema's keys): the
@@ -355,6 +360,8 @@ impl YangSchema {
         }
     }
 
+    /// Returns whether a key leaf of `c` (an entry of list `parent`) changed
+    /// its value (made canonical).
     fn normalize_children(
         &self,
         parent: Option<usize>,
@@ -362,8 +369,13 @@ impl YangSchema {
         c: &mut Container,
         state: bool,
         errs: &mut Vec<Violation>,
-    ) {
-        let mut renames: Vec<(String, Option<String>)> = Vec::new();
+    ) -> bool {
+        let keys: &[String] = match parent {
+            Some(p) if self.model.nodes[p].kind == NodeKind::List => &self.model.nodes[p].keys,
+            _ => &[],
+        };
+        let mut key_changed = false;
+        let mut renames: Vec<(String, String)> = Vec::new();
         for (name, child) in c.children.iter_mut() {
             let Some(ci) = self.model.child(parent, name) else {
                 let mut names = self.model.child_names(parent);
@@ -376,7 +388,6 @@ impl YangSchema {
                         if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
                     ),
                 });
-                renames.push((name.clone(), None));
                 continue;
             };
             let n = &self.model.nodes[ci];
@@ -388,12 +399,17 @@ impl YangSchema {
                 continue;
             }
             if *name != n.name {
-                renames.push((name.clone(), Some(n.name.clone())));
+                renames.push((name.clone(), n.name.clone()));
             }
             if let (NodeKind::Leaf, Node::Leaf { value, .. }) = (n.kind, &mut *child) {
                 // The common case, without extending the path.
                 match self.check_value(ci, value) {
-                    Ok(v) => *value = v,
+                    Ok(v) => {
+                        if !keys.is_empty() && keys.contains(&n.name) && *value != v {
+                            key_changed = true;
+                        }
+                        *value = v;
+                    }
                     Err(r) => errs.push(Violation {
                         path: path.child(n.name.clone(), Selector::None).to_string(),
                         reason: format!("invalid value '{value}': {r}"),
@@ -406,10 +422,11 @@ impl YangSchema {
             path.segments.pop();
         }
         for (old, new) in renames {
-            if let (Some(node), Some(new)) = (c.children.remove(&old), new) {
+            if let Some(node) = c.children.remove(&old) {
                 c.children.insert(new, node);
             }
         }
+        key_changed
     }
 
     /// Applies a with-defaults mode to the node at `path` in `tree` (a read

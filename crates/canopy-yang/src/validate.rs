@@ -54,6 +54,8 @@ struct Plan {
     lists: BTreeMap<String, (Path, usize)>,
     /// Leafref leaves set: (instance path, schema node, value).
     leafrefs: Vec<(Path, usize, Value)>,
+    /// Instance-identifier leaves set: (instance path, value).
+    instances: Vec<(Path, Value)>,
     /// Leafref targets removed or changed: (target instance path, schema node, old value).
     targets: Vec<(Path, usize, Value)>,
     /// Nodes whose must/when are to be evaluated.
@@ -82,6 +84,9 @@ impl YangSchema {
         }
         for (path, idx, value) in std::mem::take(&mut plan.leafrefs) {
             self.check_leafref(&path, idx, &value, data, &mut out)?;
+        }
+        for (path, value) in std::mem::take(&mut plan.instances) {
+            self.check_instance(&path, &value, data, &mut out)?;
         }
         for (path, idx, value) in std::mem::take(&mut plan.targets) {
             self.check_target_gone(&path, idx, &value, data, &mut out)?;
@@ -217,19 +222,44 @@ impl YangSchema {
         if let (Some((_, true)), Some(v)) = (n.leafref, new) {
             plan.leafrefs.push((path.clone(), idx, v.clone()));
         }
+        if let (true, Some(v)) = (n.instance_required, new) {
+            plan.instances.push((path.clone(), v.clone()));
+        }
         if let Some(ov) = old {
             if self.model.referrers.contains_key(&idx) {
                 plan.targets.push((path.clone(), idx, ov.clone()));
             }
-            // A changed leaf of a list entry: the list's unique statements.
-            if let Some(p) = n.parent {
+        }
+        if new.is_some() && n.kind == NodeKind::Leaf && !path.segments.is_empty() {
+            // A leaf set or changed that a unique statement of its list names.
+            let mut names = vec![n.name.clone()];
+            let mut at = n.parent;
+            let mut depth = path.segments.len() - 1;
+            while let Some(p) = at {
                 let pn = &self.model.nodes[p];
-                if pn.kind == NodeKind::List && !pn.uniques.is_empty() {
-                    if let Some(ep) = path.parent() {
-                        let lp = canopy_core::diff::with_selector(&ep, Selector::None);
+                if pn.kind == NodeKind::List {
+                    names.reverse();
+                    if pn.uniques.iter().any(|u| u.contains(&names)) {
+                        let lp = Path {
+                            segments: path.segments[..depth]
+                                .iter()
+                                .cloned()
+                                .enumerate()
+                                .map(|(d, mut s)| {
+                                    if d + 1 == depth {
+                                        s.selector = Selector::None;
+                                    }
+                                    s
+                                })
+                                .collect(),
+                        };
                         plan.lists.insert(lp.to_string(), (lp, p));
                     }
+                    break;
                 }
+                names.push(pn.name.clone());
+                at = pn.parent;
+                depth = depth.saturating_sub(1);
             }
         }
         if !n.musts.is_empty() || !n.whens.is_empty() {
@@ -601,6 +631,44 @@ impl YangSchema {
                     });
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// An instance-identifier's target must exist (it is loaded: its parent's
+    /// fragment for a leaf, the node's own otherwise).
+    fn check_instance(
+        &self,
+        path: &Path,
+        value: &Value,
+        data: &mut dyn DataAccess,
+        out: &mut Vec<Violation>,
+    ) -> Result<(), LoadError> {
+        if data.tree().lookup(path).is_none() {
+            return Ok(());
+        }
+        let text = value.as_text();
+        let target = text.parse::<Path>().ok().and_then(|p| self.resolve_path(&p).ok());
+        let Some((target, idxs)) = target else {
+            out.push(Violation {
+                path: path.to_string(),
+                reason: format!("instance-identifier '{text}' names no data node"),
+            });
+            return Ok(());
+        };
+        let kind = idxs.last().map(|&i| self.model.nodes[i].kind);
+        let load = match kind {
+            Some(NodeKind::Leaf | NodeKind::LeafList | NodeKind::AnyData) => target.parent().unwrap_or_default(),
+            _ => target.clone(),
+        };
+        if !load.is_root() {
+            data.load(&load, false)?;
+        }
+        if data.tree().lookup(&target).is_none() {
+            out.push(Violation {
+                path: path.to_string(),
+                reason: format!("instance-identifier: {target} does not exist"),
+            });
         }
         Ok(())
     }

@@ -63,12 +63,8 @@ fn violations(v: &[canopy_core::Violation]) -> String {
     match v {
         [one] => one.to_string(),
         _ => {
-            let mut s = format!("{} errors:", v.len());
-            for x in v {
-                s.push_str("\n  ");
-                s.push_str(&x.to_string());
-            }
-            s
+            let all: Vec<String> = v.iter().map(ToString::to_string).collect();
+            format!("{} errors: {}", v.len(), all.join("; "))
         }
     }
 }

@@ -84,12 +84,17 @@ fn each_type_is_checked_and_stored_canonical() {
         ("blob", "aGVsbG8=", Value::String("aGVsbG8=".into())),
         ("pet", "types:dog", Value::String("types:dog".into())),
         ("either", "12", Value::Number("12".into())),
+        // (`name` was set above: the target exists)
         ("iid", "/types:c/name", Value::String("/types:c/name".into())),
     ];
     for (l, input, want) in ok {
         set(l, input).unwrap_or_else(|e| panic!("{l} = {input}: {e}"));
         assert_eq!(leaf(&s, &format!("/types:c/{l}")).as_ref(), Some(want), "{l}");
     }
+    let e = rejected(set("iid", "/types:c/tags[.='zz']"));
+    assert_eq!(e, ["/types:c/iid: instance-identifier: /types:c/tags[.='zz'] does not exist"]);
+    set("tags[.='zz']", "").unwrap();
+    set("iid", "/types:c/tags[.='zz']").unwrap();
     set("either", "none").unwrap();
     assert_eq!(leaf(&s, "/types:c/either"), Some(Value::String("none".into())));
     let bad: &[(&str, &str, &str)] = &[
@@ -127,6 +132,13 @@ fn json_documents_are_checked_and_typed() {
     s.running().import(doc.as_bytes(), Operation::Merge).unwrap();
     assert_eq!(leaf(&s, "/types:c/u16"), Some(Value::Number("15".into())));
     assert_eq!(json(&s, "/types:c/ports", ReadOptions::default())["types:c"]["ports"], serde_json::json!([8080]));
+    // Key values made canonical move their entries to their places.
+    let lst = r#"{"perf:cont":{"lst":[{"k1":"010","k2":"a","l":"x"},{"k1":9,"k2":"a","l":"y"}]}}"#;
+    s.running().import(lst.as_bytes(), Operation::Merge).unwrap();
+    assert_eq!(leaf(&s, "/perf:cont/lst[k1='10'][k2='a']/l"), Some(Value::String("x".into())));
+    let doc = json(&s, "/perf:cont", ReadOptions::default());
+    assert_eq!(doc["perf:cont"]["lst"][0]["k1"], 9);
+    assert_eq!(doc["perf:cont"]["lst"][1]["k1"], 10);
     let e = rejected(
         s.running().import(r#"{"types:c":{"u16":5,"bogus":1,"tags":"notalist"}}"#.as_bytes(), Operation::Merge),
     );
@@ -345,4 +357,107 @@ fn existing_data_must_fit_a_new_schema() {
     s.running().set("/types:c/u16", Value::Number("15".into())).unwrap();
     s.schema_add(&[module("types.yang")], &[]).unwrap();
     assert_eq!(leaf(&s, "/types:c/u16"), Some(Value::Number("15".into())));
+}
+
+/// A backend that counts the records it reads, to show what validation loads.
+mod counting {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use canopy_store::backend::Visit;
+    use canopy_store::memory::MemoryBackend;
+    use canopy_store::{Backend, Batch, Result, Snapshot};
+
+    pub struct Counting {
+        pub inner: MemoryBackend,
+        pub reads: Arc<AtomicUsize>,
+    }
+
+    struct Snap<'a> {
+        inner: Box<dyn Snapshot + 'a>,
+        reads: Arc<AtomicUsize>,
+    }
+
+    impl Snapshot for Snap<'_> {
+        fn revision(&self) -> u64 {
+            self.inner.revision()
+        }
+        fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            self.inner.get(key)
+        }
+        fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
+            let reads = self.reads.clone();
+            self.inner.scan(start, end, reverse, &mut |k, v| {
+                reads.fetch_add(1, Ordering::Relaxed);
+                visit(k, v)
+            })
+        }
+    }
+
+    impl Backend for Counting {
+        fn kind(&self) -> &'static str {
+            "counting"
+        }
+        fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+            Ok(Box::new(Snap { inner: self.inner.snapshot()?, reads: self.reads.clone() }))
+        }
+        fn apply(&self, batch: &Batch) -> Result<u64> {
+            self.inner.apply(batch)
+        }
+    }
+}
+
+#[test]
+fn validation_reads_what_the_change_needs() {
+    use std::sync::atomic::Ordering;
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let backend = counting::Counting { inner: canopy_store::memory::MemoryBackend::new(), reads: reads.clone() };
+    let s = Store::from_backend(Box::new(backend), "counting:", canopy::Options::default()).unwrap();
+    s.schema_add(&[module("types.yang")], &[]).unwrap();
+    s.schema_add_texts(&[perf()], &[]).unwrap();
+    let n = 2000;
+    let mut doc = String::from(r#"{"perf:cont":{"lst":["#);
+    let mut things = String::from(r#"{"types:things":{"thing":["#);
+    for i in 0..n {
+        let sep = if i > 0 { "," } else { "" };
+        doc.push_str(&format!(r#"{sep}{{"k1":{i},"k2":"str{i}","l":"l{i}"}}"#));
+        things.push_str(&format!(r#"{sep}{{"name":"t{i}","id":{i},"size":1}}"#));
+    }
+    doc.push_str("]}}");
+    things.push_str("]}}");
+    s.running().import(doc.as_bytes(), Operation::Merge).unwrap();
+    s.running().import(things.as_bytes(), Operation::Merge).unwrap();
+    let count = |f: &dyn Fn()| {
+        reads.store(0, Ordering::Relaxed);
+        f();
+        reads.load(Ordering::Relaxed)
+    };
+    // No constraint on `lst`: a one-leaf commit and a new entry read a few records.
+    let r = s.running();
+    let one = count(&|| {
+        r.set("/perf:cont/lst[k1='7'][k2='str7']/l", Value::String("x".into())).unwrap();
+    });
+    assert!(one < 20, "a one-leaf commit read {one} records");
+    let new = count(&|| {
+        r.set(&format!("/perf:cont/lst[k1='{n}'][k2='str{n}']/l"), Value::String("x".into())).unwrap();
+    });
+    assert!(new < 20, "creating an entry read {new} records");
+    // `thing` has `unique id`: changing a leaf outside it reads a few records,
+    // changing `id` or creating an entry reads the list.
+    let size = count(&|| {
+        r.set("/types:things/thing[name='t5']/size", Value::Number("2".into())).unwrap();
+    });
+    assert!(size < 20, "changing a leaf outside the unique read {size} records");
+    let id = count(&|| {
+        r.set("/types:things/thing[name='t5']/id", Value::Number("99999".into())).unwrap();
+    });
+    assert!(id >= n, "changing a unique leaf read only {id} records");
+    // Setting a unique leaf where it was not set is checked too.
+    r.import(r#"{"types:things":{"thing":[{"name":"bare"}]}}"#.as_bytes(), Operation::Merge).unwrap();
+    let e = rejected(r.set("/types:things/thing[name='bare']/id", Value::Number("99999".into())));
+    assert_eq!(
+        e,
+        ["/types:things/thing[name='t5']: unique (id) = (99999) is also used by /types:things/thing[name='bare']"]
+    );
 }
