@@ -416,6 +416,7 @@ pub fn machine() -> String {
 pub fn run_suite(suite: &'static Suite, o: &Options) -> Result<Report> {
     let repeat = o.repeat.unwrap_or(suite.default_repeat);
     let sizes = sizes_for(suite, &o.size);
+    let machine = machine();
     let mut tables = Vec::new();
     for &size in &sizes {
         for backend in &o.backends {
@@ -437,7 +438,7 @@ pub fn run_suite(suite: &'static Suite, o: &Options) -> Result<Report> {
             ("data set sizes".into(), sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
             ("each test executed".into(), format!("{repeat} times after one warm-up run")),
             ("backends".into(), o.backends.join(", ")),
-            ("machine".into(), machine()),
+            ("machine".into(), machine),
         ],
         tables,
         notes: (suite.notes)(),
