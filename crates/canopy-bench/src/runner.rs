@@ -414,22 +414,22 @@ pub fn machine() -> String {
 /// # Errors
 /// Store and file errors; [`Interrupted`].
 pub fn run_suite(suite: &'static Suite, o: &Options) -> Result<Report> {
+    run_suite_with(suite, o, |_| Ok(()))
+}
+
+/// [`run_suite`], calling `done` with the report so far after each table (a
+/// long run keeps what it measured if it is stopped later).
+///
+/// # Errors
+/// As [`run_suite`], and the errors of `done`.
+pub fn run_suite_with(
+    suite: &'static Suite,
+    o: &Options,
+    mut done: impl FnMut(&Report) -> Result<()>,
+) -> Result<Report> {
     let repeat = o.repeat.unwrap_or(suite.default_repeat);
     let sizes = sizes_for(suite, &o.size);
-    let mut tables = Vec::new();
-    for &size in &sizes {
-        for backend in &o.backends {
-            let mut cx = Cx::new(suite.name, backend, repeat, o.probe.clone(), o.progress)?;
-            cx.size = size;
-            let table =
-                (suite.run)(&cx, size).with_context(|| format!("{} on {backend} at size {size}", suite.name))?;
-            tables.push(table);
-            if cx.tty && cx.progress {
-                eprint!("\r\x1b[K");
-            }
-        }
-    }
-    Ok(Report {
+    let mut report = Report {
         suite: suite.name.into(),
         title: suite.title.into(),
         layout: suite.layout,
@@ -439,9 +439,37 @@ pub fn run_suite(suite: &'static Suite, o: &Options) -> Result<Report> {
             ("backends".into(), o.backends.join(", ")),
             ("machine".into(), machine()),
         ],
-        tables,
+        tables: Vec::new(),
         notes: (suite.notes)(),
-    })
+    };
+    for &size in &sizes {
+        for backend in &o.backends {
+            let mut cx = Cx::new(suite.name, backend, repeat, o.probe.clone(), o.progress)?;
+            cx.size = size;
+            let table =
+                (suite.run)(&cx, size).with_context(|| format!("{} on {backend} at size {size}", suite.name))?;
+            report.tables.push(table);
+            if cx.tty && cx.progress {
+                eprint!("\r\x1b[K");
+            }
+            done(&report)?;
+        }
+    }
+    Ok(report)
+}
+
+/// Writes `SUITE.md`, `SUITE.json` and `SUITE.svg` into `out`.
+///
+/// # Errors
+/// Write errors.
+pub fn write_reports(out: &Path, report: &Report) -> Result<()> {
+    let write = |ext: &str, text: String| -> Result<()> {
+        let p = out.join(format!("{}.{ext}", report.suite));
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+    };
+    write("md", report.to_markdown())?;
+    write("json", serde_json::to_string_pretty(&report.to_json())?)?;
+    write("svg", report.to_svg())
 }
 
 /// The whole command: parses `args`, runs, prints and writes the reports.
@@ -463,18 +491,14 @@ pub fn main(args: &[String], probe: Vec<OsString>) -> Result<()> {
     }
     let mut json = Vec::new();
     for suite in &o.suites {
-        let report = run_suite(suite, &o)?;
+        // The reports in --out are rewritten after each table: a run stopped
+        // later keeps what it measured.
+        let report = run_suite_with(suite, &o, |r| match &o.out {
+            Some(out) => write_reports(out, r),
+            None => Ok(()),
+        })?;
         let md = report.to_markdown();
         let js = report.to_json();
-        if let Some(out) = &o.out {
-            let write = |ext: &str, text: String| -> Result<()> {
-                let p = out.join(format!("{}.{ext}", report.suite));
-                std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
-            };
-            write("md", md.clone())?;
-            write("json", serde_json::to_string_pretty(&js)?)?;
-            write("svg", report.to_svg())?;
-        }
         match o.format {
             Format::Md => {
                 println!("{md}");
