@@ -388,10 +388,13 @@ pub fn container_mut<'a>(root: &'a mut Container, path: &Path) -> Result<&'a mut
         let node = cur.children.get_mut(&seg.name).ok_or_else(missing)?;
         cur = match (node, &seg.selector) {
             (Node::Container(c), Selector::None) => c,
-            (Node::List(l), Selector::Keys(keys)) => {
-                let vals: Vec<String> = ordered_key_values(&l.info, keys).ok_or_else(missing)?;
-                l.get_mut(&vals).ok_or_else(missing)?
-            }
+            (Node::List(l), Selector::Keys(keys)) => match l.info.keys.is_empty() {
+                false => l.get_keyed_mut(keys).ok_or_else(missing)?,
+                true => {
+                    let vals: Vec<String> = ordered_key_values(&l.info, keys).ok_or_else(missing)?;
+                    l.get_mut(&vals).ok_or_else(missing)?
+                }
+            },
             (Node::List(l), Selector::Position(p)) => l.get_mut(&[p.to_string()]).ok_or_else(missing)?,
             _ => return Err(missing()),
         };

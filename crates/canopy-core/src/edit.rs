@@ -100,8 +100,11 @@ pub fn apply_edit(root: &mut Container, edit: &Edit, schema: &dyn Schema) -> Res
 ///
 /// # Errors
 /// As [`apply_edit`].
-pub fn apply_edit_owned(root: &mut Container, edit: Edit, schema: &dyn Schema) -> Result<Vec<Change>> {
-    let path = canonical_path(root, &edit.path, schema);
+pub fn apply_edit_owned(root: &mut Container, mut edit: Edit, schema: &dyn Schema) -> Result<Vec<Change>> {
+    let path = match canonical_path_cow(root, &edit.path, schema) {
+        std::borrow::Cow::Borrowed(_) => std::mem::take(&mut edit.path),
+        std::borrow::Cow::Owned(p) => p,
+    };
     let mut out = Vec::new();
     match apply_inner(root, edit, &path, schema, &mut out) {
         Ok(()) => Ok(out),
@@ -199,7 +202,7 @@ pub fn exists(root: &Container, path: &Path) -> bool {
         (_, None) => false,
         (Selector::None, Some(_)) => true,
         (Selector::Value(v), Some(Node::LeafList(ll))) => ll.iter().any(|e| e.value.as_text() == v.as_str()),
-        (sel, Some(Node::List(l))) => selector_values(&l.info, sel).is_some_and(|k| l.get(&k).is_some()),
+        (sel, Some(Node::List(l))) => list_entry(l, sel).is_some(),
         _ => false,
     }
 }
@@ -210,7 +213,7 @@ pub fn container_ref<'a>(root: &'a Container, path: &Path) -> Option<&'a Contain
     for seg in &path.segments {
         cur = match (cur.children.get(&seg.name)?, &seg.selector) {
             (Node::Container(c), Selector::None) => c,
-            (Node::List(l), sel) => l.get(&selector_values(&l.info, sel)?)?,
+            (Node::List(l), sel) => list_entry(l, sel)?,
             _ => return None,
         };
     }
@@ -227,13 +230,14 @@ fn ensure_container<'a>(
 ) -> Result<&'a mut Container> {
     let mut cur = root;
     for (i, seg) in path.segments.iter().enumerate() {
-        let here = Path { segments: path.segments[..=i].to_vec() };
+        // Built only when something is created or wrong.
+        let here = || Path { segments: path.segments[..=i].to_vec() };
         let create_node = !cur.children.contains_key(&seg.name);
         match &seg.selector {
             Selector::None => {
                 if create_node {
                     out.push(Change::Created {
-                        path: here.clone(),
+                        path: here(),
                         node: Subtree::Node(Node::Container(Container::default())),
                         place: None,
                     });
@@ -241,44 +245,46 @@ fn ensure_container<'a>(
                 }
                 cur = match cur.children.get_mut(&seg.name) {
                     Some(Node::Container(c)) => c,
-                    _ => return Err(Error::invalid(&here, "not a container")),
+                    _ => return Err(Error::invalid(here(), "not a container")),
                 };
             }
             Selector::Keys(keys) => {
                 if create_node {
-                    let info = list_info_for(schema, &here.schema_path(), &seg.selector);
+                    let info = list_info_for(schema, &here().schema_path(), &seg.selector);
                     cur.children.insert(seg.name.clone(), Node::List(Box::new(List::new(info))));
                 }
                 let Some(Node::List(list)) = cur.children.get_mut(&seg.name) else {
-                    return Err(Error::invalid(&here, "not a list"));
+                    return Err(Error::invalid(here(), "not a list"));
                 };
                 if list.info.keys.is_empty() {
                     // No entry matched the predicates (canonical_path turns a
                     // single match into a position): add one.
-                    let n = append_keyless(list, &here, keys, Container::default(), out)?;
+                    let n = append_keyless(list, &here(), keys, Container::default(), out)?;
                     cur = list.get_mut(&[n.to_string()]).expect("just added");
                     continue;
                 }
-                let vals = selector_values(&list.info, &seg.selector)
-                    .ok_or_else(|| Error::invalid(&here, format!("the list's keys are {:?}", list.info.keys)))?;
-                if list.get(&vals).is_none() {
+                if list.get_keyed(keys).is_none() {
+                    if diff::ordered_key_values(&list.info, keys).is_none() {
+                        return Err(Error::invalid(here(), format!("the list's keys are {:?}", list.info.keys)));
+                    }
+                    let here = here();
                     let mut entry = Container::default();
                     for (k, v) in keys {
                         entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
                     }
                     let place = list.info.user_ordered.then(|| last_place(list));
-                    out.push(Change::Created { path: here.clone(), node: Subtree::Entry(entry.clone()), place });
-                    list.insert(entry, &Insert::Last)?;
+                    list.insert(entry.clone(), &Insert::Last)?;
+                    out.push(Change::Created { path: here, node: Subtree::Entry(entry), place });
                 }
-                cur = list.get_mut(&vals).expect("present");
+                cur = list.get_keyed_mut(keys).expect("present");
             }
             Selector::Position(p) => {
                 let Some(Node::List(list)) = cur.children.get_mut(&seg.name) else {
-                    return Err(Error::NotFound { path: here.to_string() });
+                    return Err(Error::NotFound { path: here().to_string() });
                 };
-                cur = list.get_mut(&[p.to_string()]).ok_or_else(|| Error::NotFound { path: here.to_string() })?;
+                cur = list.get_mut(&[p.to_string()]).ok_or_else(|| Error::NotFound { path: here().to_string() })?;
             }
-            Selector::Value(_) => return Err(Error::invalid(&here, "a leaf-list entry has no children")),
+            Selector::Value(_) => return Err(Error::invalid(here(), "a leaf-list entry has no children")),
         }
     }
     Ok(cur)
@@ -559,10 +565,10 @@ fn merge_node(path: &Path, existing: &mut Node, value: Node, out: &mut Vec<Chang
     match (existing, value) {
         (Node::Container(c), Node::Container(v)) => merge_container(path, c, v, out, schema),
         (Node::List(l), Node::List(v)) => {
-            for e in v.entries() {
-                let vals = l.keys_of(e).map_err(|_| Error::invalid(path, "an entry lacks a key leaf"))?;
+            for e in v.into_entries() {
+                let vals = l.keys_of(&e).map_err(|_| Error::invalid(path, "an entry lacks a key leaf"))?;
                 let p = canonical_entry_path(path, l, &vals);
-                put_entry(l, &p, &vals, e.clone(), false, None, out, schema)?;
+                put_entry(l, &p, &vals, e, false, None, out, schema)?;
             }
             Ok(())
         }
@@ -704,41 +710,75 @@ fn remove_node(root: &mut Container, path: &Path, out: &mut Vec<Change>) -> Resu
 /// `path` with the keys of every list entry in its list's key order: the order
 /// of the list in `root` if it exists, else the schema's, else as written.
 pub fn canonical_path(root: &Container, path: &Path, schema: &dyn Schema) -> Path {
-    let mut out = Path::root();
+    canonical_path_cow(root, path, schema).into_owned()
+}
+
+/// [`canonical_path`], borrowing `path` when it is canonical already (the
+/// common case: keys written in key order), so that nothing is copied.
+pub fn canonical_path_cow<'p>(root: &Container, path: &'p Path, schema: &dyn Schema) -> std::borrow::Cow<'p, Path> {
+    use std::borrow::Cow;
+    let mut out: Option<Path> = None;
+    let mut schema_path = String::new();
     let mut cur = Some(root);
-    for seg in &path.segments {
-        let here = out.child(seg.name.clone(), Selector::None);
+    for (i, seg) in path.segments.iter().enumerate() {
+        schema_path.push('/');
+        schema_path.push_str(&seg.name);
         let node = cur.and_then(|c| c.children.get(&seg.name));
-        let selector = match &seg.selector {
+        let changed = match &seg.selector {
             // A keyless list (e.g. imported from plain JSON without declared
             // keys): key predicates pick the one entry whose leaves match.
             Selector::Keys(keys) if matches!(node, Some(Node::List(l)) if l.info.keys.is_empty()) => {
                 let Some(Node::List(l)) = node else { unreachable!() };
                 match keyless_matches(l, keys).as_slice() {
-                    [i] => Selector::Position(*i as u64 + 1),
-                    _ => seg.selector.clone(),
+                    [i] => Some(Selector::Position(*i as u64 + 1)),
+                    _ => None,
                 }
             }
             Selector::Keys(keys) => {
-                let info = match node {
-                    Some(Node::List(l)) => Some(l.info.clone()),
-                    _ => schema.list_info(&here.schema_path()),
+                let reorder = |info: &ListInfo| -> Option<Selector> {
+                    let in_order =
+                        keys.len() == info.keys.len() && keys.iter().zip(&info.keys).all(|((n, _), k)| n == k);
+                    match in_order {
+                        true => None,
+                        false => diff::ordered_key_values(info, keys)
+                            .map(|vals| Selector::Keys(info.keys.iter().cloned().zip(vals).collect())),
+                    }
                 };
-                match info.and_then(|i| diff::ordered_key_values(&i, keys).map(|v| (i, v))) {
-                    Some((i, vals)) => Selector::Keys(i.keys.into_iter().zip(vals).collect()),
-                    None => seg.selector.clone(),
+                match node {
+                    Some(Node::List(l)) => reorder(&l.info),
+                    _ => schema.list_info(&schema_path).and_then(|i| reorder(&i)),
                 }
             }
-            other => other.clone(),
-        };
-        cur = match (node, &selector) {
-            (Some(Node::Container(c)), Selector::None) => Some(c),
-            (Some(Node::List(l)), sel) => selector_values(&l.info, sel).and_then(|v| l.get(&v)),
             _ => None,
         };
-        out.segments.push(crate::path::Segment { name: seg.name.clone(), selector });
+        if let Some(sel) = changed {
+            let out = out.get_or_insert_with(|| Path { segments: path.segments[..i].to_vec() });
+            out.segments.push(crate::path::Segment { name: seg.name.clone(), selector: sel });
+        } else if let Some(out) = &mut out {
+            out.segments.push(seg.clone());
+        }
+        let selector = match &out {
+            Some(o) => &o.segments[i].selector,
+            None => &seg.selector,
+        };
+        cur = match (node, selector) {
+            (Some(Node::Container(c)), Selector::None) => Some(c),
+            (Some(Node::List(l)), sel) => list_entry(l, sel),
+            _ => None,
+        };
     }
-    out
+    match out {
+        Some(p) => Cow::Owned(p),
+        None => Cow::Borrowed(path),
+    }
+}
+
+/// The entry of `l` a selector names.
+fn list_entry<'l>(l: &'l List, sel: &Selector) -> Option<&'l Container> {
+    match sel {
+        Selector::Keys(kv) if !l.info.keys.is_empty() => l.get_keyed(kv),
+        sel => selector_values(&l.info, sel).and_then(|v| l.get(&v)),
+    }
 }
 
 /// Indexes of the entries of a keyless list whose leaves equal every `(name,

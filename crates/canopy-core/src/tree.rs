@@ -132,6 +132,11 @@ impl List {
         self.entries.iter().map(|(k, v)| (k.as_slice(), v))
     }
 
+    /// The entry with these key values and its position key.
+    pub fn get_with_pos(&self, keys: &[String]) -> Option<(&[u8], &Container)> {
+        self.entries.get_key_value(&self.pos_of(keys)?).map(|(k, v)| (k.as_slice(), v))
+    }
+
     /// Entries mutably, in document order. Callers must not change key leaves.
     pub fn entries_mut(&mut self) -> impl Iterator<Item = &mut Container> {
         self.entries.values_mut()
@@ -167,6 +172,48 @@ impl List {
         } else {
             self.entries.contains_key(&ek).then_some(ek)
         }
+    }
+
+    /// The entry key of a keyed list's entry named by `(key name, value)`
+    /// pairs in any order, encoded without copying them.
+    fn key_of_pairs(&self, kv: &[(Name, String)]) -> Option<Vec<u8>> {
+        if self.info.keys.is_empty() || kv.len() != self.info.keys.len() {
+            return None;
+        }
+        let mut ek = Vec::with_capacity(kv.iter().map(|(_, v)| v.len() + 3).sum());
+        for (i, k) in self.info.keys.iter().enumerate() {
+            let v = match kv.get(i) {
+                Some((n, v)) if n == k => v,
+                _ => &kv.iter().find(|(n, _)| n == k)?.1,
+            };
+            keycode::push_key_value(&mut ek, v);
+        }
+        Some(ek)
+    }
+
+    /// The entry of a keyed list named by `(key name, value)` pairs (a
+    /// [`crate::path::Selector::Keys`]), in any order.
+    pub fn get_keyed(&self, kv: &[(Name, String)]) -> Option<&Container> {
+        let ek = self.key_of_pairs(kv)?;
+        match self.info.user_ordered {
+            true => self.entries.get(self.by_key.get(&ek)?),
+            false => self.entries.get(&ek),
+        }
+    }
+
+    /// [`List::get_keyed`], mutably. Callers must not change key leaves.
+    pub fn get_keyed_mut(&mut self, kv: &[(Name, String)]) -> Option<&mut Container> {
+        let ek = self.key_of_pairs(kv)?;
+        match self.info.user_ordered {
+            true => self.entries.get_mut(self.by_key.get(&ek)?),
+            false => self.entries.get_mut(&ek),
+        }
+    }
+
+    /// The order key of the entry of a user-ordered keyed list whose entry
+    /// key (see [`List::entry_key_of`]) is `ek`.
+    pub fn order_of_key(&self, ek: &[u8]) -> Option<&[u8]> {
+        self.by_key.get(ek).map(Vec::as_slice)
     }
 
     /// The entry with these key values (a 1-based position for keyless lists).
@@ -425,14 +472,19 @@ impl List {
                 if self.info.keys.is_empty() || kv.len() != self.info.keys.len() {
                     return None;
                 }
-                let values: Option<Vec<String>> = self
-                    .info
-                    .keys
-                    .iter()
-                    .map(|k| kv.iter().find(|(name, _)| key_name_matches(name, k)).map(|(_, v)| v.clone()))
-                    .collect();
-                let pos = self.pos_of(&values?)?;
-                self.entries.get_key_value(&pos).map(|(p, e)| (p.as_slice(), e))
+                let mut ek = Vec::with_capacity(kv.iter().map(|(_, v)| v.len() + 3).sum());
+                for (i, k) in self.info.keys.iter().enumerate() {
+                    let v = match kv.get(i) {
+                        Some((name, v)) if name == k => v,
+                        _ => &kv.iter().find(|(name, _)| key_name_matches(name, k))?.1,
+                    };
+                    keycode::push_key_value(&mut ek, v);
+                }
+                let pos = match self.info.user_ordered {
+                    true => self.by_key.get(&ek)?,
+                    false => &ek,
+                };
+                self.entries.get_key_value(pos).map(|(p, e)| (p.as_slice(), e))
             }
             Selector::Position(n) => self.entries_with_pos().nth(usize::try_from(*n).ok()?.checked_sub(1)?),
             Selector::None | Selector::Value(_) => None,

@@ -49,8 +49,13 @@ impl Fragments {
     /// Writes container `c` at `rel` and everything below it.
     pub fn write_subtree(&mut self, rel: &[u8], c: &Container, order: Option<&[u8]>) {
         self.puts.insert(self.data_key(rel), fragment::encode(c, order));
+        let mut child_rel = Vec::new();
         for (name, child) in &c.children {
-            let mut child_rel = rel.to_vec();
+            if child.is_inline() {
+                continue;
+            }
+            child_rel.clear();
+            child_rel.extend_from_slice(rel);
             keys::push_name(&mut child_rel, name);
             match child {
                 Node::Container(cc) => self.write_subtree(&child_rel, cc, None),
@@ -61,8 +66,10 @@ impl Fragments {
     }
 
     pub fn write_list_entries(&mut self, list_rel: &[u8], l: &List) {
+        let mut er = Vec::with_capacity(list_rel.len() + 32);
         for (pos, e) in l.entries_with_pos() {
-            let mut er = list_rel.to_vec();
+            er.clear();
+            er.extend_from_slice(list_rel);
             if l.info.keys.is_empty() {
                 keys::push_order(&mut er, pos);
                 self.write_subtree(&er, e, None);

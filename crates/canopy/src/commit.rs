@@ -6,11 +6,11 @@
 //! its fragment and its order-index record. Keyless lists, whose entries have no
 //! identity but their place, are rewritten whole when anything in them changes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use canopy_core::diff::{Change, Subtree};
 use canopy_core::keycode;
-use canopy_core::path::{Path, Selector};
+use canopy_core::path::{Path, Segment, Selector};
 use canopy_core::tree::{Container, List, Node};
 use canopy_store::fragment;
 use canopy_store::keys::{self, Datastore};
@@ -74,14 +74,50 @@ impl Writer<'_> {
 
     /// Rewrites the one fragment at `path` (its own content, not its children).
     fn write_fragment(&mut self, path: &Path) {
-        let Some(rel) = node_key(self.tree, path) else { return };
-        let Some(c) = canopy_core::edit::container_ref(self.tree, path) else { return };
-        let order = match (path.last().map(|s| &s.selector), list_of(self.tree, path)) {
-            (Some(Selector::Keys(_)), Some(l)) if l.info.user_ordered => l.keys_of(c).ok().and_then(|k| l.pos_of(&k)),
+        let Some((rel, c, list, _)) = fragment_at(self.tree, path) else { return };
+        let order = match (path.last().map(|s| &s.selector), list) {
+            (Some(Selector::Keys(_)), Some(l)) if l.info.user_ordered => {
+                l.entry_key_of(c).ok().and_then(|ek| l.order_of_key(&ek).map(<[u8]>::to_vec))
+            }
             _ => None,
         };
         self.out.puts.insert(self.out.data_key(&rel), fragment::encode(c, order.as_deref()));
     }
+}
+
+/// The relative key of the container or entry at `path` in `tree`, the node,
+/// for an entry its list and the length of the list's key (a prefix of
+/// `rel`), in one walk (positions resolved as [`node_key`] does).
+fn fragment_at<'t>(tree: &'t Container, path: &Path) -> Option<(Vec<u8>, &'t Container, Option<&'t List>, usize)> {
+    let mut rel = Vec::with_capacity(64);
+    let mut cur = tree;
+    let mut list = None;
+    let mut list_len = 0;
+    for seg in &path.segments {
+        keys::push_name(&mut rel, &seg.name);
+        list_len = rel.len();
+        (cur, list) = match (cur.children.get(&seg.name)?, &seg.selector) {
+            (Node::Container(c), Selector::None) => (c, None),
+            (Node::List(l), Selector::Keys(kv)) => {
+                for (_, v) in kv {
+                    keycode::push_key_value(&mut rel, v);
+                }
+                (l.find(&seg.selector)?.1, Some(&**l))
+            }
+            (Node::List(l), Selector::Position(_)) => {
+                let (pos, e) = l.find(&seg.selector)?;
+                keys::push_order(&mut rel, pos);
+                (e, Some(&**l))
+            }
+            _ => return None,
+        };
+    }
+    Some((rel, cur, list, list_len))
+}
+
+/// Whether `path` or one of its ancestors is in `created`.
+fn under_created(created: &HashSet<&[Segment]>, path: &Path) -> bool {
+    !created.is_empty() && (0..=path.segments.len()).any(|n| created.contains(&path.segments[..n]))
 }
 
 /// The batch that stores `changes`, given the tree after them (`tree`, which
@@ -104,6 +140,8 @@ pub(crate) fn batch_for(
         Writer { out: Fragments::new(ds), snap, tree, prefix_deletes: BTreeSet::new(), order_deletes: BTreeSet::new() };
     let mut keyless: BTreeSet<Path> = BTreeSet::new();
     let mut created: Vec<&Path> = Vec::new();
+    // Created containers and entries: their whole subtrees are written.
+    let mut created_set: HashSet<&[Segment]> = HashSet::new();
     let mut dirty: BTreeSet<Path> = BTreeSet::new();
     let mut whole_lists_gone: BTreeSet<Path> = BTreeSet::new();
     for c in changes {
@@ -113,7 +151,10 @@ pub(crate) fn batch_for(
             continue;
         }
         match c {
-            Change::Created { node, .. } if is_fragment_node(node) => created.push(p),
+            Change::Created { node, .. } if is_fragment_node(node) => {
+                created.push(p);
+                created_set.insert(&p.segments);
+            }
             Change::Deleted { node, .. } if is_fragment_node(node) => {
                 let entry = matches!(node, Subtree::Entry(_));
                 if entry {
@@ -159,7 +200,11 @@ pub(crate) fn batch_for(
                 dirty.insert(p.clone());
             }
             _ => {
-                dirty.insert(p.parent().unwrap_or_default());
+                // A change inside a created subtree is written with it.
+                let parent = &p.segments[..p.segments.len().saturating_sub(1)];
+                if created_set.is_empty() || !(0..=parent.len()).any(|n| created_set.contains(&parent[..n])) {
+                    dirty.insert(Path { segments: parent.to_vec() });
+                }
             }
         }
     }
@@ -183,22 +228,24 @@ pub(crate) fn batch_for(
         if keyless.iter().any(|k| k.is_prefix_of(p)) {
             continue;
         }
-        let (Some(rel), Some(c)) = (node_key(tree, p), canopy_core::edit::container_ref(tree, p)) else { continue };
+        let Some((rel, c, list, list_len)) = fragment_at(tree, p) else { continue };
         let mut order = None;
-        if let (Some(Selector::Keys(_)), Some(l)) = (p.last().map(|s| &s.selector), list_of(tree, p)) {
+        if let (Some(Selector::Keys(_)), Some(l)) = (p.last().map(|s| &s.selector), list) {
             if l.info.user_ordered {
-                let keys = l.keys_of(c).unwrap_or_default();
-                order = l.pos_of(&keys);
-                if let (Some(pos), Some(lk)) = (&order, list_key(p)) {
-                    let ok = w.out.order_key(&lk, pos);
-                    w.out.puts.insert(ok, keycode::entry_key(&keys));
+                let ek = l.entry_key_of(c).unwrap_or_default();
+                order = l.order_of_key(&ek);
+                if let Some(pos) = order {
+                    let ok = w.out.order_key(&rel[..list_len], pos);
+                    w.out.puts.insert(ok, ek);
                 }
             }
         }
-        w.out.write_subtree(&rel, c, order.as_deref());
+        w.out.write_subtree(&rel, c, order);
     }
     for p in &dirty {
-        w.write_fragment(p);
+        if !under_created(&created_set, p) {
+            w.write_fragment(p);
+        }
     }
     let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
     for rel in &w.prefix_deletes {

@@ -9,10 +9,9 @@
 
 use std::collections::HashSet;
 
-use canopy_core::diff::selector_values;
 use canopy_core::keycode;
 use canopy_core::path::{Path, Selector};
-use canopy_core::tree::{Container, List, Node, NodeRef};
+use canopy_core::tree::{Container, Node};
 use canopy_core::{Schema, Schemaless};
 use canopy_store::fragment::{self, Decoded};
 use canopy_store::keys::{self, Datastore};
@@ -144,45 +143,41 @@ impl<'a> Loader<'a> {
     pub fn path(&mut self, root: &mut Container, path: &Path) -> Result<Option<Vec<u8>>> {
         self.fragment(root, &[])?;
         let mut rel = Vec::new();
-        let mut cur_path = Path::root();
-        for seg in &path.segments {
-            let list_rel = {
-                let mut r = rel.clone();
-                keys::push_name(&mut r, &seg.name);
-                r
-            };
-            cur_path = cur_path.child(seg.name.clone(), seg.selector.clone());
+        // Below a node that is not stored nothing is (every stored fragment
+        // but the root's has its parent's): no more reads.
+        let mut stored = true;
+        for (i, seg) in path.segments.iter().enumerate() {
+            keys::push_name(&mut rel, &seg.name);
             match &seg.selector {
                 Selector::None => {
-                    rel = list_rel;
                     // A leaf, leaf-list or anydata came with its parent's
                     // fragment and has none of its own: no read.
-                    let inline = matches!(
-                        root.lookup(&cur_path),
-                        Some(NodeRef::Leaf(..) | NodeRef::LeafList(_) | NodeRef::AnyData(..))
-                    );
-                    if !inline {
-                        self.fragment(root, &rel)?;
+                    let inline = container_at(root, &path.segments[..i])
+                        .and_then(|c| c.children.get(&seg.name))
+                        .is_some_and(Node::is_inline);
+                    if stored && !inline {
+                        stored = self.fragment(root, &rel)?;
                     }
                 }
                 Selector::Keys(keys) => {
-                    rel = list_rel;
                     for (_, v) in keys {
                         keycode::push_key_value(&mut rel, v);
                     }
-                    self.fragment(root, &rel)?;
+                    if stored {
+                        stored = self.fragment(root, &rel)?;
+                    }
                 }
                 Selector::Position(p) => {
+                    let list_rel = rel.clone();
                     self.range(root, &list_rel)?;
-                    let order = match root_lookup_list(root, &cur_path) {
-                        Some(l) => l.entries_with_pos().nth((*p as usize).saturating_sub(1)).map(|(k, _)| k.to_vec()),
-                        None => None,
+                    let order = match container_at(root, &path.segments[..i]).and_then(|c| c.children.get(&seg.name)) {
+                        Some(Node::List(l)) => {
+                            l.entries_with_pos().nth((*p as usize).saturating_sub(1)).map(|(k, _)| k.to_vec())
+                        }
+                        _ => None,
                     };
                     match order {
-                        Some(o) => {
-                            rel = list_rel;
-                            keys::push_order(&mut rel, &o);
-                        }
+                        Some(o) => keys::push_order(&mut rel, &o),
                         None => return Ok(None),
                     }
                 }
@@ -236,13 +231,17 @@ fn corrupt(rel: &[u8], e: StoreError) -> StoreError {
     StoreError::corrupted(format!("fragment {}: {e}", describe_key(rel)))
 }
 
-fn root_lookup_list<'t>(root: &'t Container, list_entry_path: &Path) -> Option<&'t List> {
-    let parent = list_entry_path.parent()?;
-    let c = canopy_core::edit::container_ref(root, &parent)?;
-    match c.children.get(&list_entry_path.last()?.name) {
-        Some(Node::List(l)) => Some(l),
-        _ => None,
+/// The container or entry at `segs` in `root`.
+pub(crate) fn container_at<'t>(root: &'t Container, segs: &[canopy_core::Segment]) -> Option<&'t Container> {
+    let mut cur = root;
+    for seg in segs {
+        cur = match (cur.children.get(&seg.name)?, &seg.selector) {
+            (Node::Container(c), Selector::None) => c,
+            (Node::List(l), sel) => l.find(sel)?.1,
+            _ => return None,
+        };
     }
+    Some(cur)
 }
 
 /// Places a decoded fragment at relative key `rel` into `root`: the root's
@@ -281,7 +280,7 @@ pub(crate) fn node_key(tree: &Container, path: &Path) -> Option<Vec<u8>> {
                     keycode::push_key_value(&mut rel, v);
                 }
                 cur = match node {
-                    Some(Node::List(l)) => selector_values(&l.info, &seg.selector).and_then(|v| l.get(&v)),
+                    Some(Node::List(l)) => l.find(&seg.selector).map(|(_, e)| e),
                     _ => None,
                 };
             }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use canopy_core::diff::{self, Change, Subtree};
-use canopy_core::edit::{apply_edit_owned, canonical_path, Edit, Operation};
+use canopy_core::edit::{apply_edit_owned, canonical_path, canonical_path_cow, Edit, Operation};
 use canopy_core::keycode;
 use canopy_core::path::query::Query;
 use canopy_core::path::{Path, Selector};
@@ -699,7 +699,18 @@ fn learn_edit(schema: &mut Schemaless, learned: &mut Vec<(String, ListInfo)>, ed
             }
         }
     }
-    let path = canonical_path(tree, &edit.path, schema);
+    // Lists the schema knows teach nothing: only look further when the path
+    // names an unknown one.
+    let mut sp = String::new();
+    let known = edit.path.segments.iter().all(|seg| {
+        sp.push('/');
+        sp.push_str(&seg.name);
+        !matches!(seg.selector, Selector::Keys(_)) || schema.lists.contains_key(&sp)
+    });
+    let path = match known {
+        true => Path::root(),
+        false => canonical_path(tree, &edit.path, schema),
+    };
     for (i, seg) in path.segments.iter().enumerate() {
         let Selector::Keys(k) = &seg.selector else { continue };
         let list = Path { segments: path.segments[..=i].to_vec() };
@@ -765,33 +776,33 @@ fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, schema: &Sche
     // A keyless list (imported without declared keys), or one the schema does
     // not know yet: read it whole, so that key predicates can pick among its
     // entries (see `canonical_path`).
+    let mut sp = String::new();
     for (i, seg) in edit.path.segments.iter().enumerate() {
-        if !matches!(seg.selector, Selector::Keys(_)) {
+        sp.push('/');
+        sp.push_str(&seg.name);
+        if !matches!(seg.selector, Selector::Keys(_)) || schema.lists.get(&sp).is_some_and(|i| !i.keys.is_empty()) {
             continue;
         }
         let parent = canonical_path(root, &Path { segments: edit.path.segments[..i].to_vec() }, schema);
-        let info = schema.list_info(&parent.child(seg.name.clone(), Selector::None).schema_path());
-        if info.is_some_and(|i| !i.keys.is_empty()) {
-            continue;
-        }
         loader.path(root, &parent)?;
         if let Some(mut rel) = node_key(root, &parent) {
             keys::push_name(&mut rel, &seg.name);
             loader.range(root, &rel)?;
         }
     }
-    let path = canonical_path(root, &edit.path, schema);
-    loader.path(root, &path)?;
+    let path = canonical_path_cow(root, &edit.path, schema);
+    let path = &*path;
+    loader.path(root, path)?;
     match edit.op {
-        Operation::Delete | Operation::Remove | Operation::Replace => load_whole(loader, root, &path)?,
+        Operation::Delete | Operation::Remove | Operation::Replace => load_whole(loader, root, path)?,
         Operation::Merge | Operation::Create => {
             if let Some(v) = &edit.value {
-                load_value(loader, root, &path, v, schema)?;
+                load_value(loader, root, path, v, schema)?;
             }
             // Create of a whole list must see whether the list exists.
             if let (Some(last), Some(Node::List(_))) = (path.last(), &edit.value) {
                 if last.selector == Selector::None {
-                    load_whole(loader, root, &path)?;
+                    load_whole(loader, root, path)?;
                 }
             }
         }
@@ -799,13 +810,16 @@ fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, schema: &Sche
     // User-ordered entries on the path, the target's and its ancestors' (a
     // merge below a new entry creates it too): the list's ends, the entry's
     // neighbours, and for the target the anchor's.
+    sp.clear();
     for depth in 1..=path.segments.len() {
+        sp.push('/');
+        sp.push_str(&path.segments[depth - 1].name);
         let Selector::Keys(kv) = &path.segments[depth - 1].selector else { continue };
-        let entry_path = Path { segments: path.segments[..depth].to_vec() };
-        let list_path = canopy_core::diff::with_selector(&entry_path, Selector::None);
-        if !schema.list_info(&list_path.schema_path()).is_some_and(|i| i.user_ordered) {
+        if !schema.lists.get(&sp).is_some_and(|i| i.user_ordered) {
             continue;
         }
+        let entry_path = Path { segments: path.segments[..depth].to_vec() };
+        let list_path = canopy_core::diff::with_selector(&entry_path, Selector::None);
         let Some(parent_rel) = node_key(root, &list_path.parent().unwrap_or_default()) else { break };
         let mut list_rel = parent_rel;
         keys::push_name(&mut list_rel, &list_path.last().expect("list").name);

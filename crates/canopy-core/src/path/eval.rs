@@ -22,8 +22,11 @@ struct Item<'a> {
     name: &'a str,
     /// The list this entry belongs to.
     list: Option<&'a List>,
-    /// The 0-based index of an entry in its list or leaf-list.
+    /// The 0-based index of an entry in its list or leaf-list (0 for an entry
+    /// found by a key lookup in a keyed list, which `pos` orders).
     index: usize,
+    /// The position key of a list entry (its document order in the list).
+    pos: &'a [u8],
     parent: Option<Rc<Item<'a>>>,
 }
 
@@ -45,12 +48,12 @@ impl<'a> Item<'a> {
 
     /// The position of this node in document order: per level, the child's
     /// name and the entry index. Ancestors sort before their descendants.
-    fn order(&self) -> Vec<(&'a str, usize)> {
+    fn order(&self) -> Vec<(&'a str, &'a [u8], usize)> {
         let mut v = Vec::new();
         let mut cur = Some(self);
         while let Some(item) = cur {
             if item.parent.is_some() {
-                v.push((item.name, item.index));
+                v.push((item.name, item.pos, item.index));
             }
             cur = item.parent.as_deref();
         }
@@ -135,7 +138,8 @@ fn children<'a>(ctx: &ItemRef<'a>, test: &NodeTest) -> Vec<ItemRef<'a>> {
     let mut out = Vec::new();
     let Some(c) = ctx.node.container() else { return out };
     let module = ctx.module();
-    let item = |node, name, list, index| Rc::new(Item { node, name, list, index, parent: Some(Rc::clone(ctx)) });
+    let item =
+        |node, name, list, index| Rc::new(Item { node, name, list, index, pos: &[], parent: Some(Rc::clone(ctx)) });
     for (name, node) in &c.children {
         if let NodeTest::Name(written) = test {
             if !name_matches(name, written, module) {
@@ -147,7 +151,16 @@ fn children<'a>(ctx: &ItemRef<'a>, test: &NodeTest) -> Vec<ItemRef<'a>> {
             Node::Leaf { value, meta } => out.push(item(NodeRef::Leaf(value, meta), name, None, 0)),
             Node::AnyData { value, meta } => out.push(item(NodeRef::AnyData(value, meta), name, None, 0)),
             Node::List(l) => {
-                out.extend(l.entries().enumerate().map(|(i, e)| item(NodeRef::Entry(e), name, Some(l), i)));
+                out.extend(l.entries_with_pos().enumerate().map(|(i, (pos, e))| {
+                    Rc::new(Item {
+                        node: NodeRef::Entry(e),
+                        name,
+                        list: Some(l),
+                        index: i,
+                        pos,
+                        parent: Some(Rc::clone(ctx)),
+                    })
+                }));
             }
             Node::LeafList(v) => {
                 out.extend(v.iter().enumerate().map(|(i, e)| item(NodeRef::LeafListEntry(e), name, None, i)));
@@ -155,6 +168,54 @@ fn children<'a>(ctx: &ItemRef<'a>, test: &NodeTest) -> Vec<ItemRef<'a>> {
         }
     }
     out
+}
+
+/// The children a child step selects when every one it names is an entry of
+/// a keyed list whose keys its predicates pin by equality: found by key
+/// lookup instead of a scan of the list. A superset of what the predicates
+/// keep (they are still applied). `None` when the step is not so pinned, or
+/// counts positions (which need the whole set).
+fn pinned_children<'a>(ctx: &ItemRef<'a>, step: &Step) -> Option<Vec<ItemRef<'a>>> {
+    let NodeTest::Name(written) = &step.test else { return None };
+    if step.predicates.is_empty() || step.predicates.iter().any(has_position) {
+        return None;
+    }
+    let c = ctx.node.container()?;
+    let module = ctx.module();
+    let mut out = Vec::new();
+    for (name, node) in &c.children {
+        if !name_matches(name, written, module) {
+            continue;
+        }
+        let Node::List(l) = node else { return None };
+        if l.info.keys.is_empty() {
+            return None;
+        }
+        let list_module = name.split_once(':').map(|(m, _)| m).or(module);
+        let Some(Selector::Keys(kv)) = super::query::key_pin(&step.predicates, &l.info, list_module) else {
+            return None;
+        };
+        let vals: Vec<String> = kv.into_iter().map(|(_, v)| v).collect();
+        let Some((pos, e)) = l.get_with_pos(&vals) else { continue };
+        out.push(Rc::new(Item {
+            node: NodeRef::Entry(e),
+            name,
+            list: Some(l),
+            index: 0,
+            pos,
+            parent: Some(Rc::clone(ctx)),
+        }));
+    }
+    Some(out)
+}
+
+/// Whether `e` counts positions.
+fn has_position(e: &Expr) -> bool {
+    match e {
+        Expr::Position(_) => true,
+        Expr::Or(l, r) | Expr::And(l, r) => has_position(l) || has_position(r),
+        Expr::Cmp(..) | Expr::Exists(_) => false,
+    }
 }
 
 /// `ctx` and all nodes below it, in document order.
@@ -242,7 +303,10 @@ fn filter<'a>(mut nodes: Vec<ItemRef<'a>>, predicates: &[Expr]) -> Vec<ItemRef<'
 /// The nodes one step selects from one context node.
 fn step<'a>(ctx: &ItemRef<'a>, step: &Step) -> Vec<ItemRef<'a>> {
     match step.axis {
-        Axis::Child => filter(children(ctx, &step.test), &step.predicates),
+        Axis::Child => match pinned_children(ctx, step) {
+            Some(nodes) => filter(nodes, &step.predicates),
+            None => filter(children(ctx, &step.test), &step.predicates),
+        },
         Axis::Descendant => {
             // descendant-or-self::node()/child::test[p]: positions count per parent.
             let mut all = Vec::new();
@@ -270,7 +334,7 @@ impl Query {
     /// root too. List entries come with their keys in the list's key order (or a
     /// position, for keyless lists), leaf-list entries as `[.='v']`.
     pub fn evaluate(&self, root: &Container) -> Vec<Path> {
-        let root = Rc::new(Item { node: NodeRef::Root(root), name: "", list: None, index: 0, parent: None });
+        let root = Rc::new(Item { node: NodeRef::Root(root), name: "", list: None, index: 0, pos: &[], parent: None });
         walk(&root, &self.steps).iter().map(|n| n.path()).collect()
     }
 }
@@ -442,6 +506,24 @@ pub(crate) mod tests {
     fn eval(query: &str) -> Vec<String> {
         let q = Query::parse(query).unwrap();
         q.evaluate(&sample()).iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn key_pinned_steps_select_what_a_scan_selects() {
+        // Found by key lookup; the other predicates still apply.
+        assert_eq!(eval("/m:top/pair[k2='a'][k1='5']/v"), ["/m:top/pair[k1='5'][k2='a']/v"]);
+        assert_eq!(eval("/m:top/pair[k1='5' and k2='a' and v='five']"), ["/m:top/pair[k1='5'][k2='a']"]);
+        assert!(eval("/m:top/pair[k1='5' and k2='a' and v='six']").is_empty());
+        assert!(eval("/m:top/pair[k1='5'][k2='b']").is_empty());
+        assert_eq!(eval("/m:top/dev[id='10']/sub/x"), ["/m:top/dev[id='10']/sub/x"]);
+        // Unprefixed names match lists of every module.
+        assert_eq!(eval("//top2/dev[id='7']"), ["/other:top2/dev[id='7']"]);
+        assert_eq!(eval("/m:top/dev[id='2']/../dev[id='1']/name"), ["/m:top/dev[id='1']/name"]);
+        // Positions count within the set: no lookup.
+        assert!(eval("/m:top/dev[2][id='10']").is_empty());
+        assert_eq!(eval("/m:top/dev[id='1'][1]/name"), ["/m:top/dev[id='1']/name"]);
+        // Entries found from several contexts come in document order.
+        assert_eq!(eval("/m:top/dev/../dev[id='2']/name"), ["/m:top/dev[id='2']/name"]);
     }
 
     #[test]

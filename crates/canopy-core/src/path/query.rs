@@ -318,7 +318,7 @@ fn key_equality(e: &Expr) -> Option<(KeyRef<'_>, String, bool)> {
 }
 
 /// The selector of the one entry of a list that `preds` pin, if they do.
-fn key_pin(preds: &[Expr], info: &ListInfo, module: Option<&str>) -> Option<Selector> {
+pub(super) fn key_pin(preds: &[Expr], info: &ListInfo, module: Option<&str>) -> Option<Selector> {
     if info.keys.is_empty() {
         return match preds {
             [Expr::Position(n)] => Some(Selector::Position(*n)),
