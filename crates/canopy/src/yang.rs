@@ -70,6 +70,22 @@ fn decode_module(name: &str, v: &[u8]) -> Result<Module> {
     })
 }
 
+/// Schemas compiled in this process, by their module records: stores opened
+/// on the same modules (or the same store opened again) share one compiled
+/// schema instead of compiling it again. Entries go when no store uses them.
+static COMPILED: std::sync::Mutex<Vec<(Vec<u8>, std::sync::Weak<YangSchema>)>> = std::sync::Mutex::new(Vec::new());
+
+fn compiled(records: &[u8], modules: &[Module]) -> Result<Arc<YangSchema>> {
+    let mut g = COMPILED.lock().map_err(|_| crate::store::poisoned())?;
+    g.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(s) = g.iter().find(|(r, _)| r == records).and_then(|(_, w)| w.upgrade()) {
+        return Ok(s);
+    }
+    let s = Arc::new(YangSchema::from_modules(modules).map_err(schema_error)?);
+    g.push((records.to_vec(), Arc::downgrade(&s)));
+    Ok(s)
+}
+
 fn schema_error(e: canopy_yang::Error) -> Error {
     Error::Schema(e.to_string())
 }
@@ -89,11 +105,7 @@ impl Store {
             c.revision = snap.revision();
             return Ok(c.schema.clone());
         }
-        let schema = if modules.is_empty() {
-            None
-        } else {
-            Some(Arc::new(YangSchema::from_modules(&modules).map_err(schema_error)?))
-        };
+        let schema = if modules.is_empty() { None } else { Some(compiled(&records, &modules)?) };
         *g = Some(YangCache { revision: snap.revision(), records, schema: schema.clone() });
         Ok(schema)
     }
