@@ -1,16 +1,17 @@
 //! `sysrepo` (seed 000): the 22 rows of sysrepo's datastore plugin test on the
 //! `perf` module (see `docs/benchmarks.md` for what each row times).
 //!
-//! Each row is one function from [`Env`] to its figures. Rows that need what
-//! canopy does not have yet (YANG validation, the operational datastore, oper
-//! data providers, change subscriptions) return [`missing`]: they become real
-//! by filling in their function, nothing else changes.
+//! Each row is one function from [`Env`] to its figures. Every store holds the
+//! `perf` YANG module, so every commit is validated against it, as the seed's
+//! sysrepo validated. The oper rows push state through an operational session
+//! (connection-scoped, in memory, as sysrepo's push data), read it through a
+//! provider, and notify change subscribers on other connections.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
 
 use anyhow::{ensure, Result};
-use canopy::{Container, Edit, Insert, List, ListInfo, Node, Operation, ReadOptions, Store};
+use canopy::{Container, Datastore, Edit, Insert, List, ListInfo, Node, Operation, ReadOptions, Store};
 use canopy_core::tree::NodeRef;
 
 use super::{container, fragment_key, s};
@@ -56,10 +57,6 @@ pub const ROWS: [(&str, RowFn); 22] = [
     ("remove an item", remove_an_item),
     ("remove an item cached", remove_an_item_cached),
 ];
-
-const OPER: &str = "the operational datastore with state pushed by applications (issue 3)";
-const OPER_PROVIDER: &str = "operational data providers (issue 3)";
-const CHANGE_SUBS: &str = "change subscriptions (issue 3)";
 
 /// What every row works on.
 pub struct Env<'a> {
@@ -120,13 +117,47 @@ fn usr_json(n: usize) -> String {
     s
 }
 
-/// A store with the `perf` lists declared (the schema's keys and ordering).
+/// A store with the `perf` YANG module: keys, ordering and types from the
+/// schema, every commit validated.
 fn open_store(url: &str) -> Result<Store> {
     let store = Store::open(url)?;
-    store.declare_list("/perf:cont/lst", ListInfo::keyed(["k1", "k2"]))?;
-    store.declare_list("/perf:cont/usr-lst", ListInfo { keys: vec!["k".into()], user_ordered: true })?;
+    store.schema_add_texts(&[("perf.yang".into(), canopy_yang::PERF_YANG.into())], &[])?;
     Ok(store)
 }
+
+/// The N `lst` items as a tree from the root, as an application builds them.
+fn lst_tree(n: usize) -> Result<Container> {
+    let mut list = List::new(ListInfo::keyed(["k1", "k2"]));
+    for i in 0..n {
+        list.insert(
+            container(&[("k1", super::num(i)), ("k2", s(format!("str{i}"))), ("l", s(format!("l{i}")))]),
+            &Insert::Last,
+        )?;
+    }
+    let mut cont = Container::default();
+    cont.children.insert("lst".into(), Node::List(Box::new(list)));
+    let mut root = Container::default();
+    root.children.insert("perf:cont".into(), Node::Container(cont));
+    Ok(root)
+}
+
+/// One edit per item: path and value, as the seed's "set items one by one".
+fn item_edits(n: usize, usr: bool) -> Result<Vec<Edit>> {
+    let mut edits = Vec::with_capacity(n);
+    for i in 0..n {
+        let path = if usr {
+            format!("/perf:cont/usr-lst[k='{i}']/l")
+        } else {
+            format!("/perf:cont/lst[k1='{i}'][k2='str{i}']/l")
+        };
+        edits.push(Edit::merge(path.parse()?, Node::leaf(s(format!("l{i}")))));
+    }
+    Ok(edits)
+}
+
+/// A change subscriber that does nothing (the seed's 12 idle subscribers).
+struct Idle;
+impl canopy::Subscriber for Idle {}
 
 fn lst_count(store: &Store) -> Result<usize> {
     Ok(store.running().count("/perf:cont/lst")?)
@@ -298,8 +329,38 @@ fn get_user_ordered_tree(e: &mut Env) -> Result<Measured> {
     Ok(Measured { canopy: Cell::Time(canopy), floor: Some(Cell::Time(floor)) })
 }
 
-fn get_oper_tree(_: &mut Env) -> Result<Measured> {
-    missing(OPER_PROVIDER)
+fn get_oper_tree(e: &mut Env) -> Result<Measured> {
+    let n = e.n;
+    // An application provides the N items on request; running is empty.
+    let (store, dir) = e.fresh_store(false)?;
+    let _provider = store.provide("/perf:cont", move |_| lst_tree(n).map_err(|e| e.to_string()))?;
+    let canopy = e.cx.measure(
+        "get oper tree",
+        |_| Ok(()),
+        |()| {
+            let t = store.session(Datastore::Operational).get("/perf:cont", ReadOptions::default())?;
+            match t.lookup(&"/perf:cont/lst".parse()?) {
+                Some(NodeRef::List(l)) if l.len() == n => Ok(()),
+                _ => anyhow::bail!("the operational lst does not hold {n} entries"),
+            }
+        },
+    )?;
+    drop(_provider);
+    drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+    // The floor: one scan of the N items' records.
+    let mut prefix = fragment_key("/perf:cont");
+    canopy_store::keys::push_name(&mut prefix, "lst");
+    let raw = &e.raw;
+    let floor = e.cx.measure(
+        "get oper tree (floor)",
+        |_| Ok(()),
+        |()| {
+            ensure!(raw.scan_prefix(&prefix)? >= n, "raw scan found too little");
+            Ok(())
+        },
+    )?;
+    Ok(Measured { canopy: Cell::Time(canopy), floor: Some(Cell::Time(floor)) })
 }
 
 // ---- creating many ----
@@ -315,16 +376,9 @@ fn create_batch(e: &mut Env) -> Result<Measured> {
             Ok((open_store(&e.cx.url(&dir, "commit", false))?, dir))
         },
         |(store, dir)| {
-            let mut list = List::new(ListInfo::keyed(["k1", "k2"]));
-            for i in 0..n {
-                list.insert(
-                    container(&[("k1", super::num(i)), ("k2", s(format!("str{i}"))), ("l", s(format!("l{i}")))]),
-                    &Insert::Last,
-                )?;
-            }
-            let mut cont = Container::default();
-            cont.children.insert("lst".into(), Node::List(Box::new(list)));
-            store.running().apply(&[Edit::merge("/perf:cont".parse()?, Node::Container(cont))])?;
+            let mut root = lst_tree(n)?;
+            let cont = root.children.remove("perf:cont").expect("built above");
+            store.running().apply(&[Edit::merge("/perf:cont".parse()?, cont)])?;
             graves.bury_store(store, dir);
             Ok(())
         },
@@ -373,16 +427,7 @@ fn create_one_by_one(e: &mut Env, row: &str, usr: bool) -> Result<Measured> {
         },
         |(store, dir)| {
             // One set of path + value per item, then one commit.
-            let mut edits = Vec::with_capacity(n);
-            for i in 0..n {
-                let path = if usr {
-                    format!("/perf:cont/usr-lst[k='{i}']/l")
-                } else {
-                    format!("/perf:cont/lst[k1='{i}'][k2='str{i}']/l")
-                };
-                edits.push(Edit::merge(path.parse()?, Node::leaf(s(format!("l{i}")))));
-            }
-            store.running().apply(&edits)?;
+            store.running().apply(&item_edits(n, usr)?)?;
             graves.bury_store(store, dir);
             Ok(())
         },
@@ -401,12 +446,65 @@ fn create_all_items(e: &mut Env) -> Result<Measured> {
     create_one_by_one(e, "create all items", false)
 }
 
-fn create_all_items_oper(_: &mut Env) -> Result<Measured> {
-    missing(OPER)
+/// Operational state pushed by this connection: how many `lst` entries.
+fn pushed_count(store: &Store) -> Result<usize> {
+    Ok(store.session(Datastore::Operational).count("/perf:cont/lst")?)
 }
 
-fn many_oper_change_subs(_: &mut Env) -> Result<Measured> {
-    missing(CHANGE_SUBS)
+fn create_all_items_oper(e: &mut Env) -> Result<Measured> {
+    let n = e.n;
+    let (store, dir) = e.fresh_store(false)?;
+    let canopy = e.cx.measure(
+        "create all items oper",
+        |_| {
+            store.clear_pushed();
+            Ok(())
+        },
+        |()| {
+            store.session(Datastore::Operational).apply(&item_edits(n, false)?)?;
+            Ok(())
+        },
+    )?;
+    ensure!(pushed_count(&store)? == n, "create all items oper: operational does not hold {n} entries");
+    drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+    let floor = floor_put_all(e, "create all items oper", false)?;
+    Ok(Measured { canopy: Cell::Time(canopy), floor: Some(floor) })
+}
+
+fn many_oper_change_subs(e: &mut Env) -> Result<Measured> {
+    let n = e.n;
+    let (store, dir) = e.fresh_store(false)?;
+    // 12 other connections, each subscribed to changes of the module.
+    let url = e.cx.url(&dir, "commit", false);
+    let mut others = Vec::new();
+    for _ in 0..12 {
+        let c = Store::open(&url)?;
+        let sub = c.subscribe(Datastore::Operational, "/perf:cont", 0, Idle)?;
+        others.push((c, sub));
+    }
+    let edits = item_edits(n, false)?;
+    let delete = [Edit::delete("/perf:cont/lst".parse()?)];
+    let canopy = e.cx.measure(
+        "many oper change_subs",
+        |_| {
+            store.clear_pushed();
+            Ok(())
+        },
+        |()| {
+            let oper = store.session(Datastore::Operational);
+            for _ in 0..10 {
+                oper.apply(&edits)?;
+                oper.apply(&delete)?;
+            }
+            Ok(())
+        },
+    )?;
+    ensure!(pushed_count(&store)? == 0, "many oper change_subs: entries left");
+    drop(others);
+    drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(Measured { canopy: Cell::Time(canopy), floor: None })
 }
 
 // ---- removing many ----
@@ -552,8 +650,32 @@ fn create_an_item_cached(e: &mut Env) -> Result<Measured> {
     one_item(e, "create an item cached", One::Create, true)
 }
 
-fn create_an_item_oper(_: &mut Env) -> Result<Measured> {
-    missing(OPER)
+fn create_an_item_oper(e: &mut Env) -> Result<Measured> {
+    let n = e.n;
+    let path = hash_path(n);
+    let m = mid(n);
+    let (store, dir) = e.fresh_store(false)?;
+    store.session(Datastore::Operational).apply(&item_edits(n, false)?)?;
+    let canopy = e.cx.measure(
+        "create an item oper",
+        |_| {
+            store.session(Datastore::Operational).edit_json(Operation::Remove, &path, None, None)?;
+            Ok(())
+        },
+        |()| {
+            store.session(Datastore::Operational).apply(&[Edit {
+                op: Operation::Create,
+                path: path.parse()?,
+                value: Some(Node::leaf(s(format!("l{m}")))),
+                insert: None,
+            }])?;
+            Ok(())
+        },
+    )?;
+    ensure!(pushed_count(&store)? == n, "create an item oper: operational does not hold {n} entries");
+    drop(store);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(Measured { canopy: Cell::Time(canopy), floor: None })
 }
 
 fn modify_an_item(e: &mut Env) -> Result<Measured> {
@@ -628,7 +750,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         backend,
         size,
         modes: "sync=commit; cache=off except the rows named cached (cache=on); \
-                validation: off (no YANG schema support yet)"
+                validation: on (YANG module perf); oper rows: state pushed by the connection (in memory)"
             .into(),
         rows,
         checks,
@@ -643,8 +765,13 @@ pub fn notes() -> Vec<String> {
          removed them only in its first run). Stores without `cache=on` read what each operation needs from \
          the backend."
             .into(),
-        "validation: off (no YANG schema support yet): the seed's sysrepo validated every commit against \
-         the `perf` schema; rows marked n/a need features canopy does not have yet."
+        "validation: every store holds the `perf` YANG module, so every commit's paths and values are \
+         checked and the commit validated, as the seed's sysrepo did. Oper rows: \"create ... oper\" push \
+         state through an operational session (connection-scoped, kept in memory, as sysrepo's push data; \
+         pushed state is not validated against the schema); \"get oper tree\" reads /perf:cont from \
+         operational where a provider callback builds the N items on each read (running empty); \
+         \"many oper change_subs\" has 12 other connections subscribed to operational /perf:cont and \
+         times 10 rounds of pushing N items and deleting the list."
             .into(),
     ]
 }
