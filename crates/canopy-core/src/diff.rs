@@ -179,14 +179,16 @@ pub fn removed_node_owned(path: &Path, node: Node, out: &mut Vec<Change>) {
     match node {
         Node::List(l) => {
             // Last first, so that positions and places stay valid as entries go.
-            let sels: Vec<Selector> = l.entries().enumerate().map(|(i, e)| entry_selector(&l, e, i)).collect();
+            let mut sels: Vec<Selector> = l.entries().enumerate().map(|(i, e)| entry_selector(&l, e, i)).collect();
             let info = l.info.clone();
             let mut entries = l.into_entries();
-            for i in (0..sels.len()).rev() {
-                let prev = (i > 0).then(|| sels[i - 1].clone());
+            out.reserve(sels.len());
+            while let Some(sel) = sels.pop() {
+                // Only user-ordered entries carry their place.
+                let prev = if info.user_ordered { sels.last().cloned() } else { None };
                 let entry = entries.pop().expect("one entry per selector");
                 out.push(Change::Deleted {
-                    path: with_selector(path, sels[i].clone()),
+                    path: with_selector(path, sel),
                     node: Subtree::Entry(entry),
                     place: place_after(&info, prev),
                 });

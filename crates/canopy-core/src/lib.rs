@@ -15,7 +15,7 @@ pub mod tree;
 pub mod value;
 
 pub use error::{Error, Result};
-pub use path::eval::select;
+pub use path::eval::{select, select_owned};
 pub use path::query::Query;
 pub use path::{Path, Segment, Selector};
 pub use schema::{Schema, Schemaless, Violation};

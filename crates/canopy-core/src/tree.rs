@@ -290,8 +290,7 @@ impl List {
     /// [`Error::Invalid`] when a key leaf is missing.
     pub fn insert_at_pos(&mut self, pos: Vec<u8>, entry: Container) -> Result<()> {
         if self.info.user_ordered && !self.info.keys.is_empty() {
-            let keys = self.keys_of(&entry)?;
-            self.by_key.insert(keycode::entry_key(&keys), pos.clone());
+            self.by_key.insert(self.entry_key_of(&entry)?, pos.clone());
         }
         self.entries.insert(pos, entry);
         Ok(())

@@ -6,11 +6,11 @@
 //! its fragment and its order-index record. Keyless lists, whose entries have no
 //! identity but their place, are rewritten whole when anything in them changes.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use canopy_core::diff::{Change, Subtree};
 use canopy_core::keycode;
-use canopy_core::path::{Path, Segment, Selector};
+use canopy_core::path::{Path, Selector};
 use canopy_core::tree::{Container, List, Node};
 use canopy_store::fragment;
 use canopy_store::keys::{self, Datastore};
@@ -115,11 +115,6 @@ fn fragment_at<'t>(tree: &'t Container, path: &Path) -> Option<(Vec<u8>, &'t Con
     Some((rel, cur, list, list_len))
 }
 
-/// Whether `path` or one of its ancestors is in `created`.
-fn under_created(created: &HashSet<&[Segment]>, path: &Path) -> bool {
-    !created.is_empty() && (0..=path.segments.len()).any(|n| created.contains(&path.segments[..n]))
-}
-
 /// The batch that stores `changes`, given the tree after them (`tree`, which
 /// must hold every node the changes touch) and the snapshot they were made on.
 /// `complete(list_key)` says whether `tree` held the whole list at that key.
@@ -140,8 +135,9 @@ pub(crate) fn batch_for(
         Writer { out: Fragments::new(ds), snap, tree, prefix_deletes: BTreeSet::new(), order_deletes: BTreeSet::new() };
     let mut keyless: BTreeSet<Path> = BTreeSet::new();
     let mut created: Vec<&Path> = Vec::new();
-    // Created containers and entries: their whole subtrees are written.
-    let mut created_set: HashSet<&[Segment]> = HashSet::new();
+    // The last created container or entry: its whole subtree is written, so
+    // the changes inside it that follow (its leaves) need no write of their own.
+    let mut last_created: Option<&Path> = None;
     let mut dirty: BTreeSet<Path> = BTreeSet::new();
     let mut whole_lists_gone: BTreeSet<Path> = BTreeSet::new();
     for c in changes {
@@ -153,7 +149,7 @@ pub(crate) fn batch_for(
         match c {
             Change::Created { node, .. } if is_fragment_node(node) => {
                 created.push(p);
-                created_set.insert(&p.segments);
+                last_created = Some(p);
             }
             Change::Deleted { node, .. } if is_fragment_node(node) => {
                 let entry = matches!(node, Subtree::Entry(_));
@@ -202,7 +198,9 @@ pub(crate) fn batch_for(
             _ => {
                 // A change inside a created subtree is written with it.
                 let parent = &p.segments[..p.segments.len().saturating_sub(1)];
-                if created_set.is_empty() || !(0..=parent.len()).any(|n| created_set.contains(&parent[..n])) {
+                let inside =
+                    |c: &Path| c.segments.len() <= parent.len() && c.segments[..] == parent[..c.segments.len()];
+                if !last_created.is_some_and(inside) {
                     dirty.insert(Path { segments: parent.to_vec() });
                 }
             }
@@ -243,9 +241,7 @@ pub(crate) fn batch_for(
         w.out.write_subtree(&rel, c, order);
     }
     for p in &dirty {
-        if !under_created(&created_set, p) {
-            w.write_fragment(p);
-        }
+        w.write_fragment(p);
     }
     let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
     for rel in &w.prefix_deletes {

@@ -32,6 +32,8 @@ pub(crate) struct Loader<'a> {
     absent: HashSet<Vec<u8>>,
     /// Prefixes read whole by a range scan.
     ranges: Vec<Vec<u8>>,
+    /// User-ordered lists whose first and last stored entries were read.
+    ends: HashSet<Vec<u8>>,
 }
 
 impl<'a> Loader<'a> {
@@ -44,6 +46,7 @@ impl<'a> Loader<'a> {
             seen: HashSet::new(),
             absent: HashSet::new(),
             ranges: Vec::new(),
+            ends: HashSet::new(),
         }
     }
 
@@ -87,13 +90,22 @@ impl<'a> Loader<'a> {
         let dl = self.data.len();
         let mut items: Vec<(Vec<u8>, Option<Decoded>)> = Vec::new();
         let mut err = None;
+        // Keys read before under `rel` (usually a few: the path to it), so
+        // that each scanned key is checked against them, not hashed.
+        let seen_under: Vec<&[u8]> =
+            self.seen.iter().filter(|k| k.starts_with(rel)).map(Vec::as_slice).take(17).collect();
         let seen = &self.seen;
-        let ranges = &self.ranges;
+        let few = seen_under.len() <= 16;
+        let ranges: Vec<&[u8]> = self.ranges.iter().filter(|r| r.starts_with(rel)).map(Vec::as_slice).collect();
         let snap = self.snap;
         snap.scan_prefix(&prefix, false, &mut |k, v| {
             let rel_k = &k[dl..];
             // Read before (and perhaps changed since): keep the tree's version.
-            if seen.contains(rel_k) || ranges.iter().any(|r| rel_k.starts_with(r)) {
+            let read = match few {
+                true => seen_under.contains(&rel_k),
+                false => seen.contains(rel_k),
+            };
+            if read || ranges.iter().any(|r| rel_k.starts_with(r)) {
                 return Ok(true);
             }
             match fragment::decode(v) {
@@ -123,6 +135,12 @@ impl<'a> Loader<'a> {
         let mut schema_path = String::new();
         build(root, &mut items, 0, &mut schema_path, self.schema)?;
         Ok(n)
+    }
+
+    /// Whether the node at `rel` is known not to be stored (nor, then, anything
+    /// below it, unless it is the root).
+    pub fn known_absent(&self, rel: &[u8]) -> bool {
+        self.absent.contains(rel)
     }
 
     /// Whether everything stored under `rel` was read into the tree.
@@ -193,10 +211,17 @@ impl<'a> Loader<'a> {
         let mut prefix = self.order.clone();
         prefix.extend_from_slice(list_rel);
         let mut wanted = Vec::new();
-        for reverse in [false, true] {
-            if let Some((_, suffix)) = self.snap.first_with_prefix(&prefix, reverse)? {
-                wanted.push(suffix);
+        // The stored ends are read once per list: once placed, the tree has them.
+        if !self.ends.contains(list_rel) {
+            for reverse in [false, true] {
+                if let Some((_, suffix)) = self.snap.first_with_prefix(&prefix, reverse)? {
+                    wanted.push(suffix);
+                }
             }
+            self.ends.insert(list_rel.to_vec());
+        }
+        if around.is_none() && wanted.is_empty() {
+            return Ok(());
         }
         if let Some(o) = around {
             let mut at = prefix.clone();

@@ -579,9 +579,11 @@ pub(crate) fn selection(
             return default_only(y, &tree, &p);
         }
     }
-    let mut out = match paths.as_slice() {
-        [p] if p.is_root() => tree.into_owned(),
-        _ => select(&tree, &paths),
+    let mut out = match (paths.as_slice(), tree) {
+        ([p], tree) if p.is_root() => tree.into_owned(),
+        // A tree loaded for this read: the selection moves out of it.
+        ([p], Cow::Owned(tree)) => canopy_core::select_owned(tree, p),
+        (_, tree) => select(&tree, &paths),
     };
     if let Some(y) = yang {
         for p in &paths {
@@ -821,6 +823,10 @@ fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, schema: &Sche
         let entry_path = Path { segments: path.segments[..depth].to_vec() };
         let list_path = canopy_core::diff::with_selector(&entry_path, Selector::None);
         let Some(parent_rel) = node_key(root, &list_path.parent().unwrap_or_default()) else { break };
+        if !parent_rel.is_empty() && loader.known_absent(&parent_rel) {
+            // Nothing of the list is stored.
+            break;
+        }
         let mut list_rel = parent_rel;
         keys::push_name(&mut list_rel, &list_path.last().expect("list").name);
         let order_of = |root: &Container, vals: &[String]| -> Option<Vec<u8>> {

@@ -354,6 +354,60 @@ pub fn select(root: &Container, paths: &[Path]) -> Container {
     out
 }
 
+/// [`select`] of one path from a tree that is given away: the selected
+/// subtree moves into the result instead of being copied.
+pub fn select_owned(mut root: Container, path: &Path) -> Container {
+    let mut out = Container::default();
+    if root.lookup(path).is_some() {
+        move_path(&mut root, &mut out, &path.segments);
+    }
+    out
+}
+
+/// [`copy_path`], moving the selected subtree out of `src`.
+fn move_path(src: &mut Container, out: &mut Container, segs: &[Segment]) {
+    let Some((seg, rest)) = segs.split_first() else {
+        *out = std::mem::take(src);
+        return;
+    };
+    match (src.children.get_mut(&seg.name), &seg.selector) {
+        (Some(Node::LeafList(_)), _) => copy_path(src, out, segs),
+        (Some(_), Selector::None) if rest.is_empty() => {
+            let node = src.children.remove(&seg.name).expect("present");
+            out.children.insert(seg.name.clone(), node);
+        }
+        (Some(Node::Container(c)), Selector::None) => {
+            let mut oc = Container { meta: c.meta.clone(), ..Default::default() };
+            move_path(c, &mut oc, rest);
+            out.children.insert(seg.name.clone(), Node::Container(oc));
+        }
+        (Some(Node::List(l)), sel) => {
+            let Some((pos, _)) = l.find(sel) else { return };
+            let pos = pos.to_vec();
+            let mut ol = List::new(l.info.clone());
+            let keys = l.info.keys.clone();
+            let Some(entry) = l.get_at_mut(&pos) else { return };
+            let moved = match rest.is_empty() {
+                true => std::mem::take(entry),
+                false => {
+                    let mut oe = Container {
+                        meta: entry.meta.clone(),
+                        children: keys
+                            .iter()
+                            .filter_map(|k| entry.children.get(k).map(|n| (k.clone(), n.clone())))
+                            .collect(),
+                    };
+                    move_path(entry, &mut oe, rest);
+                    oe
+                }
+            };
+            let _ = ol.insert_at_pos(pos, moved);
+            out.children.insert(seg.name.clone(), Node::List(Box::new(ol)));
+        }
+        _ => {}
+    }
+}
+
 /// Copies the node at `segs` below `src` into `out` (the same place in the
 /// result), with the ancestors it needs. Copying a whole subtree replaces what
 /// is there: it holds all of it.
@@ -506,6 +560,24 @@ pub(crate) mod tests {
     fn eval(query: &str) -> Vec<String> {
         let q = Query::parse(query).unwrap();
         q.evaluate(&sample()).iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn select_owned_moves_what_select_copies() {
+        let queries = [
+            "/m:top",
+            "/m:top/dev[id='2']",
+            "/m:top/dev[id='10']/sub/x",
+            "/m:top/ll[.='y']",
+            "/m:top/log[2]/msg",
+            "/plain",
+            "/m:top/nothing",
+            "/m:top/dev[id='2']/id",
+        ];
+        for q in queries {
+            let p: Path = q.parse().unwrap();
+            assert_eq!(select_owned(sample(), &p), select(&sample(), std::slice::from_ref(&p)), "{q}");
+        }
     }
 
     #[test]
