@@ -390,7 +390,7 @@ impl Emit for Records {
         };
         // An entry: `self.key` is its list's key; `k` becomes the entry's.
         let at = self.key.len();
-        let mut k = Vec::with_capacity(at + 16);
+        let mut k = Vec::with_capacity(at + 64);
         k.extend_from_slice(&self.key);
         let mut order = None;
         if list.info.keys.is_empty() {
@@ -460,7 +460,9 @@ impl Emit for Records {
 /// # Errors
 /// As [`canopy_core::json::parse_str`] (line and column in `text`).
 pub fn parse_fragments(text: &str, schema: &dyn Schema, ds: Datastore) -> canopy_core::Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut r = Records { key: keys::data_prefix(ds), stack: Vec::new(), out: Vec::new() };
+    // About one record per 32 bytes of text or fewer: one allocation for most documents.
+    let out = Vec::with_capacity(text.len() / 32);
+    let mut r = Records { key: keys::data_prefix(ds), stack: Vec::new(), out };
     let root = json::parse_emit(text, schema, &mut r)?;
     r.out.push((keys::data_prefix(ds), fragment::encode(&root, None)));
     Ok(r.out)

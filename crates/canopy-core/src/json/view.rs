@@ -80,7 +80,7 @@ impl Flat {
     fn index(&self, name: &str) -> Option<usize> {
         if self.children.len() <= 8 {
             // Small objects (most): a scan beats a search.
-            return self.children.iter().position(|c| self.name(c) == name);
+            return self.children.iter().position(|c| same(self.name(c).as_bytes(), name.as_bytes()));
         }
         Some(self.sorted[self.find(name).ok()?] as usize)
     }
@@ -151,6 +151,12 @@ impl Flat {
             },
         })
     }
+}
+
+/// `a == b` for short names, without a call to `memcmp`.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// A container or list entry handed to [`Emit::end`](super::Emit::end): its
