@@ -24,6 +24,7 @@
 //! * Nesting is limited to [`MAX_DEPTH`] levels; a byte-order mark is not accepted.
 
 mod parse;
+mod view;
 mod write;
 
 #[cfg(test)]
@@ -33,6 +34,7 @@ pub use parse::{
     offset_error, parse_document, parse_emit, parse_str, parse_subtree, parse_subtree_str, top_level_members, Emit,
     Member, MAX_DEPTH,
 };
+pub use view::{ChildView, NodeView};
 pub use write::{to_string, write_container, write_members, JsonWriter, WriteOptions};
 
 /// `\u00XX` escapes of the control characters without a short escape.

@@ -26,6 +26,16 @@ pub enum Value {
 }
 
 impl Value {
+    /// The value borrowed.
+    pub fn as_ref(&self) -> ValueRef<'_> {
+        match self {
+            Value::String(s) => ValueRef::String(s),
+            Value::Number(n) => ValueRef::Number(n),
+            Value::Bool(b) => ValueRef::Bool(*b),
+            Value::Empty => ValueRef::Empty,
+        }
+    }
+
     /// The text a path predicate compares with: strings as they are, numbers as
     /// written, booleans as `true`/`false`, `empty` as the empty string.
     pub fn as_text(&self) -> std::borrow::Cow<'_, str> {
@@ -94,7 +104,17 @@ pub enum ValueRef<'a> {
     Empty,
 }
 
-impl ValueRef<'_> {
+impl<'a> ValueRef<'a> {
+    /// As [`Value::as_text`].
+    pub fn as_text(self) -> std::borrow::Cow<'a, str> {
+        match self {
+            ValueRef::String(s) | ValueRef::Number(s) => std::borrow::Cow::Borrowed(s),
+            ValueRef::Bool(true) => "true".into(),
+            ValueRef::Bool(false) => "false".into(),
+            ValueRef::Empty => "".into(),
+        }
+    }
+
     /// The owned value.
     pub fn to_value(self) -> Value {
         match self {

@@ -14,6 +14,7 @@
 //! ```
 //! Child containers and lists are not inside: they are fragments of their own.
 
+use canopy_core::json::{ChildView, NodeView};
 use canopy_core::{Container, LeafListEntry, Meta, Node, Value, ValueRef};
 
 use crate::error::{Result, StoreError};
@@ -34,19 +35,19 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-fn put_value(out: &mut Vec<u8>, v: &Value) {
+fn put_value(out: &mut Vec<u8>, v: ValueRef<'_>) {
     match v {
-        Value::String(s) => {
+        ValueRef::String(s) => {
             out.push(b's');
             put_bytes(out, s.as_bytes());
         }
-        Value::Number(n) => {
+        ValueRef::Number(n) => {
             out.push(b'n');
             put_bytes(out, n.as_bytes());
         }
-        Value::Bool(true) => out.push(b't'),
-        Value::Bool(false) => out.push(b'f'),
-        Value::Empty => out.push(b'e'),
+        ValueRef::Bool(true) => out.push(b't'),
+        ValueRef::Bool(false) => out.push(b'f'),
+        ValueRef::Empty => out.push(b'e'),
     }
 }
 
@@ -60,40 +61,68 @@ fn put_meta(out: &mut Vec<u8>, m: &Meta) {
 
 /// Encodes the fragment of `c`: its metadata and inline children.
 pub fn encode(c: &Container, order: Option<&[u8]>) -> Vec<u8> {
+    let inline = c.children.iter().filter(|(_, n)| n.is_inline());
+    let mut out = header(&c.meta, order, inline.clone().count());
+    for (name, node) in inline {
+        put_child(&mut out, name, node);
+    }
+    out
+}
+
+/// Encodes the fragment of a node the parser hands over (what [`encode`]
+/// gives for the same node as a [`Container`]).
+pub fn encode_view(v: NodeView<'_>, order: Option<&[u8]>) -> Vec<u8> {
+    let inline = v.children().filter(|(_, c)| !matches!(c, ChildView::Other(n) if !n.is_inline()));
+    let mut out = header(v.meta(), order, inline.clone().count());
+    for (name, child) in inline {
+        match child {
+            ChildView::Leaf(value, meta) => put_leaf(&mut out, name, value, meta),
+            ChildView::Other(node) => put_child(&mut out, name, node),
+        }
+    }
+    out
+}
+
+fn header(meta: &Meta, order: Option<&[u8]>, children: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     out.push(VERSION);
     out.push(if order.is_some() { HAS_ORDER } else { 0 });
     if let Some(o) = order {
         put_bytes(&mut out, o);
     }
-    put_meta(&mut out, &c.meta);
-    let inline = c.children.iter().filter(|(_, n)| n.is_inline());
-    put_varint(&mut out, inline.clone().count() as u64);
-    for (name, node) in inline {
-        put_bytes(&mut out, name.as_bytes());
-        match node {
-            Node::Leaf { value, meta } => {
-                out.push(1);
-                put_value(&mut out, value);
-                put_meta(&mut out, meta);
-            }
-            Node::LeafList(entries) => {
-                out.push(2);
-                put_varint(&mut out, entries.len() as u64);
-                for e in entries {
-                    put_value(&mut out, &e.value);
-                    put_meta(&mut out, &e.meta);
-                }
-            }
-            Node::AnyData { value, meta } => {
-                out.push(3);
-                put_bytes(&mut out, value.to_string().as_bytes());
-                put_meta(&mut out, meta);
-            }
-            Node::Container(_) | Node::List(_) => unreachable!("filtered: not inline"),
-        }
-    }
+    put_meta(&mut out, meta);
+    put_varint(&mut out, children as u64);
     out
+}
+
+fn put_leaf(out: &mut Vec<u8>, name: &str, value: ValueRef<'_>, meta: &Meta) {
+    put_bytes(out, name.as_bytes());
+    out.push(1);
+    put_value(out, value);
+    put_meta(out, meta);
+}
+
+/// An inline child.
+fn put_child(out: &mut Vec<u8>, name: &str, node: &Node) {
+    match node {
+        Node::Leaf { value, meta } => put_leaf(out, name, value.as_ref(), meta),
+        Node::LeafList(entries) => {
+            put_bytes(out, name.as_bytes());
+            out.push(2);
+            put_varint(out, entries.len() as u64);
+            for e in entries {
+                put_value(out, e.value.as_ref());
+                put_meta(out, &e.meta);
+            }
+        }
+        Node::AnyData { value, meta } => {
+            put_bytes(out, name.as_bytes());
+            out.push(3);
+            put_bytes(out, value.to_string().as_bytes());
+            put_meta(out, meta);
+        }
+        Node::Container(_) | Node::List(_) => {} // not inline: callers filter them out
+    }
 }
 
 /// A decoded fragment.

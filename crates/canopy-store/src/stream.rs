@@ -16,7 +16,7 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use canopy_core::json::{self, Emit, JsonWriter};
+use canopy_core::json::{self, Emit, JsonWriter, NodeView};
 use canopy_core::keycode;
 use canopy_core::tree::{Container, List, ListInfo, Node};
 use canopy_core::Schema;
@@ -378,19 +378,19 @@ impl Emit for Records {
         self.out.push((Vec::new(), Vec::new()));
     }
 
-    fn end(&mut self, node: Container) -> std::result::Result<(), String> {
+    fn end(&mut self, node: NodeView<'_>) -> std::result::Result<(), String> {
         let Some(Open::Node { key_before, slot }) = self.stack.pop() else {
             return Err("a node ends that did not begin".into());
         };
         let Some(Open::List(list)) = self.stack.last_mut() else {
             // A container.
-            self.out[slot] = (self.key.clone(), fragment::encode(&node, None));
+            self.out[slot] = (self.key.clone(), fragment::encode_view(node, None));
             self.key.truncate(key_before);
             return Ok(());
         };
         // An entry: `self.key` is its list's key; `k` becomes the entry's.
         let at = self.key.len();
-        let mut k = Vec::with_capacity(at + 16);
+        let mut k = Vec::with_capacity(at + 64);
         k.extend_from_slice(&self.key);
         let mut order = None;
         if list.info.keys.is_empty() {
@@ -399,9 +399,9 @@ impl Emit for Records {
             list.last_order = Some(o);
         } else {
             for name in &list.info.keys {
-                match node.children.get(name) {
-                    Some(Node::Leaf { value, .. }) => keycode::push_key_value(&mut k, &value.as_text()),
-                    _ => return Err(format!("list entry is missing key leaf `{name}`")),
+                match node.leaf(name) {
+                    Some(value) => keycode::push_key_value(&mut k, &value.as_text()),
+                    None => return Err(format!("list entry is missing key leaf `{name}`")),
                 }
             }
             // Entries usually come in key order: then comparing with the
@@ -440,7 +440,7 @@ impl Emit for Records {
             ok.push(0);
             self.out.push((ok, suffix.to_vec()));
         }
-        let value = fragment::encode(&node, order.as_deref());
+        let value = fragment::encode_view(node, order.as_deref());
         self.out[slot] = (k, value);
         Ok(())
     }
@@ -460,7 +460,9 @@ impl Emit for Records {
 /// # Errors
 /// As [`canopy_core::json::parse_str`] (line and column in `text`).
 pub fn parse_fragments(text: &str, schema: &dyn Schema, ds: Datastore) -> canopy_core::Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let mut r = Records { key: keys::data_prefix(ds), stack: Vec::new(), out: Vec::new() };
+    // About one record per 32 bytes of text or fewer: one allocation for most documents.
+    let out = Vec::with_capacity(text.len() / 32);
+    let mut r = Records { key: keys::data_prefix(ds), stack: Vec::new(), out };
     let root = json::parse_emit(text, schema, &mut r)?;
     r.out.push((keys::data_prefix(ds), fragment::encode(&root, None)));
     Ok(r.out)
@@ -495,6 +497,10 @@ mod tests {
         r#"{"m:c":{"z":true,"lst":[{"sub":[{"b":"2","a":1,"x":[null]}],"k":"10","c":{"d":{"e":"f"}}},{"k":"9","@":{"m:m":"1"}},{"k":"a b","uo":[{"n":"z"},{"n":"a","in":{"q":1}},{"n":"m"}]}],"a":"x"}}"#,
         r#"{"m:c":{"uo":[{"n":"3"},{"n":"1"},{"n":"2"}],"free":[{"x":1},{"x":1},{"y":{"z":[1,2]}}],"ll":[1,"2",true],"@ll":[null,{"m:o":"1"}]},"n:d":{"e":[]},"m:e":{}}"#,
         r#"{"m:c":{"known":[],"lst":[{"k":"1"}]}}"#,
+        // Annotations inside emitted nodes, `[null]`, escapes, numbers with
+        // exponents, members out of order in a large object, module changes.
+        r#"{"m:c":{"lst":[{"@l":{"m:x":"y"},"l":[null],"k":"a\"b\u00e9","ll":[1,2E3],"@ll":[{"m:a":"b"}],"n:o":{"p":-0.5e-1}}],"e":[null],"@e":{"m:q":"1"},"@":{"m:w":true}}}"#,
+        r#"{"m:c":{"j":1,"i":2,"h":3,"g":4,"f":5,"e":6,"d":7,"c":8,"b":9,"a":10,"k":{"z":"é","y":false}}}"#,
     ];
 
     fn tree_records(doc: &str, schema: &Schemaless) -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -563,6 +569,20 @@ mod tests {
             r#"{"m:c":{"lst":[{"k":"1"}],"lst":[]}}"#,
             r#"{"m:c":{"x":1,"lst":[{"k":"1","k":"2"}]}}"#,
             r#"{"m:c":{"lst":[{"k":"1"}]} x"#,
+            r#"{"m:c":{"d":{},"@d":{"m:a":"1"}}}"#,
+            r#"{"m:c":{"lst":[{"k":"1","@x":{"m:a":"1"}}]}}"#,
+            r#"{"m:c":{"lst":[{"k":"1","l":1,"@l":[{"m:a":"1"}]}]}}"#,
+            r#"{"m:c":{"ll":[1],"@ll":{"m:a":"1"}}}"#,
+            r#"{"m:c":{"ll":[1],"@ll":[{"m:a":"1"},null]}}"#,
+            r#"{"m:c":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"e":10}}"#,
+            r#"{"m:c":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"m:j":10,"j":11}}"#,
+            r#"{"m:c":{"lst":[{"k":"1","@":{},"@":{}}]}}"#,
+            r#"{"m:c":{"lst":[{"k":{}}]}}"#,
+            r#"{"m:c":{"lst":[{"k":null}]}}"#,
+            r#"{"m:c":{"x":"a\qb"}}"#,
+            r#"{"m:c":{"x":01}}"#,
+            r#"{"m:c":{"x":"\ud800"}}"#,
+            r#"{"m:c":{"lst":[{"k":"1","9x":1}]}}"#,
         ] {
             let tree = parse_str(doc, &schema).unwrap_err().to_string();
             let streamed = parse_fragments(doc, &schema, Datastore::Running).unwrap_err().to_string();

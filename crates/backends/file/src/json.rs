@@ -47,7 +47,7 @@ fn member_name(ds: Datastore) -> String {
 
 /// The datastore whose fragments or order index a key belongs to, if any.
 fn keyspace(k: &[u8]) -> Option<(bool, Datastore)> {
-    let ds = Datastore::ALL.into_iter().find(|&ds| k.get(1) == keys::data_prefix(ds).get(1))?;
+    let ds = Datastore::ALL.into_iter().find(|&ds| k.get(1) == Some(&ds.code()))?;
     match k.first() {
         Some(0x10) => Some((true, ds)),
         Some(0x20) => Some((false, ds)),
@@ -70,7 +70,9 @@ pub fn encode(map: &Map, revision: u64) -> Result<Vec<u8>> {
     let mut lists = Schemaless::default();
     let mut raw: Vec<(&[u8], &[u8])> = Vec::new();
     let mut data_len = [0usize; Datastore::ALL.len()];
+    let mut raw_len = 0;
     for (k, v) in map {
+        raw_len += k.len() + v.len();
         if k == keys::FORMAT && *v == keys::FORMAT_VERSION.to_be_bytes() {
             continue; // implied by the file
         }
@@ -90,7 +92,6 @@ pub fn encode(map: &Map, revision: u64) -> Result<Vec<u8>> {
             None => raw.push((k, v)),
         }
     }
-    let raw_len: usize = map.iter().map(|(k, v)| k.len() + v.len()).sum();
     let mut out = Vec::with_capacity(raw_len + raw_len / 2 + 256);
     out.extend_from_slice(
         format!("{{\"{STORE}\":{{\"format\":{VERSION},\"revision\":{revision},\"lists\":{{").as_bytes(),
@@ -196,6 +197,9 @@ pub fn decode(bytes: &[u8]) -> Result<(Map, u64)> {
         };
         let mut data = stream::parse_fragments(value, &schema, ds)
             .map_err(|e| corrupted(format!("{}: {}", m.name, json::offset_error(e, m))))?;
+        if data.len() > records.len() {
+            std::mem::swap(&mut records, &mut data); // append the shorter one
+        }
         records.append(&mut data);
     }
     // Records are nearly sorted (fragments in document order): the sort that

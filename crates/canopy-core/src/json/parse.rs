@@ -12,6 +12,8 @@ use crate::schema::{NodeKind, Schema};
 use crate::tree::{Container, Insert, LeafListEntry, List, ListInfo, Name, Node};
 use crate::value::{Meta, Value};
 
+use super::view::{Flat, NodeView, Scalar, Target};
+
 /// Size of the read buffer.
 const BUF_SIZE: usize = 64 * 1024;
 
@@ -43,6 +45,28 @@ const STRING_STOP: [bool; 256] = {
     t[b'\\' as usize] = true;
     t
 };
+
+/// Bytes [`Reader::skip_value`] looks at outside strings: brackets, quotes,
+/// commas, newlines and bytes outside ASCII (for line and column).
+const SKIP_STOP: [bool; 256] = skip_stops(b"\"{}[],\n");
+
+/// Bytes [`Reader::skip_value`] looks at inside strings.
+const SKIP_STOP_IN_STRING: [bool; 256] = skip_stops(b"\"\\\n");
+
+const fn skip_stops(bytes: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut i = 0x80;
+    while i < 256 {
+        t[i] = true;
+        i += 1;
+    }
+    let mut j = 0;
+    while j < bytes.len() {
+        t[bytes[j] as usize] = true;
+        j += 1;
+    }
+    t
+}
 
 /// The tokenizer: buffered bytes with line/column tracking.
 struct Reader<R> {
@@ -182,6 +206,9 @@ impl<R: Read> Reader<R> {
         let start = self.here();
         self.expect(b'"', "a string")?;
         self.scratch.clear();
+        // Whether a raw byte outside ASCII came: only then can the text be
+        // invalid UTF-8 (escapes always give valid UTF-8).
+        let mut raw_high = false;
         loop {
             let from = self.pos;
             let mut i = from;
@@ -192,6 +219,7 @@ impl<R: Read> Reader<R> {
             }
             self.scratch.extend_from_slice(&self.buf[from..i]);
             if high & 0x80 != 0 {
+                raw_high = true;
                 self.cont += self.buf[from..i].iter().filter(|&&b| b & 0xC0 == 0x80).count() as u64;
             }
             self.pos = i;
@@ -217,7 +245,7 @@ impl<R: Read> Reader<R> {
                 }
             }
         }
-        if std::str::from_utf8(&self.scratch).is_err() {
+        if raw_high && std::str::from_utf8(&self.scratch).is_err() {
             return Err(self.err_at(start, "invalid UTF-8 in string"));
         }
         Ok(start)
@@ -226,8 +254,13 @@ impl<R: Read> Reader<R> {
     /// Reads a string; returns it with the position of its opening quote.
     fn string(&mut self) -> Result<(String, Pos)> {
         let at = self.string_to_scratch()?;
-        let s = std::str::from_utf8(&self.scratch).map_err(|_| self.err_at(at, "invalid UTF-8 in string"))?;
-        Ok((s.to_owned(), at))
+        Ok((self.scratch_str().to_owned(), at))
+    }
+
+    /// The token in `scratch`, which [`Reader::string_to_scratch`] and
+    /// [`Reader::number_to_scratch`] leave as UTF-8.
+    fn scratch_str(&self) -> &str {
+        std::str::from_utf8(&self.scratch).unwrap_or_default()
     }
 
     /// Decodes one escape sequence; the backslash is next.
@@ -291,6 +324,12 @@ impl<R: Read> Reader<R> {
     /// Reads a number (first byte `-` or a digit is next); returns its text with
     /// a lower-case exponent.
     fn number(&mut self) -> Result<String> {
+        self.number_to_scratch()?;
+        Ok(self.scratch_str().to_owned())
+    }
+
+    /// Reads a number into `scratch`, as [`Reader::number`].
+    fn number_to_scratch(&mut self) -> Result<()> {
         let at = self.here();
         self.scratch.clear();
         loop {
@@ -309,9 +348,10 @@ impl<R: Read> Reader<R> {
             let text = String::from_utf8_lossy(&self.scratch);
             return Err(self.err_at(at, format!("invalid number `{text}`: {why}")));
         }
-        let mut s = String::with_capacity(self.scratch.len());
-        s.extend(self.scratch.iter().map(|&b| if b == b'E' { 'e' } else { b as char }));
-        Ok(s)
+        if let Some(e) = self.scratch.iter_mut().find(|b| **b == b'E') {
+            *e = b'e';
+        }
+        Ok(())
     }
 
     /// Reads `true`, `false` or `null` (a letter is next); anything else is an error.
@@ -346,6 +386,19 @@ impl<R: Read> Reader<R> {
         let mut escaped = false;
         while self.fill()? {
             while self.pos < self.end {
+                if !escaped {
+                    // Runs of bytes that change nothing here (no newline, no
+                    // UTF-8 continuation byte) go in one sweep.
+                    let stop = if in_string { &SKIP_STOP_IN_STRING } else { &SKIP_STOP };
+                    let mut i = self.pos;
+                    while i < self.end && !stop[self.buf[i] as usize] {
+                        i += 1;
+                    }
+                    self.pos = i;
+                    if i == self.end {
+                        break;
+                    }
+                }
                 let b = self.buf[self.pos];
                 if in_string {
                     if escaped {
@@ -528,6 +581,8 @@ impl ObjectState {
 /// What one member's value became.
 enum Parsed {
     Node(Node),
+    /// A leaf, its text (strings and numbers) in the reader's `scratch`.
+    Scalar(Scalar),
     /// An empty array the schema does not know as a list: no data.
     Dropped,
     /// A container or list handed to the [`Emit`] receiver.
@@ -551,16 +606,86 @@ pub trait Emit {
     fn begin_list(&mut self, name: &str, info: &ListInfo);
     /// An entry of the list begun last begins.
     fn begin_entry(&mut self);
-    /// The container or entry begun last ends with `node`'s metadata and inline
-    /// children.
+    /// The container or entry begun last ends with its metadata and inline
+    /// children, borrowed from the parser for the call.
     ///
     /// # Errors
     /// A reason the node is refused (a list entry whose keys repeat an
     /// earlier entry's, say); the parser fails with it, placed where the
     /// node starts.
-    fn end(&mut self, node: Container) -> std::result::Result<(), String>;
+    fn end(&mut self, node: NodeView<'_>) -> std::result::Result<(), String>;
     /// The list begun last ends.
     fn end_list(&mut self);
+}
+
+/// Where the members of an object go: a [`Container`] when building a tree,
+/// a reused [`Flat`] when emitting.
+trait Sink {
+    fn contains(&self, name: &str) -> bool;
+    fn meta_mut(&mut self) -> &mut Meta;
+    /// Adds leaf `name` (not present yet) holding scalar `s` with text `text`.
+    fn put_scalar(&mut self, name: &str, s: Scalar, text: &str);
+    /// Adds member `name` (not present yet).
+    fn put_node(&mut self, name: &str, node: Node);
+    fn target(&mut self, name: &str) -> Option<Target<'_>>;
+}
+
+impl Sink for Container {
+    fn contains(&self, name: &str) -> bool {
+        self.children.contains_key(name)
+    }
+
+    fn meta_mut(&mut self) -> &mut Meta {
+        &mut self.meta
+    }
+
+    fn put_scalar(&mut self, name: &str, s: Scalar, text: &str) {
+        self.children.insert(name.to_owned(), Node::leaf(scalar_value(s, text)));
+    }
+
+    fn put_node(&mut self, name: &str, node: Node) {
+        self.children.insert(name.to_owned(), node);
+    }
+
+    fn target(&mut self, name: &str) -> Option<Target<'_>> {
+        Some(match self.children.get_mut(name)? {
+            Node::Leaf { meta, .. } | Node::AnyData { meta, .. } => Target::Node(meta),
+            Node::LeafList(entries) => Target::LeafList(entries),
+            Node::Container(_) | Node::List(_) => Target::Branch,
+        })
+    }
+}
+
+impl Sink for Flat {
+    fn contains(&self, name: &str) -> bool {
+        Flat::contains(self, name)
+    }
+
+    fn meta_mut(&mut self) -> &mut Meta {
+        &mut self.meta
+    }
+
+    fn put_scalar(&mut self, name: &str, s: Scalar, text: &str) {
+        self.push_scalar(name, s, text);
+    }
+
+    fn put_node(&mut self, name: &str, node: Node) {
+        self.push_node(name, node);
+    }
+
+    fn target(&mut self, name: &str) -> Option<Target<'_>> {
+        Flat::target(self, name)
+    }
+}
+
+fn scalar_value(s: Scalar, text: &str) -> Value {
+    match s {
+        Scalar::String => Value::String(text.to_owned()),
+        Scalar::Number => Value::Number(text.to_owned()),
+        Scalar::True => Value::Bool(true),
+        Scalar::False => Value::Bool(false),
+        Scalar::Empty => Value::Empty,
+    }
 }
 
 /// An annotation member (`"@name": ...`) waiting for the end of its object,
@@ -587,11 +712,13 @@ struct Parser<'s, R> {
     depth: usize,
     /// Where containers and lists go instead of into the tree, if anywhere.
     emit: Option<&'s mut dyn Emit>,
+    /// Emitting: buffers of the objects being parsed, reused.
+    flats: Vec<Flat>,
 }
 
 impl<'s, R: Read> Parser<'s, R> {
     fn new(input: R, capacity: usize, schema: &'s dyn Schema) -> Self {
-        Parser { rd: Reader::new(input, capacity), schema, sp: String::new(), depth: 0, emit: None }
+        Parser { rd: Reader::new(input, capacity), schema, sp: String::new(), depth: 0, emit: None, flats: Vec::new() }
     }
 
     /// The local name of the member being parsed and the receiver, if any.
@@ -643,7 +770,7 @@ impl<'s, R: Read> Parser<'s, R> {
     /// Parses the members of an object whose `{` was consumed, up to and
     /// including its `}`, into `out`. `module` is the module of the object's node.
     /// With `only`, the object must hold just that member (and its annotation).
-    fn object_into(&mut self, out: &mut Container, module: Option<&str>, only: Option<&str>) -> Result<()> {
+    fn object_into<S: Sink>(&mut self, out: &mut S, module: Option<&str>, only: Option<&str>) -> Result<()> {
         self.enter()?;
         let mut state = ObjectState::default();
         if self.rd.peek()? == Some(b'}') {
@@ -676,21 +803,71 @@ impl<'s, R: Read> Parser<'s, R> {
     }
 
     /// One `"name": value` member of an object.
-    fn member(
+    fn member<S: Sink>(
         &mut self,
-        out: &mut Container,
+        out: &mut S,
         module: Option<&str>,
         only: Option<&str>,
         state: &mut ObjectState,
     ) -> Result<()> {
-        let (raw, at) = self.rd.string()?;
+        let at = self.rd.string_to_scratch()?;
         self.rd.expect(b':', "`:` after the member name")?;
+        if self.rd.scratch.first() == Some(&b'@') {
+            let raw = self.rd.scratch_str().to_owned();
+            return self.annotation_member(out, module, state, raw, at);
+        }
+        let raw = self.rd.scratch_str();
+        if !path::is_valid_name(raw) {
+            return Err(self.rd.err_at(at, format!("invalid member name `{raw}`")));
+        }
+        // Canonical: without the prefix when it is the parent's module.
+        let name = match raw.split_once(':') {
+            Some((m, local)) if Some(m) == module => local,
+            _ => raw,
+        };
+        if let Some(only) = only {
+            if name != only {
+                return Err(self.rd.err_at(at, format!("expected only member `{only}`, found `{name}`")));
+            }
+        }
+        if out.contains(name) || state.dropped.iter().any(|d| d == name) || state.emitted(name) {
+            return Err(self.rd.err_at(at, format!("duplicate member `{name}`")));
+        }
+        // The module changes only where a name has a prefix: rare.
+        let own_module = name.split_once(':').map(|(m, _)| m.to_owned());
+        let sp_len = self.sp.len();
+        self.sp.push('/');
+        self.sp.push_str(name);
+        let node = self.value(own_module.as_deref().or(module))?;
+        let name = &self.sp[sp_len + 1..];
+        match node {
+            Parsed::Scalar(s) => out.put_scalar(name, s, self.rd.scratch_str()),
+            Parsed::Node(node) => out.put_node(name, node),
+            Parsed::Dropped => state.dropped.push(name.to_owned()),
+            Parsed::Emitted => {
+                let at = state.emitted.partition_point(|n| n.as_str() < name);
+                state.emitted.insert(at, name.to_owned());
+            }
+        }
+        self.sp.truncate(sp_len);
+        Ok(())
+    }
+
+    /// An annotation member, `"@": {...}` or `"@name": ...`; `raw` is its name.
+    fn annotation_member<S: Sink>(
+        &mut self,
+        out: &mut S,
+        module: Option<&str>,
+        state: &mut ObjectState,
+        raw: String,
+        at: Pos,
+    ) -> Result<()> {
         if raw == "@" {
             if std::mem::replace(&mut state.seen_meta, true) {
                 return Err(self.rd.err_at(at, "duplicate member `@`"));
             }
             let meta = self.annotations()?;
-            out.meta.extend(meta);
+            out.meta_mut().extend(meta);
             return Ok(());
         }
         if let Some(target) = raw.strip_prefix('@') {
@@ -711,52 +888,20 @@ impl<'s, R: Read> Parser<'s, R> {
                 }
             };
             state.pending.push(PendingMeta { target, at, meta });
-            return Ok(());
-        }
-        if !path::is_valid_name(&raw) {
-            return Err(self.rd.err_at(at, format!("invalid member name `{raw}`")));
-        }
-        let name = canonical(raw, module);
-        if let Some(only) = only {
-            if name != only {
-                return Err(self.rd.err_at(at, format!("expected only member `{only}`, found `{name}`")));
-            }
-        }
-        if out.children.contains_key(&name) || state.dropped.contains(&name) || state.emitted(&name) {
-            return Err(self.rd.err_at(at, format!("duplicate member `{name}`")));
-        }
-        let child_module = match name.split_once(':') {
-            Some((m, _)) => Some(m),
-            None => module,
-        };
-        let sp_len = self.sp.len();
-        self.sp.push('/');
-        self.sp.push_str(&name);
-        let node = self.value(child_module)?;
-        self.sp.truncate(sp_len);
-        match node {
-            Parsed::Node(node) => {
-                out.children.insert(name, node);
-            }
-            Parsed::Dropped => state.dropped.push(name),
-            Parsed::Emitted => {
-                let at = state.emitted.partition_point(|n| *n < name);
-                state.emitted.insert(at, name);
-            }
         }
         Ok(())
     }
 
     /// Attaches a pending annotation to the member it names.
-    fn apply_meta(&self, out: &mut Container, p: PendingMeta) -> Result<()> {
+    fn apply_meta<S: Sink>(&self, out: &mut S, p: PendingMeta) -> Result<()> {
         let err = |reason: String| Err(self.rd.err_at(p.at, reason));
-        match (out.children.get_mut(&p.target), p.meta) {
+        match (out.target(&p.target), p.meta) {
             (None, _) => err(format!("annotation `@{}` for a member that does not exist", p.target)),
-            (Some(Node::Leaf { meta, .. } | Node::AnyData { meta, .. }), AnnotationValue::Node(m)) => {
+            (Some(Target::Node(meta)), AnnotationValue::Node(m)) => {
                 *meta = m;
                 Ok(())
             }
-            (Some(Node::LeafList(entries)), AnnotationValue::Entries(ms)) => {
+            (Some(Target::LeafList(entries)), AnnotationValue::Entries(ms)) => {
                 if ms.len() > entries.len() {
                     return err(format!(
                         "annotation `@{}` has {} entries, the leaf-list has {}",
@@ -770,13 +915,13 @@ impl<'s, R: Read> Parser<'s, R> {
                 }
                 Ok(())
             }
-            (Some(Node::LeafList(_)), AnnotationValue::Node(_)) => {
+            (Some(Target::LeafList(_)), AnnotationValue::Node(_)) => {
                 err(format!("annotation `@{}` of a leaf-list must be an array", p.target))
             }
-            (Some(Node::Leaf { .. } | Node::AnyData { .. }), AnnotationValue::Entries(_)) => {
+            (Some(Target::Node(_)), AnnotationValue::Entries(_)) => {
                 err(format!("annotation `@{}` of a leaf must be an object", p.target))
             }
-            (Some(Node::Container(_) | Node::List(_)), _) => err(container_annotation(&p.target)),
+            (Some(Target::Branch), _) => err(container_annotation(&p.target)),
         }
     }
 
@@ -862,16 +1007,28 @@ impl<'s, R: Read> Parser<'s, R> {
 
     /// A scalar: string, number, `true`/`false`, or `[null]`.
     fn scalar(&mut self) -> Result<Value> {
+        let s = self.scalar_token()?;
+        Ok(scalar_value(s, self.rd.scratch_str()))
+    }
+
+    /// A scalar, its text (strings and numbers) left in the reader's `scratch`.
+    fn scalar_token(&mut self) -> Result<Scalar> {
         match self.rd.peek()? {
-            Some(b'"') => Ok(Value::String(self.rd.string()?.0)),
-            Some(b'-' | b'0'..=b'9') => Ok(Value::Number(self.rd.number()?)),
+            Some(b'"') => {
+                self.rd.string_to_scratch()?;
+                Ok(Scalar::String)
+            }
+            Some(b'-' | b'0'..=b'9') => {
+                self.rd.number_to_scratch()?;
+                Ok(Scalar::Number)
+            }
             Some(b'[') => {
                 self.empty_value()?;
-                Ok(Value::Empty)
+                Ok(Scalar::Empty)
             }
             Some(b) if b.is_ascii_alphabetic() => match self.rd.literal()? {
-                Literal::True => Ok(Value::Bool(true)),
-                Literal::False => Ok(Value::Bool(false)),
+                Literal::True => Ok(Scalar::True),
+                Literal::False => Ok(Scalar::False),
                 Literal::Null => Err(self.null_error()),
             },
             found => Err(self.rd.err(format!("expected a value, found {}", self.rd.describe(found)))),
@@ -920,25 +1077,38 @@ impl<'s, R: Read> Parser<'s, R> {
                 self.rd.bump();
                 if let Some((emit, name)) = self.emitting() {
                     emit.begin_container(name);
+                    self.emit_object(module, at, &[])?;
+                    return Ok(Parsed::Emitted);
                 }
                 let mut c = Container::default();
                 self.object_into(&mut c, module, None)?;
-                match self.emit.as_mut() {
-                    Some(emit) => {
-                        emit.end(c).map_err(|reason| self.rd.err_at(at, reason))?;
-                        Ok(Parsed::Emitted)
-                    }
-                    None => Ok(Parsed::Node(Node::Container(c))),
-                }
+                Ok(Parsed::Node(Node::Container(c)))
             }
             Some(b'[') => self.array(kind, module),
             _ => {
                 if let Some(k @ (NodeKind::List | NodeKind::Container | NodeKind::LeafList)) = kind {
                     return Err(self.mismatch(k, "a scalar"));
                 }
-                Ok(Parsed::Node(Node::leaf(self.scalar()?)))
+                Ok(Parsed::Scalar(self.scalar_token()?))
             }
         }
+    }
+
+    /// Emitting: parses the members of an object whose `{` was consumed (it
+    /// started at `at`) and hands them to the receiver. A list entry must
+    /// hold its `keys` as leaves.
+    fn emit_object(&mut self, module: Option<&str>, at: Pos, keys: &[String]) -> Result<()> {
+        let mut flat = self.flats.pop().unwrap_or_default();
+        flat.clear();
+        self.object_into(&mut flat, module, None)?;
+        if let Some(k) = keys.iter().find(|k| !flat.is_leaf(k)) {
+            return Err(self.rd.err_at(at, format!("list entry is missing key leaf `{k}`")));
+        }
+        if let Some(emit) = self.emit.as_mut() {
+            emit.end(NodeView::new(&flat)).map_err(|reason| self.rd.err_at(at, reason))?;
+        }
+        self.flats.push(flat);
+        Ok(())
     }
 
     fn mismatch(&self, kind: NodeKind, found: &str) -> Error {
@@ -1037,14 +1207,7 @@ impl<'s, R: Read> Parser<'s, R> {
             }
             if let Some(emit) = self.emit.as_mut() {
                 emit.begin_entry();
-            }
-            let mut entry = Container::default();
-            self.object_into(&mut entry, module, None)?;
-            if let Some(k) = list.info.keys.iter().find(|k| !matches!(entry.children.get(k), Some(Node::Leaf { .. }))) {
-                return Err(self.rd.err_at(at, format!("list entry is missing key leaf `{k}`")));
-            }
-            if let Some(emit) = self.emit.as_mut() {
-                emit.end(entry).map_err(|reason| self.rd.err_at(at, reason))?;
+                self.emit_object(module, at, &list.info.keys)?;
                 if !self.comma_or_close(b']')? {
                     if let Some(emit) = self.emit.as_mut() {
                         emit.end_list();
@@ -1052,6 +1215,11 @@ impl<'s, R: Read> Parser<'s, R> {
                     return Ok(None);
                 }
                 continue;
+            }
+            let mut entry = Container::default();
+            self.object_into(&mut entry, module, None)?;
+            if let Some(k) = list.info.keys.iter().find(|k| !matches!(entry.children.get(k), Some(Node::Leaf { .. }))) {
+                return Err(self.rd.err_at(at, format!("list entry is missing key leaf `{k}`")));
             }
             // The entry moves into the list, so the message takes the key
             // values from the list's error rather than copying them up front.
