@@ -160,77 +160,100 @@ fn holds_path(c: &Container, segs: &[canopy_core::Segment]) -> bool {
 /// The subscribers a transaction's changes concern, with the indexes of the
 /// changes each one sees. Empty when nobody is subscribed.
 pub(crate) struct Matched {
-    /// Each subscriber with the indexes of its changes (`None`: all of them).
-    subs: Vec<(Arc<Entry>, Option<Vec<u32>>)>,
+    /// Each subscriber with the index of its changes in `picks`.
+    subs: Vec<(Arc<Entry>, usize)>,
+    /// The changes of each distinct subtree: indexes into the transaction's
+    /// changes, `None` for all of them. Subscribers of one subtree share one.
+    picks: Vec<Option<Vec<u32>>>,
 }
 
 impl Matched {
     pub fn find(hub: &Hub, ds: Datastore, changes: &[Change]) -> Matched {
         let all = hub.subscribers();
+        let mut m = Matched { subs: Vec::new(), picks: Vec::new() };
         if all.is_empty() {
-            return Matched { subs: Vec::new() };
+            return m;
         }
-        let subs = all
-            .iter()
-            .filter(|e| e.ds == ds)
-            .filter_map(|e| {
-                if e.subtree.is_root() || changes.iter().all(|c| concerns(&e.subtree, c)) {
-                    return Some((e.clone(), None));
+        // Subtrees already matched: (subtree, index into picks, any change).
+        let mut seen: Vec<(&Path, usize, bool)> = Vec::new();
+        for e in all.iter().filter(|e| e.ds == ds) {
+            let (at, any) = match seen.iter().find(|(p, _, _)| **p == e.subtree) {
+                Some(&(_, at, any)) => (at, any),
+                None => {
+                    let pick = if e.subtree.is_root() || changes.iter().all(|c| concerns(&e.subtree, c)) {
+                        None
+                    } else {
+                        Some(
+                            (0..changes.len() as u32).filter(|&i| concerns(&e.subtree, &changes[i as usize])).collect(),
+                        )
+                    };
+                    let any = pick.as_ref().is_none_or(|p: &Vec<u32>| !p.is_empty());
+                    m.picks.push(pick);
+                    seen.push((&e.subtree, m.picks.len() - 1, any));
+                    (m.picks.len() - 1, any)
                 }
-                let picked: Vec<u32> =
-                    (0..changes.len() as u32).filter(|&i| concerns(&e.subtree, &changes[i as usize])).collect();
-                (!picked.is_empty()).then_some((e.clone(), Some(picked)))
-            })
-            .collect();
-        Matched { subs }
+            };
+            if any {
+                m.subs.push((e.clone(), at));
+            }
+        }
+        m
     }
 
-    fn event<'a>(
-        e: &'a Entry,
-        picked: &'a Option<Vec<u32>>,
-        changes: &'a [Change],
-        revision: Option<u64>,
-    ) -> ChangeEvent<'a> {
-        ChangeEvent { datastore: e.ds, subtree: &e.subtree, revision, all: changes, picked: picked.as_deref() }
+    fn event<'a>(&'a self, e: &'a Entry, at: usize, changes: &'a [Change], revision: Option<u64>) -> ChangeEvent<'a> {
+        ChangeEvent { datastore: e.ds, subtree: &e.subtree, revision, all: changes, picked: self.picks[at].as_deref() }
     }
 
     /// Runs the validate phase. On a rejection, the subscribers that had
     /// accepted are told to abort and the rejection is returned.
     pub fn validate(&self, conn: u64, changes: &[Change]) -> Result<()> {
-        for (n, (e, picked)) in self.subs.iter().enumerate() {
-            let ev = Self::event(e, picked, changes, None);
-            let verdict = match in_callback(conn, || catch_unwind(AssertUnwindSafe(|| e.subscriber.validate(&ev)))) {
-                Ok(v) => v,
-                Err(panic) => Err(format!("the subscriber panicked: {}", panic_text(&*panic))),
-            };
-            if let Err(reason) = verdict {
-                self.abort_first(conn, n, changes);
-                return Err(Error::Rejected { subtree: e.subtree.to_string(), datastore: e.ds, reason });
-            }
+        if self.subs.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        in_callback(conn, || {
+            for (n, (e, at)) in self.subs.iter().enumerate() {
+                let ev = self.event(e, *at, changes, None);
+                let verdict = match catch_unwind(AssertUnwindSafe(|| e.subscriber.validate(&ev))) {
+                    Ok(v) => v,
+                    Err(panic) => Err(format!("the subscriber panicked: {}", panic_text(&*panic))),
+                };
+                if let Err(reason) = verdict {
+                    self.abort_first(n, changes);
+                    return Err(Error::Rejected { subtree: e.subtree.to_string(), datastore: e.ds, reason });
+                }
+            }
+            Ok(())
+        })
     }
 
-    /// Tells the first `n` subscribers that the transaction is not stored.
-    fn abort_first(&self, conn: u64, n: usize, changes: &[Change]) {
-        for (e, picked) in self.subs[..n].iter().rev() {
-            let ev = Self::event(e, picked, changes, None);
-            let _ = in_callback(conn, || catch_unwind(AssertUnwindSafe(|| e.subscriber.abort(&ev))));
+    /// Tells the first `n` subscribers that the transaction is not stored
+    /// (inside [`in_callback`]).
+    fn abort_first(&self, n: usize, changes: &[Change]) {
+        for (e, at) in self.subs[..n].iter().rev() {
+            let ev = self.event(e, *at, changes, None);
+            let _ = catch_unwind(AssertUnwindSafe(|| e.subscriber.abort(&ev)));
         }
     }
 
     /// Storing failed after every subscriber validated.
     pub fn abort(&self, conn: u64, changes: &[Change]) {
-        self.abort_first(conn, self.subs.len(), changes);
+        if !self.subs.is_empty() {
+            in_callback(conn, || self.abort_first(self.subs.len(), changes));
+        }
     }
 
     /// The transaction is stored at `revision`. A panicking subscriber does
     /// not stop the others (the transaction is committed already).
     pub fn apply(&self, conn: u64, changes: &[Change], revision: u64) {
-        for (e, picked) in &self.subs {
-            let ev = Self::event(e, picked, changes, Some(revision));
-            let _ = in_callback(conn, || catch_unwind(AssertUnwindSafe(|| e.subscriber.apply(&ev))));
+        if self.subs.is_empty() {
+            return;
         }
+        in_callback(conn, || {
+            for (e, at) in &self.subs {
+                let ev = self.event(e, *at, changes, Some(revision));
+                let _ = catch_unwind(AssertUnwindSafe(|| e.subscriber.apply(&ev)));
+            }
+        })
     }
 }
 
