@@ -455,12 +455,22 @@ impl Store {
     pub(crate) fn push(&self, edits: Vec<Edit>) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
-        let schema = self.learned_schema()?;
+        // Paths and values are checked and made canonical by the YANG schema
+        // when there is one, and lists keyed as the store knows them.
+        let (base, yang) = {
+            let snap = self.backend().snapshot()?;
+            (self.schema_at(&*snap)?, self.yang_at(&*snap)?)
+        };
+        let edits = crate::yang::normalize_edits(yang.as_deref(), Datastore::Operational, edits)?;
+        let mut schema = (*base).clone();
+        let mut learned = Vec::new();
         let mut pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
         let tree = pushed.entry(self.conn.id).or_default();
         let mut changes = Vec::new();
         for e in edits {
-            match canopy_core::edit::apply_edit_owned(tree, e, &*schema) {
+            crate::store::learn_edit(&mut schema, &mut learned, &e, tree);
+            let typed = crate::store::Typed { lists: &schema, yang: yang.as_deref() };
+            match canopy_core::edit::apply_edit_owned(tree, e, &typed) {
                 Ok(c) => changes.extend(c),
                 Err(err) => {
                     crate::store::undo(tree, &changes);

@@ -164,7 +164,7 @@ impl Store {
     }
 
     /// The learned list info valid for `snap`.
-    fn schema_at(&self, snap: &dyn Snapshot) -> Result<Arc<Schemaless>> {
+    pub(crate) fn schema_at(&self, snap: &dyn Snapshot) -> Result<Arc<Schemaless>> {
         {
             let g = self.schema.read().map_err(|_| poisoned())?;
             if g.0 == snap.revision() {
@@ -194,11 +194,6 @@ impl Store {
         let mut g = self.control.write().map_err(|_| poisoned())?;
         *g = (snap.revision(), c.clone());
         Ok(c)
-    }
-
-    /// The learned list info of the current revision.
-    pub(crate) fn learned_schema(&self) -> Result<Arc<Schemaless>> {
-        self.schema_now()
     }
 
     /// The learned list info of the current revision.
@@ -541,9 +536,9 @@ impl Store {
 
 /// The schema edits are applied with: lists as known (learned or from YANG),
 /// values in paths typed by the YANG schema if there is one.
-struct Typed<'a> {
-    lists: &'a Schemaless,
-    yang: Option<&'a YangSchema>,
+pub(crate) struct Typed<'a> {
+    pub(crate) lists: &'a Schemaless,
+    pub(crate) yang: Option<&'a YangSchema>,
 }
 
 impl Schema for Typed<'_> {
@@ -669,7 +664,12 @@ fn load_all(snap: &dyn Snapshot, ds: Datastore, schema: &Schemaless) -> Result<C
 /// position); lists in the edit's value give theirs. A list that `tree` holds
 /// as keyless (imported without declared keys) is not taught keys: key
 /// predicates select among its entries instead. New lists go to `learned`.
-fn learn_edit(schema: &mut Schemaless, learned: &mut Vec<(String, ListInfo)>, edit: &Edit, tree: &Container) {
+pub(crate) fn learn_edit(
+    schema: &mut Schemaless,
+    learned: &mut Vec<(String, ListInfo)>,
+    edit: &Edit,
+    tree: &Container,
+) {
     let mut teach = |schema: &mut Schemaless, sp: String, info: ListInfo| {
         if !schema.lists.contains_key(&sp) {
             schema.lists.insert(sp.clone(), info.clone());

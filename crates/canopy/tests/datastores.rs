@@ -316,3 +316,33 @@ fn providers_supply_state_when_their_subtree_is_read() {
     // Configuration datastores never call providers.
     assert_eq!(other.running().count("/m:sys").unwrap(), 1);
 }
+
+#[test]
+fn pushed_state_is_typed_and_keyed_by_the_yang_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in urls(&dir) {
+        let store = Store::open(&url).unwrap();
+        store.schema_add_texts(&[("perf.yang".into(), canopy_yang::PERF_YANG.into())], &[]).unwrap();
+        store.running().set("/perf:cont/lst[k1='1'][k2='a']/l", s("config")).unwrap();
+        let app = Store::open(&url).unwrap();
+        let oper = app.session(Datastore::Operational);
+        // `01` is the uint32 1: the pushed entry is running's entry.
+        oper.set("/perf:cont/lst[k1='01'][k2='a']/l", s("state")).unwrap();
+        oper.set("/perf:cont/lst[k1='2'][k2='b']/l", s("state")).unwrap();
+        let view = store.session(Datastore::Operational);
+        assert_eq!(view.count("/perf:cont/lst").unwrap(), 2, "{url}");
+        assert_eq!(
+            to_string(
+                &view.get("/perf:cont/lst[k1='1'][k2='a']/l", Default::default()).unwrap(),
+                &WriteOptions::default()
+            ),
+            r#"{"perf:cont":{"@":{"ietf-origin:origin":"ietf-origin:intended"},"lst":[{"k1":1,"k2":"a","l":"state","@l":{"ietf-origin:origin":"ietf-origin:unknown"}}]}}"#
+        );
+        // Values and paths are checked as in any datastore.
+        assert!(matches!(
+            oper.set("/perf:cont/lst[k1='x'][k2='a']/l", s("v")),
+            Err(Error::Data(_) | Error::Invalid(_))
+        ));
+        assert!(oper.set("/perf:cont/nope", s("v")).is_err());
+    }
+}
