@@ -91,19 +91,6 @@ fn hash_path(n: usize) -> String {
     format!("/perf:cont/lst[k1='{m}'][k2='str{m}']/l")
 }
 
-fn lst_json(n: usize) -> String {
-    let mut s = String::with_capacity(n * 40 + 32);
-    s.push_str("{\"perf:cont\":{\"lst\":[");
-    for i in 0..n {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str(&format!("{{\"k1\":{i},\"k2\":\"str{i}\",\"l\":\"l{i}\"}}"));
-    }
-    s.push_str("]}}");
-    s
-}
-
 fn usr_json(n: usize) -> String {
     let mut s = String::with_capacity(n * 24 + 32);
     s.push_str("{\"perf:cont\":{\"usr-lst\":[");
@@ -718,7 +705,7 @@ fn raw_pairs(n: usize, usr: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
 /// Store errors; a row whose result is wrong.
 pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     let n = size as usize;
-    let json = lst_json(n);
+    let json = crate::core_suite::perf_json(n);
     let main_dir = cx.fresh_dir()?;
     let main = open_store(&cx.url(&main_dir, "commit", false))?;
     main.running().import(json.as_bytes(), Operation::Merge)?;
