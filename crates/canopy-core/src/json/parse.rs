@@ -562,6 +562,9 @@ fn check_number(s: &[u8]) -> std::result::Result<(), &'static str> {
 struct ObjectState {
     /// Annotations, applied at the end of the object.
     pending: Vec<PendingMeta>,
+    /// The members the pending annotations name, once there are many (a
+    /// linear check per annotation would make large objects quadratic).
+    pending_targets: std::collections::HashSet<Name>,
     /// Whether the object's own `"@"` member was seen.
     seen_meta: bool,
     /// Members dropped because they held no data (empty arrays), still names
@@ -875,7 +878,15 @@ impl<'s, R: Read> Parser<'s, R> {
                 return Err(self.rd.err_at(at, format!("invalid member name `{raw}`")));
             }
             let target = canonical(target.to_owned(), module);
-            if state.pending.iter().any(|p| p.target == target) {
+            let duplicate = match state.pending.len() {
+                0..16 => state.pending.iter().any(|p| p.target == target),
+                16 => {
+                    state.pending_targets.extend(state.pending.iter().map(|p| p.target.clone()));
+                    !state.pending_targets.insert(target.clone())
+                }
+                _ => !state.pending_targets.insert(target.clone()),
+            };
+            if duplicate {
                 return Err(self.rd.err_at(at, format!("duplicate member `{raw}`")));
             }
             let meta = match self.rd.peek()? {

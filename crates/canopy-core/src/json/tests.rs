@@ -805,3 +805,30 @@ fn errors_in_a_member_are_placed_in_the_whole_input() {
     let Error::Json { line, column, .. } = offset_error(e, &m[1]) else { panic!() };
     assert_eq!((line, column), (2, 13));
 }
+
+#[test]
+fn many_annotations_in_one_object_are_checked_for_duplicates() {
+    // Beyond a few annotations per object the duplicate check uses a set:
+    // both sides of that switch find a repeated one, and all are applied.
+    for n in [3usize, 16, 17, 40] {
+        let mut doc = String::from("{\"m:c\":{");
+        for i in 0..n {
+            doc.push_str(&format!("\"k{i}\":{i},\"@k{i}\":{{\"m:a\":\"{i}\"}},"));
+        }
+        doc.pop();
+        doc.push_str("}}");
+        let tree = parse_str(&doc, &Schemaless::default()).unwrap();
+        let c = container(&tree, "m:c");
+        for i in 0..n {
+            match child(c, &format!("k{i}")) {
+                Node::Leaf { meta: m, .. } => assert_eq!(*m, meta(&[("m:a", &i.to_string())])),
+                other => panic!("{other:?}"),
+            }
+        }
+        for dup in [0, n - 1] {
+            let bad = format!("{},\"@k{dup}\":{{\"m:a\":\"x\"}}}}}}", &doc[..doc.len() - 2]);
+            let e = parse_str(&bad, &Schemaless::default()).unwrap_err().to_string();
+            assert!(e.contains(&format!("duplicate member `@k{dup}`")), "{n} {dup}: {e}");
+        }
+    }
+}
