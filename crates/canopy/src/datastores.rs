@@ -412,31 +412,35 @@ impl Store {
         let whole = ReadOptions::default();
         // Running's part, with the ancestors it has of what the query reaches
         // (so that configured ancestors of state read alone show as intended).
-        let mut out = self.with_stored_tree(Datastore::Running, query, |t, schema, _| {
-            let mut out = canopy_core::select(&t, &query.evaluate(&t));
-            let reach = query.instance_prefix(&|sp| schema.list_info(sp));
-            let mut at = reach;
-            while !at.is_root() && t.lookup(&at).is_none() {
-                at = at.parent().unwrap_or_else(Path::root);
-            }
-            if !at.is_root() {
-                let mut skeleton = canopy_core::select(&t, std::slice::from_ref(&at));
-                crate::store::trim_at(&mut skeleton, &at, 0);
-                merge(&mut out, skeleton, "");
-            }
-            out
-        })?;
+        let mut out = self
+            .with_stored_tree(Datastore::Running, query, |t, schema, _| {
+                let mut out = canopy_core::select(&t, &query.evaluate(&t));
+                let reach = query.instance_prefix(&|sp| schema.list_info(sp));
+                let mut at = reach;
+                while !at.is_root() && t.lookup(&at).is_none() {
+                    at = at.parent().unwrap_or_else(Path::root);
+                }
+                if !at.is_root() {
+                    let mut skeleton = canopy_core::select(&t, std::slice::from_ref(&at));
+                    crate::store::trim_at(&mut skeleton, &at, 0);
+                    merge(&mut out, skeleton, "")?;
+                }
+                Ok::<_, String>(out)
+            })?
+            .map_err(|e| Error::Usage(format!("operational view: running's configuration: {e}")))?;
         mark_origin(&mut out, ORIGIN_INTENDED);
         let stored = self.with_stored_tree(Datastore::Operational, query, |t, _, _| {
             crate::store::selection(t, query, whole, None)
         })?;
-        merge(&mut out, stored, ORIGIN_UNKNOWN);
+        merge(&mut out, stored, ORIGIN_UNKNOWN)
+            .map_err(|e| Error::Usage(format!("operational view: the stored state: {e}")))?;
         let pushed: Vec<Container> = {
             let pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
             pushed.values().map(|t| crate::store::selection(Cow::Borrowed(t), query, whole, None)).collect()
         };
         for t in pushed {
-            merge(&mut out, t, ORIGIN_UNKNOWN);
+            merge(&mut out, t, ORIGIN_UNKNOWN)
+                .map_err(|e| Error::Usage(format!("operational view: pushed state: {e}")))?;
         }
         let prefix = query.instance_prefix(&|_| None);
         for p in self.hub.providers() {
@@ -446,7 +450,8 @@ impl Store {
             let tree = subscribe::call_guarded(self.conn.id, || (p.provide)(&p.subtree))
                 .and_then(|r| r)
                 .map_err(|e| Error::Usage(format!("the operational data provider of {} failed: {e}", p.subtree)))?;
-            merge(&mut out, crate::store::selection(Cow::Owned(tree), query, whole, None), ORIGIN_UNKNOWN);
+            merge(&mut out, crate::store::selection(Cow::Owned(tree), query, whole, None), ORIGIN_UNKNOWN)
+                .map_err(|e| Error::Usage(format!("the operational data provider of {}: {e}", p.subtree)))?;
         }
         Ok(out)
     }
@@ -536,18 +541,19 @@ fn set_origin(node: &mut Node, origin: &str, parent: &str) {
 }
 
 /// Merges `src` into `dst` (both from the root): what `src` adds or replaces
-/// gets the origin `origin` (unless it names its own).
-fn merge(dst: &mut Container, src: Container, origin: &str) {
-    merge_container(dst, src, origin, "");
+/// gets the origin `origin` (unless it names its own). Fails on an entry of a
+/// keyed list that lacks its keys (nothing is dropped silently).
+fn merge(dst: &mut Container, src: Container, origin: &str) -> std::result::Result<(), String> {
+    merge_container(dst, src, origin, "")
 }
 
-fn merge_container(dst: &mut Container, src: Container, origin: &str, parent: &str) {
+fn merge_container(dst: &mut Container, src: Container, origin: &str, parent: &str) -> std::result::Result<(), String> {
     let here = own_origin(&dst.meta).unwrap_or(parent).to_string();
     for (name, node) in src.children {
         match (dst.children.get_mut(&name), node) {
-            (Some(Node::Container(d)), Node::Container(s)) => merge_container(d, s, origin, &here),
+            (Some(Node::Container(d)), Node::Container(s)) => merge_container(d, s, origin, &here)?,
             (Some(Node::List(d)), Node::List(s)) if d.info == s.info && !d.info.keys.is_empty() => {
-                merge_list(d, *s, origin, &here)
+                merge_list(d, *s, origin, &here)?
             }
             (Some(Node::LeafList(d)), Node::LeafList(s)) => {
                 for mut e in s {
@@ -567,25 +573,24 @@ fn merge_container(dst: &mut Container, src: Container, origin: &str, parent: &s
             }
         }
     }
+    Ok(())
 }
 
-fn merge_list(dst: &mut List, src: List, origin: &str, parent: &str) {
+fn merge_list(dst: &mut List, src: List, origin: &str, parent: &str) -> std::result::Result<(), String> {
     for mut entry in src.into_entries() {
-        let keys = match dst.keys_of(&entry) {
-            Ok(k) => k,
-            Err(_) => continue,
-        };
+        let keys = dst.keys_of(&entry).map_err(|e| e.to_string())?;
         match dst.get_mut(&keys) {
             Some(d) => {
                 let here = own_origin(&d.meta).unwrap_or(parent).to_string();
-                merge_container(d, entry, origin, &here)
+                merge_container(d, entry, origin, &here)?
             }
             None => {
                 if origin != parent {
                     entry.meta.entry(ORIGIN.into()).or_insert_with(|| origin.to_string());
                 }
-                let _ = dst.insert(entry, &Insert::Last);
+                dst.insert(entry, &Insert::Last).map_err(|e| e.to_string())?;
             }
         }
     }
+    Ok(())
 }

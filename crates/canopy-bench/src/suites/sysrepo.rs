@@ -25,11 +25,6 @@ pub struct Measured {
     pub floor: Option<Cell>,
 }
 
-/// A row that cannot run yet: what it needs.
-pub fn missing(what: &str) -> Result<Measured> {
-    Ok(Measured { canopy: Cell::Missing(what.into()), floor: None })
-}
-
 type RowFn = fn(&mut Env) -> Result<Measured>;
 
 /// The rows in the seed's order.
