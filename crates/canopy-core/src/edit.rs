@@ -236,6 +236,7 @@ fn ensure_container<'a>(
         match &seg.selector {
             Selector::None => {
                 if create_node {
+                    refuse_list_name(&here(), schema)?;
                     out.push(Change::Created {
                         path: here(),
                         node: Subtree::Node(Node::Container(Container::default())),
@@ -602,7 +603,11 @@ fn merge_node(path: &Path, existing: &mut Node, value: Node, out: &mut Vec<Chang
             Ok(())
         }
         (existing, value) => {
-            // Without a schema a node may change kind; the merge then replaces it.
+            // Without a schema a node may change kind; the merge then replaces
+            // it. Not a known list, which stays a list.
+            if !matches!(value, Node::List(_)) {
+                refuse_list_name(path, schema)?;
+            }
             diff::diff_node(path, existing, &value, out);
             *existing = value;
             Ok(())
@@ -641,7 +646,20 @@ fn normalise_new(path: &Path, value: Node, schema: &dyn Schema) -> Result<Node> 
             Some(info) if info != l.info => relist(path, *l, info),
             _ => Ok(Node::List(l)),
         },
-        v => Ok(v),
+        v => {
+            refuse_list_name(path, schema)?;
+            Ok(v)
+        }
+    }
+}
+
+/// A node other than a list may not be created where the schema (or a
+/// learned or declared list) says a list is: it would be stored beside the
+/// list's entries under the same name.
+fn refuse_list_name(path: &Path, schema: &dyn Schema) -> Result<()> {
+    match schema.kind(&path.schema_path()) {
+        Some(crate::schema::NodeKind::List) => Err(Error::invalid(path, "is a list: name an entry with its keys")),
+        _ => Ok(()),
     }
 }
 

@@ -94,6 +94,13 @@ fn edit_strategy() -> impl Strategy<Value = Edit> {
             c.children.insert("x".into(), Node::leaf(Value::String("w".into())));
             Edit { op, path: "/m:c".parse().unwrap(), value: Some(Node::Container(c)), insert: None }
         }),
+        // A list's name used as a container or a leaf: always refused.
+        (prop::sample::select(vec!["/m:c/lst", "/m:c/lst/y", "/m:c/u/v"]), op.clone()).prop_map(|(p, op)| Edit {
+            op,
+            path: p.parse().unwrap(),
+            value: Some(Node::leaf(Value::String("z".into()))),
+            insert: None
+        }),
         op.prop_map(|op| Edit {
             op: if op == Operation::Create { Operation::Remove } else { op },
             path: Path::root(),

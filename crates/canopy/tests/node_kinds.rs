@@ -1,0 +1,92 @@
+//! A name is one kind of node: once a list holds entries under a name (or the
+//! name is a declared or learned list), no edit may store a container or a
+//! leaf of that name beside them, and a container's name cannot take list
+//! entries. Stored data stays readable and `check` stays clean on every
+//! backend, cached and not.
+
+use canopy::{ListInfo, Store, Value};
+
+fn urls(dir: &std::path::Path) -> Vec<String> {
+    let d = dir.display();
+    let mut v = Vec::new();
+    for (n, cache) in ["", "?cache=on"].into_iter().enumerate() {
+        v.push(format!("lmdb:{d}/lmdb{n}{cache}"));
+        if cfg!(feature = "backend-sqlite") {
+            v.push(format!("sqlite:{d}/db{n}.sqlite{cache}"));
+        }
+        if cfg!(feature = "backend-file") {
+            v.push(format!("json:{d}/store{n}.json{cache}"));
+            v.push(format!("snapshot:{d}/store{n}.snap{cache}"));
+        }
+        v.push(format!("memory:kinds{cache}"));
+    }
+    v
+}
+
+fn leaf(s: &str) -> Value {
+    Value::String(s.into())
+}
+
+/// Everything reads, `check` is clean, and the store reopens with the same data.
+fn healthy(url: &str, store: Store) {
+    let before = store.running().get("/", Default::default()).unwrap_or_else(|e| panic!("{url}: get /: {e}"));
+    assert!(store.check().unwrap().is_empty(), "{url}: {:?}", store.check());
+    drop(store);
+    if !url.starts_with("memory:") {
+        let again = Store::open(url).unwrap_or_else(|e| panic!("{url}: reopen: {e}"));
+        assert_eq!(again.running().get("/", Default::default()).unwrap(), before, "{url}");
+    }
+}
+
+fn refused(url: &str, what: &str, r: canopy::Result<canopy::Commit>) {
+    let e = r.err().unwrap_or_else(|| panic!("{url}: {what} was accepted"));
+    assert!(matches!(e, canopy::Error::Data(_)), "{url}: {what}: {e:?}");
+}
+
+#[test]
+fn a_list_name_is_not_a_container_or_leaf() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, url) in urls(dir.path()).into_iter().enumerate() {
+        let url = url.replace("kinds", &format!("kinds{i}"));
+        let store = Store::open(&url).unwrap();
+        let s = store.running();
+        s.set("/m:c/l[k='1']/v", leaf("a")).unwrap();
+        refused(&url, "a container step through the list", s.set("/m:c/l/v", leaf("b")));
+        refused(&url, "a leaf named like the list", s.set("/m:c/l", leaf("5")));
+        let e = s.get_item("/m:c/l[k='1']/v").unwrap();
+        assert!(e.is_some(), "{url}: the entry survived");
+        healthy(&url, store);
+    }
+}
+
+#[test]
+fn a_declared_list_without_entries_is_still_a_list() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, url) in urls(dir.path()).into_iter().enumerate() {
+        let url = url.replace("kinds", &format!("kindsd{i}"));
+        let store = Store::open(&url).unwrap();
+        store.declare_list("/m:c/l", ListInfo::keyed(["k"])).unwrap();
+        let s = store.running();
+        s.set("/m:c/x", leaf("x")).unwrap();
+        refused(&url, "a container named like a declared list", s.set("/m:c/l/v", leaf("b")));
+        refused(&url, "a leaf named like a declared list", s.set("/m:c/l", leaf("5")));
+        s.set("/m:c/l[k='1']/v", leaf("a")).unwrap();
+        healthy(&url, store);
+    }
+}
+
+#[test]
+fn a_container_name_does_not_take_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, url) in urls(dir.path()).into_iter().enumerate() {
+        let url = url.replace("kinds", &format!("kindsc{i}"));
+        let store = Store::open(&url).unwrap();
+        let s = store.running();
+        s.set("/m:c/l/v", leaf("a")).unwrap();
+        refused(&url, "an entry under a container's name", s.set("/m:c/l[k='1']/v", leaf("b")));
+        s.set("/m:c/n", leaf("n")).unwrap();
+        refused(&url, "an entry under a leaf's name", s.set("/m:c/n[k='1']/v", leaf("b")));
+        assert!(s.get_item("/m:c/l/v").unwrap().is_some(), "{url}");
+        healthy(&url, store);
+    }
+}
