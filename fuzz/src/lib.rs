@@ -1,0 +1,108 @@
+//! The checks behind canopy's fuzz targets, one function per target.
+//!
+//! Each takes arbitrary bytes and asserts what must hold for every input:
+//! nothing panics, and what parses prints back to something that parses to
+//! the same value. `cargo fuzz run TARGET` (nightly, cargo-fuzz) drives them
+//! with libFuzzer; `tests/replay.rs` runs them on stable over the seed corpus
+//! in `corpus/TARGET/` and deterministic mutations of it, so CI exercises
+//! every check without a fuzzer.
+
+use std::collections::BTreeMap;
+
+use canopy_core::json::{parse_str, to_string, WriteOptions};
+use canopy_core::{Path, Query, Schemaless};
+use canopy_file::{json::JsonFormat, snapshot::SnapshotFormat, Format};
+use canopy_store::fragment;
+use canopy_store::keys::{self, Datastore};
+
+/// Paths and queries: a canonical path prints to text that parses back to
+/// the same path; a query parses or fails, never panics.
+pub fn path(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let _ = Query::parse(text);
+    let _ = Query::parse_instance(text);
+    if let Ok(p) = text.parse::<Path>() {
+        let printed = p.to_string();
+        let again: Path = printed.parse().unwrap_or_else(|e| panic!("`{printed}` (from `{text}`) does not parse: {e}"));
+        assert_eq!(again, p, "`{text}` printed as `{printed}`");
+        // Every canonical path has a store key, and the key decodes.
+        if let Ok(k) = keys::path_key(&p) {
+            keys::decode_path_key(&k).unwrap_or_else(|e| panic!("key of `{printed}` does not decode: {e}"));
+        }
+    }
+}
+
+/// RFC 7951 JSON: a document that parses writes back to JSON that parses to
+/// the same tree, and the streaming parser that fills stores agrees with the
+/// tree parser on whether the document is acceptable.
+pub fn json(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let schema = Schemaless::default();
+    let tree = parse_str(text, &schema);
+    let streamed = canopy_store::stream::parse_fragments(text, &schema, Datastore::Running);
+    assert_eq!(
+        tree.is_ok(),
+        streamed.is_ok(),
+        "tree parse {:?}, streamed parse {:?}",
+        tree.as_ref().err(),
+        streamed.err()
+    );
+    if let Ok(tree) = tree {
+        let written = to_string(&tree, &WriteOptions::default());
+        let again = parse_str(&written, &schema).unwrap_or_else(|e| panic!("written `{written}` does not parse: {e}"));
+        assert_eq!(again, tree, "`{text}` written as `{written}`");
+    }
+}
+
+/// Stored fragments: bytes that decode re-encode to bytes that decode to the
+/// same container and order key.
+pub fn fragment(data: &[u8]) {
+    let _ = fragment::open(data).map(|(_, _, mut inline)| while let Ok(Some(_)) = inline.next(data) {});
+    if let Ok(d) = fragment::decode(data) {
+        let bytes = fragment::encode(&d.container, d.order.as_deref());
+        let again = fragment::decode(&bytes).unwrap_or_else(|e| panic!("re-encoded fragment does not decode: {e}"));
+        assert_eq!(again.container, d.container);
+        assert_eq!(again.order, d.order);
+    }
+}
+
+/// Whole-file stores: a file either is refused or loads into a key map
+/// that writes back to a file holding the same map and revision. The first
+/// byte picks the format (snapshot, json); the rest is the file.
+pub fn store_file(data: &[u8]) {
+    let Some((&pick, file)) = data.split_first() else { return };
+    let format: &dyn Format = if pick % 2 == 0 { &SnapshotFormat } else { &JsonFormat };
+    let Ok((map, revision)) = format.decode(file) else { return };
+    // Every fragment a loaded file holds is decoded or refused, never a panic.
+    for v in map.values() {
+        let _ = fragment::decode(v);
+    }
+    let Ok(bytes) = format.encode(&map, revision) else { return };
+    let (again, rev) = format
+        .decode(&bytes)
+        .unwrap_or_else(|e| panic!("{} file written from a loaded map does not load: {e}", format.name()));
+    assert_eq!(rev, revision);
+    assert_eq!(again, map);
+}
+
+/// Store keys and control records: decoded or refused, never a panic, and a
+/// decoded key's segment lengths stay within the key.
+pub fn store_key(data: &[u8]) {
+    if let Ok(len) = keys::first_segment_len(data) {
+        assert!(len <= data.len(), "segment of {len} bytes in a key of {}", data.len());
+    }
+    let _ = keys::decode_path_key(data);
+    let _ = canopy_store::treeio::describe_key(data);
+    let _ = keys::decode_list_info("/fuzz", data);
+}
+
+/// The targets by name, for the replay test.
+pub fn targets() -> BTreeMap<&'static str, fn(&[u8])> {
+    BTreeMap::from([
+        ("path", path as fn(&[u8])),
+        ("json", json),
+        ("fragment", fragment),
+        ("store_file", store_file),
+        ("store_key", store_key),
+    ])
+}
