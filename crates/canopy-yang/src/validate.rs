@@ -7,13 +7,17 @@
 //! - min/max-elements and unique of a list or leaf-list an entry was created in
 //!   or deleted from (or, for unique, a leaf of an entry was changed in): the
 //!   list is loaded whole, only for lists that have such a constraint;
-//! - leafrefs whose leaf was set (the target is looked up: one point read when
-//!   it is a list's only key) and those pointing at a deleted or changed
-//!   target (the referring list is loaded);
-//! - must and when on created nodes, changed leaves, their ancestors and their
-//!   siblings, evaluated by libyang on a small data tree made of the enclosing
-//!   list entry (or top-level node) and whatever the expression names by
-//!   absolute path.
+//! - leafrefs whose leaf was set or whose path predicates' key changed (the
+//!   predicates select the target's entry, read by key when they pin it), and
+//!   those pointing at a deleted or changed target (the referring list is
+//!   loaded, each hit re-checked with its predicates);
+//! - instance-identifiers set, and, when the transaction deletes something,
+//!   those whose target lay in a deleted subtree;
+//! - must and when of created and changed nodes and of every node whose
+//!   expressions read a changed node (libyang's atoms of each expression,
+//!   mapped in reverse when the schema is loaded), evaluated by libyang on a
+//!   small data tree made of the node, its ancestors and the instances of
+//!   what its expressions read that it can see.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -86,6 +90,9 @@ impl YangSchema {
         let mut out = std::mem::take(&mut plan.found);
         // Leafrefs whose predicate keys changed are checked like those set.
         for ((_, lr), base) in std::mem::take(&mut plan.key_changes) {
+            if !self.model.nodes[lr].leafref.is_some_and(|(_, required)| required) {
+                continue;
+            }
             for (path, value) in self.instances(&base, lr, data)? {
                 if let Some(v) = value {
                     plan.leafrefs.push((path, lr, v));

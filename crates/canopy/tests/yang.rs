@@ -691,3 +691,39 @@ fn must_and_when_see_changes_elsewhere_uncached() {
 fn must_and_when_see_changes_elsewhere_cached() {
     expressions_reading_elsewhere(true);
 }
+
+#[test]
+fn expressions_load_only_what_they_read() {
+    use std::sync::atomic::Ordering;
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let backend = counting::Counting { inner: canopy_store::memory::MemoryBackend::new(), reads: reads.clone() };
+    let s = Store::from_backend(Box::new(backend), "counting:", canopy::Options::default()).unwrap();
+    s.schema_add(&[module("refs.yang")], &[]).unwrap();
+    let n = 2000;
+    let mut doc = String::from(r#"{"refs:ifs":{"if":["#);
+    for i in 0..n {
+        let sep = if i > 0 { "," } else { "" };
+        doc.push_str(&format!(r#"{sep}{{"name":"e{i}","mtu":1500}}"#));
+    }
+    doc.push_str(r#"]},"refs:policy":{"rule":[{"name":"a","ifname":"e1","mtu-cap":1400}]}}"#);
+    let r = s.running();
+    r.import(doc.as_bytes(), Operation::Merge).unwrap();
+    let count = |f: &dyn Fn()| {
+        reads.store(0, Ordering::Relaxed);
+        f();
+        reads.load(Ordering::Relaxed)
+    };
+    // Nothing reads `description`: the commit reads a few records.
+    let quiet = count(&|| {
+        r.set("/refs:ifs/if[name='e5']/description", Value::String("x".into())).unwrap();
+    });
+    assert!(quiet < 20, "a leaf no expression reads: {quiet} records");
+    // The rules' must reads every interface's `enabled`: the rules and the
+    // interfaces are loaded to evaluate it.
+    let read = count(&|| {
+        r.set("/refs:ifs/if[name='e5']/enabled", Value::Bool(false)).unwrap();
+    });
+    assert!(read >= n, "a leaf a must reads: only {read} records");
+    let e = rejected(r.set("/refs:ifs/if[name='e1']/mtu", Value::Number("900".into())));
+    assert_eq!(e.len(), 1, "{e:?}");
+}
