@@ -510,6 +510,14 @@ fn leafref_predicates(cache: bool) {
             "/refs:peers/peer[id='p']/mtu: leafref: no /refs:ifs/if[name='eth1']/mtu with value '1500'",
         ]
     );
+    // Keys with quotes of both kinds select nothing here, and say so.
+    let e = rejected(r.set("/refs:links/link[id='l']/network", st("n'2\"")));
+    assert_eq!(
+        e,
+        [
+            r#"/refs:links/link[id='l']/port: leafref: no /refs:nets/net[network='n''2"'][node='a']/port with value 'p2'"#
+        ]
+    );
     // Changing the predicate's key leaf re-checks the leafrefs that read it.
     let e = rejected(r.set("/refs:peers/peer[id='p']/ifname", st("eth0")));
     assert_eq!(
