@@ -485,7 +485,7 @@ impl Model {
                     from = Some(c);
                 }
                 let source = from?;
-                if !matches!(self.nodes[source].kind, NodeKind::Leaf | NodeKind::LeafList) {
+                if self.nodes[source].kind != NodeKind::Leaf {
                     return None;
                 }
                 out.push(KeyPredicate { key: self.nodes[k].name.clone(), up, down: names, source });
