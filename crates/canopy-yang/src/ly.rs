@@ -250,13 +250,20 @@ impl Ctx {
         if expr.cond == 0 {
             return None;
         }
+        // libyang wants a prefix array even when the expression has none: an
+        // empty sized array is its count (0) followed by no items.
+        static NO_PREFIXES: [u64; 2] = [0, 0];
+        let prefixes = match expr.prefixes {
+            0 => NO_PREFIXES[1..].as_ptr() as *const ffi::lysc_prefix,
+            p => p as *const ffi::lysc_prefix,
+        };
         let mut set: *mut ffi::ly_set = ptr::null_mut();
         let ret = unsafe {
             ffi::lys_find_expr_atoms(
                 expr.at as *const ffi::lysc_node,
                 expr.module as *const ffi::lys_module,
                 expr.cond as *const ffi::lyxp_expr,
-                expr.prefixes as *const ffi::lysc_prefix,
+                prefixes,
                 0,
                 &mut set,
             )

@@ -738,3 +738,47 @@ mod tests {
         assert!(!names_step("count(x:other)", "x"));
     }
 }
+
+#[cfg(test)]
+mod atom_tests {
+    /// What libyang's atoms say each expression reads, and how far up it
+    /// reaches: the basis of the must/when reverse map.
+    #[test]
+    fn expressions_read_what_they_name() {
+        let text = r#"module a { yang-version 1.1; namespace urn:a; prefix a;
+          container top {
+            list e { key n; leaf n { type string; }
+              leaf kind { type string; }
+              leaf x { type int8; must ". < 10"; }
+              leaf y { type string; when "../kind = 'c'"; }
+              leaf z { type uint8; must "count(../../a:e[a:z = current()]) = 1"; }
+            }
+          }
+          container other { leaf on { type boolean; } }
+          leaf g { type string; must "/a:other/a:on = 'true'"; } }"#;
+        let s = crate::YangSchema::add_texts(&[], &[("a.yang".into(), text.into())], &[]).unwrap();
+        let m = s.model();
+        let at = |p: &str| m.by_path[p];
+        let reads = |p: &str| m.nodes[at(p)].reads.clone().unwrap();
+        let names = |p: &str| {
+            let mut v: Vec<&str> = reads(p).atoms.iter().map(|&a| m.nodes[a].path.as_str()).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(names("/a:top/e/x"), ["/a:top/e/x"]);
+        assert_eq!(reads("/a:top/e/x").reach, 3);
+        // `..` crosses the entry: it is read, and the reach stops there.
+        assert_eq!(names("/a:top/e/y"), ["/a:top/e", "/a:top/e/kind"]);
+        assert_eq!(reads("/a:top/e/y").reach, 2);
+        assert!(reads("/a:top/e/y").named.is_empty());
+        // Other entries of its own list: named, reached from above.
+        assert_eq!(names("/a:top/e/z"), ["/a:top", "/a:top/e", "/a:top/e/z"]);
+        assert_eq!(reads("/a:top/e/z").reach, 1);
+        assert_eq!(reads("/a:top/e/z").named, [at("/a:top/e")]);
+        // Another top-level tree: the reach is the root.
+        assert_eq!(names("/a:g"), ["/a:other", "/a:other/on"]);
+        assert_eq!(reads("/a:g").reach, 0);
+        assert!(m.nodes[at("/a:other/on")].readers.contains(&at("/a:g")));
+        assert!(m.nodes[at("/a:top/e/kind")].readers.contains(&at("/a:top/e/y")));
+    }
+}
