@@ -212,6 +212,8 @@ impl Ctx {
                     prefixes: (*m).prefixes as usize,
                     module: (*node.as_raw()).module as usize,
                     context: None,
+                    cond: (*m).cond as usize,
+                    at: node.as_raw() as usize,
                 });
             }
         }
@@ -232,10 +234,76 @@ impl Ctx {
                     prefixes: (*w).prefixes as usize,
                     module: (*node.as_raw()).module as usize,
                     context: Some((*w).context as usize),
+                    cond: (*w).cond as usize,
+                    at: (*w).context as usize,
                 });
             }
         }
         out
+    }
+
+    /// The schema nodes (addresses) an expression may read, as libyang's
+    /// XPath atomizer finds them: every node a step of the expression can
+    /// reach, including those passed through by `..` and the targets of
+    /// `deref()`. `None` when libyang cannot tell.
+    pub fn expr_atoms(&self, expr: &Expr) -> Option<Vec<usize>> {
+        if expr.cond == 0 {
+            return None;
+        }
+        // libyang wants a prefix array even when the expression has none: an
+        // empty sized array is its count (0) followed by no items.
+        static NO_PREFIXES: [u64; 2] = [0, 0];
+        let prefixes = match expr.prefixes {
+            0 => NO_PREFIXES[1..].as_ptr() as *const ffi::lysc_prefix,
+            p => p as *const ffi::lysc_prefix,
+        };
+        let mut set: *mut ffi::ly_set = ptr::null_mut();
+        let ret = unsafe {
+            ffi::lys_find_expr_atoms(
+                expr.at as *const ffi::lysc_node,
+                expr.module as *const ffi::lys_module,
+                expr.cond as *const ffi::lyxp_expr,
+                prefixes,
+                0,
+                &mut set,
+            )
+        };
+        if ret != ffi::LY_ERR::LY_SUCCESS || set.is_null() {
+            unsafe { ffi::ly_err_clean(self.raw, ptr::null_mut()) };
+            if !set.is_null() {
+                unsafe { ffi::ly_set_free(set, None) };
+            }
+            return None;
+        }
+        let mut out = Vec::new();
+        unsafe {
+            let nodes = (*set).__bindgen_anon_1.snodes;
+            for i in 0..(*set).count as usize {
+                let n = *nodes.add(i);
+                if !n.is_null() {
+                    out.push(n as usize);
+                }
+            }
+            ffi::ly_set_free(set, None);
+        }
+        Some(out)
+    }
+
+    /// The path of a leafref leaf's type, as written (prefixes of the module
+    /// that defines the type).
+    pub fn leafref_path(&self, node: &SchemaNode<'_>) -> Option<String> {
+        unsafe {
+            let l = node.as_raw() as *const ffi::lysc_node_leaf;
+            let t = (*l).type_;
+            if t.is_null() || (*t).basetype != ffi::LY_DATA_TYPE::LY_TYPE_LEAFREF {
+                return None;
+            }
+            let p = (*(t as *const ffi::lysc_type_leafref)).path;
+            if p.is_null() {
+                return None;
+            }
+            opt_str(ffi::lyxp_get_expr(p))
+        }
     }
 
     /// The schema node a leafref leaf points to.
@@ -348,7 +416,9 @@ impl Ctx {
         }
     }
 
-    /// Parses RFC 7951 JSON data without validating it (a partial tree).
+    /// Parses RFC 7951 JSON data without validating it (a partial tree),
+    /// then adds the default leaves and non-presence containers the data
+    /// implies (expressions see defaults as values).
     pub fn parse_data(&self, json: &str) -> Result<DataTree<'_>, String> {
         let flags = yang3::data::DataParserFlags::NO_VALIDATION | yang3::data::DataParserFlags::STRICT;
         let r = DataTree::parse_string(
@@ -358,7 +428,10 @@ impl Ctx {
             flags,
             yang3::data::DataValidationFlags::empty(),
         );
-        r.map_err(|e| e.msg.unwrap_or_else(|| "libyang could not read the data".into()))
+        let mut tree = r.map_err(|e| e.msg.unwrap_or_else(|| "libyang could not read the data".into()))?;
+        tree.add_implicit(yang3::data::DataImplicitFlags::empty())
+            .map_err(|e| e.msg.unwrap_or_else(|| "libyang could not add default nodes".into()))?;
+        Ok(tree)
     }
 
     /// Evaluates `expr` as a boolean with `node` as the context node.
@@ -399,6 +472,10 @@ pub(crate) struct Expr {
     module: usize,
     /// When only: the schema node the condition is evaluated at (0: the root).
     pub context: Option<usize>,
+    /// The compiled expression.
+    cond: usize,
+    /// The schema node the expression is evaluated at (0: the root).
+    at: usize,
 }
 
 /// The length of a libyang sized array (stored just before its first item).

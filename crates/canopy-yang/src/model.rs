@@ -58,6 +58,61 @@ pub struct SNode {
     pub(crate) fast: crate::values::Fast,
     /// An instance-identifier whose target must exist.
     pub instance_required: bool,
+    /// Data nodes from the top down to this one (1 for a top-level node).
+    pub depth: usize,
+    /// A leafref's path resolved against the schema, with its predicates;
+    /// `None` for other nodes and for paths this crate cannot follow (then
+    /// any instance of the target with the value satisfies the leafref).
+    pub leafref_path: Option<LeafrefPath>,
+    /// What this node's must and when expressions read.
+    pub(crate) reads: Option<ExprReads>,
+    /// The nodes whose must or when expressions read this node.
+    pub readers: Vec<usize>,
+    /// A change of this node or of anything below it matters to a check
+    /// elsewhere (a leafref target, a leafref predicate's key, a node some
+    /// must or when reads): `false` lets validation skip a deleted subtree.
+    pub watched_below: bool,
+}
+
+/// A leafref path (RFC 7950 `path-arg`) resolved against the schema.
+#[derive(Clone, Debug)]
+pub struct LeafrefPath {
+    /// The `..` steps from the leafref node before the path descends;
+    /// `None` for an absolute path.
+    pub up: Option<usize>,
+    /// The nodes the path descends through, the target last, each with its
+    /// predicates.
+    pub steps: Vec<(usize, Vec<KeyPredicate>)>,
+}
+
+/// One `[key = current()/../x]` predicate of a leafref path.
+#[derive(Clone, Debug)]
+pub struct KeyPredicate {
+    /// The child of the list step compared (its canonical name).
+    pub key: String,
+    /// The `..` steps from the leafref node to the ancestor the key
+    /// expression descends from.
+    pub up: usize,
+    /// The canonical names from that ancestor down to the leaf holding the
+    /// value.
+    pub down: Vec<String>,
+    /// That leaf.
+    pub source: usize,
+}
+
+/// The schema nodes a node's must and when expressions read (libyang's atoms).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ExprReads {
+    pub atoms: Vec<usize>,
+    /// The depth of the highest node the expressions reach (0: the root,
+    /// for absolute paths or paths into another top-level tree).
+    pub reach: usize,
+    /// Lists on the node's own branch that the expressions name by a step
+    /// (so they may read other entries than the node's own).
+    pub named: Vec<usize>,
+    /// The expressions navigate in ways the names do not show (`//`, `*`,
+    /// axes, `deref()`): every list on the way may be crossed.
+    pub wild: bool,
 }
 
 /// All data nodes of a schema.
@@ -70,6 +125,12 @@ pub struct Model {
     pub(crate) by_raw: HashMap<usize, usize>,
     /// Leafref target node → the leafref nodes pointing at it.
     pub referrers: HashMap<usize, Vec<usize>>,
+    /// Instance-identifier leaves that require their target.
+    pub instance_ids: Vec<usize>,
+    /// A leaf some leafref predicate reads its key from → (leafref node,
+    /// `..` steps from the leafref to the common ancestor, names from there
+    /// down to the leaf).
+    pub key_sources: HashMap<usize, Vec<(usize, usize, usize)>>,
     /// Mandatory choices: (choice address, enclosing data node or None at the top, choice name).
     pub(crate) mandatory_choices: Vec<(usize, Option<usize>, String)>,
     /// Case address → its choice's address and whether it is the default case.
@@ -103,8 +164,34 @@ impl Model {
                 if let Some(&ti) = m.by_raw.get(&(target.as_raw() as usize)) {
                     m.nodes[i].leafref = Some((ti, require));
                     m.referrers.entry(ti).or_default().push(i);
+                    let lp = ctx.leafref_path(&node).and_then(|t| m.resolve_leafref(i, ti, &t));
+                    if let Some(lp) = &lp {
+                        for (_, preds) in &lp.steps {
+                            for p in preds {
+                                let list = m.key_sources.entry(p.source).or_default();
+                                if !list.iter().any(|&(l, _, _)| l == i) {
+                                    list.push((i, p.up, p.down.len()));
+                                }
+                            }
+                        }
+                    }
+                    m.nodes[i].leafref_path = lp;
                 }
             }
+        }
+        m.instance_ids = (0..m.nodes.len()).filter(|&i| m.nodes[i].instance_required).collect();
+        // What each must and when reads, and the reverse: who reads each node.
+        for i in 0..m.nodes.len() {
+            if m.nodes[i].musts.is_empty() && m.nodes[i].whens.is_empty() {
+                continue;
+            }
+            let reads = m.expr_reads(ctx, i);
+            for &a in &reads.atoms {
+                if !m.nodes[a].readers.contains(&i) {
+                    m.nodes[a].readers.push(i);
+                }
+            }
+            m.nodes[i].reads = Some(reads);
         }
         // Uniques name leaves by address; turn them into relative names.
         for i in 0..m.nodes.len() {
@@ -144,7 +231,10 @@ impl Model {
                 || n.instance_required
                 || n.min > 0
                 || n.max.is_some()
-                || !n.uniques.is_empty();
+                || !n.uniques.is_empty()
+                || !n.readers.is_empty()
+                || m.key_sources.contains_key(&i);
+            let mut watched = !n.readers.is_empty() || m.referrers.contains_key(&i) || m.key_sources.contains_key(&i);
             for &c in n.children.values() {
                 let cn = &m.nodes[c];
                 mandatory |= cn.config
@@ -152,7 +242,9 @@ impl Model {
                         || (cn.min > 0 && matches!(cn.kind, NodeKind::List | NodeKind::LeafList))
                         || (cn.kind == NodeKind::Container && !cn.presence && cn.has_mandatory));
                 checked |= cn.checked_on_create;
+                watched |= cn.watched_below;
             }
+            m.nodes[i].watched_below = watched;
             m.nodes[i].has_mandatory = mandatory;
             m.nodes[i].checked_on_create = checked || mandatory;
         }
@@ -217,6 +309,7 @@ impl Model {
             }
         }
         let idx = self.nodes.len();
+        let depth = parent.map_or(1, |p| self.nodes[p].depth + 1);
         self.nodes.push(SNode {
             name: name.clone(),
             module,
@@ -242,6 +335,11 @@ impl Model {
             has_mandatory: false,
             instance_required: matches!(kind, NodeKind::Leaf | NodeKind::LeafList)
                 && ctx.instance_id_requires_instance(node),
+            depth,
+            leafref_path: None,
+            reads: None,
+            readers: Vec::new(),
+            watched_below: false,
             fast: if matches!(kind, NodeKind::Leaf | NodeKind::LeafList) {
                 ctx.fast_type(node)
             } else {
@@ -292,11 +390,395 @@ impl Model {
         }
     }
 
+    /// The data nodes from the top down to `idx`.
+    pub fn chain(&self, idx: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.nodes[idx].depth);
+        let mut at = Some(idx);
+        while let Some(i) = at {
+            out.push(i);
+            at = self.nodes[i].parent;
+        }
+        out.reverse();
+        out
+    }
+
+    /// The depth of the deepest node that is an ancestor-or-self of both
+    /// `a` and `b` (0: only the root).
+    pub fn common_depth(&self, a: usize, b: usize) -> usize {
+        let (mut a, mut b) = (Some(a), Some(b));
+        loop {
+            match (a, b) {
+                (Some(x), Some(y)) if x == y => return self.nodes[x].depth,
+                (Some(x), Some(y)) => {
+                    if self.nodes[x].depth >= self.nodes[y].depth {
+                        a = self.nodes[x].parent;
+                    } else {
+                        b = self.nodes[y].parent;
+                    }
+                }
+                _ => return 0,
+            }
+        }
+    }
+
+    /// The child of `parent` (the top when `None`) named `ident` in a YANG
+    /// expression (`prefix:name` with the prefix of the module that wrote it,
+    /// or `name`): found by its local name; among several, the one whose
+    /// module is named like the prefix.
+    fn child_by_local(&self, parent: Option<usize>, ident: &str) -> Option<usize> {
+        let (prefix, local) = match ident.split_once(':') {
+            Some((p, l)) => (Some(p), l),
+            None => (None, ident),
+        };
+        let names: Box<dyn Iterator<Item = (&String, &usize)>> = match parent {
+            None => Box::new(self.top.iter()),
+            Some(p) => Box::new(self.nodes[p].children.iter()),
+        };
+        let found: Vec<usize> = names
+            .filter(|(n, _)| n.rsplit_once(':').map_or(n.as_str(), |(_, l)| l) == local)
+            .map(|(_, &i)| i)
+            .collect();
+        match found.as_slice() {
+            [one] => Some(*one),
+            [] => None,
+            many => many.iter().copied().find(|&i| Some(self.nodes[i].module.as_str()) == prefix).or(Some(many[0])),
+        }
+    }
+
+    /// The ancestor `up` data nodes above `idx` (`Some(None)`: the root).
+    fn ancestor(&self, idx: usize, up: usize) -> Option<Option<usize>> {
+        let mut at = Some(idx);
+        for _ in 0..up {
+            at = self.nodes[at?].parent;
+        }
+        Some(at)
+    }
+
+    /// The leafref path `text` of leaf `idx`, whose target libyang resolved
+    /// to `target`, as schema steps with predicates; `None` when the text is
+    /// not a `path-arg` this function follows to that target.
+    fn resolve_leafref(&self, idx: usize, target: usize, text: &str) -> Option<LeafrefPath> {
+        let parsed = parse_path_arg(text)?;
+        let mut at = match parsed.up {
+            None => None,
+            Some(u) => {
+                if u > self.nodes[idx].depth {
+                    return None;
+                }
+                self.ancestor(idx, u)?
+            }
+        };
+        let mut steps = Vec::new();
+        for (ident, preds) in parsed.steps {
+            let node = self.child_by_local(at, &ident)?;
+            let mut out = Vec::new();
+            for (key, up, down) in preds {
+                let k = self.child_by_local(Some(node), &key)?;
+                if up > self.nodes[idx].depth {
+                    return None;
+                }
+                let mut from = self.ancestor(idx, up)?;
+                let mut names = Vec::new();
+                for d in &down {
+                    let c = self.child_by_local(from, d)?;
+                    names.push(self.nodes[c].name.clone());
+                    from = Some(c);
+                }
+                let source = from?;
+                if self.nodes[source].kind != NodeKind::Leaf {
+                    return None;
+                }
+                out.push(KeyPredicate { key: self.nodes[k].name.clone(), up, down: names, source });
+            }
+            steps.push((node, out));
+            at = Some(node);
+        }
+        (at == Some(target)).then_some(LeafrefPath { up: parsed.up, steps })
+    }
+
+    /// What the must and when expressions of node `idx` read.
+    fn expr_reads(&self, ctx: &Ctx, idx: usize) -> ExprReads {
+        let n = &self.nodes[idx];
+        let mut atoms = Vec::new();
+        let mut known = true;
+        for e in n.musts.iter().chain(&n.whens) {
+            match ctx.expr_atoms(e) {
+                Some(raw) => {
+                    for r in raw {
+                        if let Some(&a) = self.by_raw.get(&r) {
+                            if !atoms.contains(&a) {
+                                atoms.push(a);
+                            }
+                        }
+                    }
+                }
+                None => known = false,
+            }
+        }
+        if !known {
+            // libyang could not tell: the node's siblings and itself, as
+            // expressions mostly read them.
+            let siblings: Vec<usize> = match n.parent {
+                Some(p) => self.nodes[p].children.values().copied().collect(),
+                None => self.top.values().copied().collect(),
+            };
+            for s in siblings {
+                if !atoms.contains(&s) {
+                    atoms.push(s);
+                }
+            }
+        }
+        let mut reach = n.depth;
+        for &a in &atoms {
+            reach = reach.min(self.common_depth(a, idx));
+        }
+        let texts: Vec<&str> = n.musts.iter().chain(&n.whens).map(|e| e.text.as_str()).collect();
+        let wild = texts.iter().any(|t| t.contains("//") || t.contains('*') || t.contains("::") || t.contains("deref"));
+        let named = self
+            .chain(idx)
+            .into_iter()
+            .filter(|&i| self.nodes[i].kind == NodeKind::List)
+            .filter(|&i| {
+                let local = self.nodes[i].name.rsplit_once(':').map_or(self.nodes[i].name.as_str(), |(_, l)| l);
+                texts.iter().any(|t| names_step(t, local))
+            })
+            .collect();
+        ExprReads { atoms, reach, named, wild }
+    }
+
     /// The names a parent's children may be given, for error messages.
     pub fn child_names(&self, parent: Option<usize>) -> Vec<&str> {
         match parent {
             None => self.top.keys().map(String::as_str).collect(),
             Some(p) => self.nodes[p].children.keys().map(String::as_str).collect(),
         }
+    }
+}
+
+/// Whether `name` occurs in expression `text` as a name token (not as part
+/// of a longer name).
+fn names_step(text: &str, name: &str) -> bool {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    text.match_indices(name).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + name.len()..].chars().next();
+        !before.is_some_and(is_name) && !after.is_some_and(|c| is_name(c) || c == ':' || c == '(')
+    })
+}
+
+/// A parsed `path-arg`: `..` steps (`None`: absolute), then each step's
+/// node identifier with its predicates (key, `..` steps, names down).
+struct PathArg {
+    up: Option<usize>,
+    steps: Vec<(String, Vec<PredicateArg>)>,
+}
+
+/// A predicate as written: key, `..` steps after `current()`, names down.
+type PredicateArg = (String, usize, Vec<String>);
+
+/// Parses a leafref path (RFC 7950 sec. 14, `path-arg`).
+fn parse_path_arg(text: &str) -> Option<PathArg> {
+    let mut p = Scan { s: text.as_bytes(), i: 0 };
+    p.ws();
+    let up = if p.eat(b"/") {
+        None
+    } else {
+        let mut n = 0;
+        while p.eat(b"..") {
+            p.ws();
+            if !p.eat(b"/") {
+                return None;
+            }
+            p.ws();
+            n += 1;
+        }
+        if n == 0 {
+            return None;
+        }
+        Some(n)
+    };
+    let mut steps = Vec::new();
+    loop {
+        p.ws();
+        let ident = p.ident()?;
+        let mut preds = Vec::new();
+        loop {
+            p.ws();
+            if !p.eat(b"[") {
+                break;
+            }
+            p.ws();
+            let key = p.ident()?;
+            p.ws();
+            if !p.eat(b"=") {
+                return None;
+            }
+            p.ws();
+            if !p.eat(b"current") {
+                return None;
+            }
+            p.ws();
+            if !(p.eat(b"(") && {
+                p.ws();
+                p.eat(b")")
+            }) {
+                return None;
+            }
+            p.ws();
+            if !p.eat(b"/") {
+                return None;
+            }
+            let mut kup = 0;
+            loop {
+                p.ws();
+                if !p.eat(b"..") {
+                    break;
+                }
+                p.ws();
+                if !p.eat(b"/") {
+                    return None;
+                }
+                kup += 1;
+            }
+            if kup == 0 {
+                return None;
+            }
+            let mut down = vec![p.ident()?];
+            loop {
+                p.ws();
+                if !p.eat(b"/") {
+                    break;
+                }
+                p.ws();
+                down.push(p.ident()?);
+            }
+            if !p.eat(b"]") {
+                return None;
+            }
+            preds.push((key, kup, down));
+        }
+        steps.push((ident, preds));
+        p.ws();
+        if !p.eat(b"/") {
+            break;
+        }
+    }
+    p.ws();
+    (p.i == p.s.len()).then_some(PathArg { up, steps })
+}
+
+struct Scan<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Scan<'_> {
+    fn ws(&mut self) {
+        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, t: &[u8]) -> bool {
+        if self.s[self.i..].starts_with(t) {
+            self.i += t.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A node identifier: `[prefix:]name`.
+    fn ident(&mut self) -> Option<String> {
+        let start = self.i;
+        let part = |s: &mut Self| {
+            let b = s.i;
+            if !s.s.get(s.i).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_') {
+                return false;
+            }
+            while s.s.get(s.i).is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.')) {
+                s.i += 1;
+            }
+            s.i > b
+        };
+        if !part(self) {
+            return None;
+        }
+        if self.s.get(self.i) == Some(&b':') {
+            self.i += 1;
+            if !part(self) {
+                return None;
+            }
+        }
+        std::str::from_utf8(&self.s[start..self.i]).ok().map(str::to_string)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leafref_paths_parse() {
+        let p = parse_path_arg("/if:interfaces/if:interface[if:name = current()/../ifname]/if:enabled").unwrap();
+        assert_eq!(p.up, None);
+        assert_eq!(p.steps.len(), 3);
+        assert_eq!(p.steps[1].1, vec![("if:name".to_string(), 1, vec!["ifname".to_string()])]);
+        let p = parse_path_arg("../../nw:node[nw:node-id=current()/../source-node]/termination-point/tp-id").unwrap();
+        assert_eq!(p.up, Some(2));
+        assert_eq!(p.steps[0].1[0].2, ["source-node"]);
+        let p = parse_path_arg("/a/b[x=current()/../../c/d][y = current()/../e]/f").unwrap();
+        assert_eq!(p.steps[1].1.len(), 2);
+        assert_eq!(p.steps[1].1[0], ("x".to_string(), 2, vec!["c".to_string(), "d".to_string()]));
+        for bad in ["", "a/b", "/a[b=c]", "/a[b=current()/c]/d", "/a/", "../", "/a b"] {
+            assert!(parse_path_arg(bad).is_none(), "{bad}");
+        }
+        assert!(names_step("../../other[name=current()/../x]", "other"));
+        assert!(!names_step("../../other-list/x", "other"));
+        assert!(!names_step("count(x:other)", "x"));
+    }
+}
+
+#[cfg(test)]
+mod atom_tests {
+    /// What libyang's atoms say each expression reads, and how far up it
+    /// reaches: the basis of the must/when reverse map.
+    #[test]
+    fn expressions_read_what_they_name() {
+        let text = r#"module a { yang-version 1.1; namespace urn:a; prefix a;
+          container top {
+            list e { key n; leaf n { type string; }
+              leaf kind { type string; }
+              leaf x { type int8; must ". < 10"; }
+              leaf y { type string; when "../kind = 'c'"; }
+              leaf z { type uint8; must "count(../../a:e[a:z = current()]) = 1"; }
+            }
+          }
+          container other { leaf on { type boolean; } }
+          leaf g { type string; must "/a:other/a:on = 'true'"; } }"#;
+        let s = crate::YangSchema::add_texts(&[], &[("a.yang".into(), text.into())], &[]).unwrap();
+        let m = s.model();
+        let at = |p: &str| m.by_path[p];
+        let reads = |p: &str| m.nodes[at(p)].reads.clone().unwrap();
+        let names = |p: &str| {
+            let mut v: Vec<&str> = reads(p).atoms.iter().map(|&a| m.nodes[a].path.as_str()).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(names("/a:top/e/x"), ["/a:top/e/x"]);
+        assert_eq!(reads("/a:top/e/x").reach, 3);
+        // `..` crosses the entry: it is read, and the reach stops there.
+        assert_eq!(names("/a:top/e/y"), ["/a:top/e", "/a:top/e/kind"]);
+        assert_eq!(reads("/a:top/e/y").reach, 2);
+        assert!(reads("/a:top/e/y").named.is_empty());
+        // Other entries of its own list: named, reached from above.
+        assert_eq!(names("/a:top/e/z"), ["/a:top", "/a:top/e", "/a:top/e/z"]);
+        assert_eq!(reads("/a:top/e/z").reach, 1);
+        assert_eq!(reads("/a:top/e/z").named, [at("/a:top/e")]);
+        // Another top-level tree: the reach is the root.
+        assert_eq!(names("/a:g"), ["/a:other", "/a:other/on"]);
+        assert_eq!(reads("/a:g").reach, 0);
+        assert!(m.nodes[at("/a:other/on")].readers.contains(&at("/a:g")));
+        assert!(m.nodes[at("/a:top/e/kind")].readers.contains(&at("/a:top/e/y")));
     }
 }

@@ -7,13 +7,17 @@
 //! - min/max-elements and unique of a list or leaf-list an entry was created in
 //!   or deleted from (or, for unique, a leaf of an entry was changed in): the
 //!   list is loaded whole, only for lists that have such a constraint;
-//! - leafrefs whose leaf was set (the target is looked up: one point read when
-//!   it is a list's only key) and those pointing at a deleted or changed
-//!   target (the referring list is loaded);
-//! - must and when on created nodes, changed leaves, their ancestors and their
-//!   siblings, evaluated by libyang on a small data tree made of the enclosing
-//!   list entry (or top-level node) and whatever the expression names by
-//!   absolute path.
+//! - leafrefs whose leaf was set or whose path predicates' key changed (the
+//!   predicates select the target's entry, read by key when they pin it), and
+//!   those pointing at a deleted or changed target (the referring list is
+//!   loaded, each hit re-checked with its predicates);
+//! - instance-identifiers set, and, when the transaction deletes something,
+//!   those whose target lay in a deleted subtree;
+//! - must and when of created and changed nodes and of every node whose
+//!   expressions read a changed node (libyang's atoms of each expression,
+//!   mapped in reverse when the schema is loaded), evaluated by libyang on a
+//!   small data tree made of the node, its ancestors and the instances of
+//!   what its expressions read that it can see.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -60,6 +64,14 @@ struct Plan {
     targets: Vec<(Path, usize, Value)>,
     /// Nodes whose must/when are to be evaluated.
     exprs: BTreeMap<String, (Path, usize)>,
+    /// Nodes whose must/when read a changed node: (instance path under which
+    /// their instances are re-evaluated, schema node).
+    readers: BTreeMap<(String, usize), Path>,
+    /// Leafref predicate keys changed: (the leafrefs' common ancestor with
+    /// the key, leafref schema node).
+    key_changes: BTreeMap<(String, usize), Path>,
+    /// Deleted nodes (for instance-identifiers pointing into them).
+    deleted: Vec<Path>,
     /// Violations found while planning (mandatory nodes of created subtrees).
     found: Vec<Violation>,
 }
@@ -76,20 +88,57 @@ impl YangSchema {
             self.plan_change(c, data.tree(), &mut plan);
         }
         let mut out = std::mem::take(&mut plan.found);
+        // Leafrefs whose predicate keys changed are checked like those set.
+        for ((_, lr), base) in std::mem::take(&mut plan.key_changes) {
+            if !self.model.nodes[lr].leafref.is_some_and(|(_, required)| required) {
+                continue;
+            }
+            for (path, value) in self.instances(&base, lr, data)? {
+                if let Some(v) = value {
+                    plan.leafrefs.push((path, lr, v));
+                }
+            }
+        }
+        // Must/when of nodes that read a changed node.
+        for ((_, owner), scope) in std::mem::take(&mut plan.readers) {
+            for (path, _) in self.instances(&scope, owner, data)? {
+                plan.exprs.entry(path.to_string()).or_insert((path, owner));
+            }
+        }
+        // Instance-identifiers pointing into a deleted subtree.
+        if !plan.deleted.is_empty() && !self.model.instance_ids.is_empty() {
+            let set: BTreeSet<String> = plan.instances.iter().map(|(p, _)| p.to_string()).collect();
+            for &ii in &self.model.instance_ids {
+                for (path, value) in self.instances(&Path::root(), ii, data)? {
+                    let Some(v) = value else { continue };
+                    if set.contains(&path.to_string()) {
+                        continue;
+                    }
+                    let target = v.as_text().parse::<Path>().ok().and_then(|p| self.resolve_path(&p).ok());
+                    if target.is_some_and(|(t, _)| plan.deleted.iter().any(|d| under(&t, d))) {
+                        plan.instances.push((path, v));
+                    }
+                }
+            }
+        }
+        let leafref_paths: BTreeSet<String> = plan.leafrefs.iter().map(|(p, _, _)| p.to_string()).collect();
         for (_, path, idx) in std::mem::take(&mut plan.mandatory) {
             self.check_mandatory(&path, idx, data, &mut out)?;
         }
         for (_, (path, idx)) in std::mem::take(&mut plan.lists) {
             self.check_list(&path, idx, data, &mut out)?;
         }
+        let mut seen = BTreeSet::new();
         for (path, idx, value) in std::mem::take(&mut plan.leafrefs) {
-            self.check_leafref(&path, idx, &value, data, &mut out)?;
+            if seen.insert(path.to_string()) {
+                self.check_leafref(&path, idx, &value, data, &mut out)?;
+            }
         }
         for (path, value) in std::mem::take(&mut plan.instances) {
             self.check_instance(&path, &value, data, &mut out)?;
         }
         for (path, idx, value) in std::mem::take(&mut plan.targets) {
-            self.check_target_gone(&path, idx, &value, data, &mut out)?;
+            self.check_target_gone(&path, idx, &value, &leafref_paths, data, &mut out)?;
         }
         self.check_exprs(&plan.exprs, data, &mut out)?;
         out.sort();
@@ -132,9 +181,13 @@ impl YangSchema {
                             self.plan_leaf(&ep, idx, None, Some(&e.value), plan);
                         }
                     }
-                    Subtree::Node(Node::AnyData { .. }) => {}
+                    Subtree::Node(Node::AnyData { .. }) => {
+                        self.plan_readers(path, idx, plan);
+                        if !n.musts.is_empty() || !n.whens.is_empty() {
+                            plan.exprs.insert(path.to_string(), (path.clone(), idx));
+                        }
+                    }
                 }
-                self.plan_context(path, idx, plan);
             }
             Change::Deleted { node, .. } => {
                 if matches!(n.kind, NodeKind::List | NodeKind::LeafList) {
@@ -152,14 +205,17 @@ impl YangSchema {
                         }
                     }
                 }
-                // Targets that went away with the subtree.
+                // Targets that went away with the subtree, and what read it.
                 self.plan_removed(path, idx, node, plan);
-                self.plan_context(path, idx, plan);
+                plan.deleted.push(path.clone());
             }
             Change::Modified { old, new, .. } => {
-                let (Node::Leaf { value: ov, .. }, Node::Leaf { value: nv, .. }) = (old, new) else { return };
+                let (Node::Leaf { value: ov, .. }, Node::Leaf { value: nv, .. }) = (old, new) else {
+                    // Anydata: only what reads it.
+                    self.plan_readers(path, idx, plan);
+                    return;
+                };
                 self.plan_leaf(path, idx, Some(ov), Some(nv), plan);
-                self.plan_context(path, idx, plan);
             }
             Change::Meta { .. } | Change::Moved { .. } => {}
         }
@@ -176,6 +232,7 @@ impl YangSchema {
         if n.has_mandatory {
             self.mandatory_in(path, idx, c, &mut plan.found);
         }
+        self.plan_readers(path, idx, plan);
         if !n.musts.is_empty() || !n.whens.is_empty() {
             plan.exprs.insert(path.to_string(), (path.clone(), idx));
         }
@@ -208,6 +265,7 @@ impl YangSchema {
                     }
                 }
                 Node::AnyData { .. } => {
+                    self.plan_readers(&cp, ci, plan);
                     if !cn.musts.is_empty() || !cn.whens.is_empty() {
                         plan.exprs.insert(cp.to_string(), (cp.clone(), ci));
                     }
@@ -230,6 +288,8 @@ impl YangSchema {
                 plan.targets.push((path.clone(), idx, ov.clone()));
             }
         }
+        self.plan_readers(path, idx, plan);
+        self.plan_key_source(path, idx, plan);
         if new.is_some() && n.kind == NodeKind::Leaf && !path.segments.is_empty() {
             // A leaf set or changed that a unique statement of its list names.
             let mut names = vec![n.name.clone()];
@@ -270,11 +330,18 @@ impl YangSchema {
     /// Leafref targets inside a deleted subtree.
     fn plan_removed(&self, path: &Path, idx: usize, node: &Subtree, plan: &mut Plan) {
         let n = &self.model.nodes[idx];
+        if !n.watched_below {
+            return;
+        }
+        if !matches!(node, Subtree::Node(Node::List(_) | Node::LeafList(_))) {
+            self.plan_readers(path, idx, plan);
+        }
         match node {
             Subtree::Node(Node::Leaf { value, .. }) | Subtree::Value(canopy_core::LeafListEntry { value, .. }) => {
                 if self.model.referrers.contains_key(&idx) {
                     plan.targets.push((path.clone(), idx, value.clone()));
                 }
+                self.plan_key_source(path, idx, plan);
             }
             Subtree::Node(Node::Container(c)) | Subtree::Entry(c) => {
                 for (name, child) in &c.children {
@@ -290,7 +357,11 @@ impl YangSchema {
                         }
                         Node::LeafList(v) => {
                             for e in v {
-                                self.plan_removed(&cp, ci, &Subtree::Value(e.clone()), plan);
+                                let ep = canopy_core::diff::with_selector(
+                                    &cp,
+                                    Selector::Value(e.value.as_text().into_owned()),
+                                );
+                                self.plan_removed(&ep, ci, &Subtree::Value(e.clone()), plan);
                             }
                         }
                         other => self.plan_removed(&cp, ci, &Subtree::Node(other.clone()), plan),
@@ -305,40 +376,57 @@ impl YangSchema {
             }
             Subtree::Node(Node::LeafList(v)) => {
                 for e in v {
-                    self.plan_removed(path, idx, &Subtree::Value(e.clone()), plan);
+                    let ep = canopy_core::diff::with_selector(path, Selector::Value(e.value.as_text().into_owned()));
+                    self.plan_removed(&ep, idx, &Subtree::Value(e.clone()), plan);
                 }
             }
             Subtree::Node(Node::AnyData { .. }) => {}
         }
     }
 
-    /// Must/when of the ancestors and siblings of a changed node: their
-    /// expressions are the ones that can name it.
-    fn plan_context(&self, path: &Path, idx: usize, plan: &mut Plan) {
-        let has_expr = |i: usize| !self.model.nodes[i].musts.is_empty() || !self.model.nodes[i].whens.is_empty();
-        let parent = self.model.nodes[idx].parent;
-        // Siblings with expressions (they exist when the parent does).
-        if let Some(p) = parent {
-            for (name, &si) in &self.model.nodes[p].children {
-                if si != idx && has_expr(si) {
-                    if let Some(pp) = path.parent() {
-                        let sp = pp.child(name.clone(), Selector::None);
-                        plan.exprs.insert(sp.to_string(), (sp, si));
-                    }
-                }
-            }
+    /// The nodes whose must/when read schema node `idx`, changed at `path`:
+    /// their instances that can see this instance are re-evaluated. Those
+    /// under the node's list entries the expressions cannot leave (they
+    /// climb no higher than `reach`, and a list they do not name by a step
+    /// is only crossed upwards, within one entry) are the ones in the same
+    /// entries; otherwise all of them.
+    fn plan_readers(&self, path: &Path, idx: usize, plan: &mut Plan) {
+        for &owner in &self.model.nodes[idx].readers {
+            let Some(reads) = &self.model.nodes[owner].reads else { continue };
+            let shared = self.shared_depth(reads, owner, idx).min(path.segments.len());
+            let scope = Path { segments: path.segments[..shared].to_vec() };
+            plan.readers.entry((scope.to_string(), owner)).or_insert(scope);
         }
-        // Ancestors with expressions: the schema chain is walked first, paths
-        // are built only for those that have some.
-        let mut ai = parent;
-        let mut depth = path.segments.len();
-        while let Some(i) = ai {
-            depth = depth.saturating_sub(1);
-            if has_expr(i) {
-                let p = Path { segments: path.segments[..depth].to_vec() };
-                plan.exprs.insert(p.to_string(), (p, i));
+    }
+
+    /// How deep the instance paths of `owner` (whose expressions read as
+    /// `reads` says) and of a node `other` they read share their list
+    /// entries.
+    fn shared_depth(&self, reads: &crate::model::ExprReads, owner: usize, other: usize) -> usize {
+        let common = self.model.common_depth(owner, other);
+        let chain = self.model.chain(owner);
+        let mut s = reads.reach.min(common);
+        while s < common {
+            let n = chain[s];
+            if self.model.nodes[n].kind == NodeKind::List && (reads.wild || reads.named.contains(&n)) {
+                break;
             }
-            ai = self.model.nodes[i].parent;
+            s += 1;
+        }
+        s
+    }
+
+    /// A leaf that leafref predicates read their key from changed at `path`:
+    /// the leafrefs reading it are checked again.
+    fn plan_key_source(&self, path: &Path, idx: usize, plan: &mut Plan) {
+        let Some(list) = self.model.key_sources.get(&idx) else { return };
+        for &(lr, up, down) in list {
+            let n = path.segments.len();
+            if n < down || n - down + up != self.model.nodes[lr].depth {
+                continue;
+            }
+            let base = Path { segments: path.segments[..n - down].to_vec() };
+            plan.key_changes.entry((base.to_string(), lr)).or_insert(base);
         }
     }
 
@@ -497,18 +585,12 @@ impl YangSchema {
 
     /// The instance path pattern of schema node `target`, with the selectors
     /// of the list entries it shares with `from` (an instance path of a node
-    /// whose schema path is `from_idx`'s); other lists are left open.
+    /// whose schema path is `from_idx`'s); other lists are left open. Used for
+    /// leafref paths this crate does not follow step by step.
     fn pattern(&self, target: usize, from: &Path) -> Vec<Segment> {
-        let mut chain = Vec::new();
-        let mut at = Some(target);
-        while let Some(i) = at {
-            chain.push(i);
-            at = self.model.nodes[i].parent;
-        }
-        chain.reverse();
         let mut segs = Vec::new();
         let mut shared = true;
-        for (d, &i) in chain.iter().enumerate() {
+        for (d, i) in self.model.chain(target).into_iter().enumerate() {
             let name = self.model.nodes[i].name.clone();
             let sel = match from.segments.get(d) {
                 Some(s) if shared && s.name == name => s.selector.clone(),
@@ -520,6 +602,62 @@ impl YangSchema {
             segs.push(Segment { name, selector: sel });
         }
         segs
+    }
+
+    /// The instance path pattern of schema node `node` below `base` (an
+    /// instance of one of its ancestors, or the root): `base`'s selectors,
+    /// then the node's names with its lists left open.
+    fn pattern_under(&self, base: &Path, node: usize) -> Vec<Segment> {
+        let mut segs = base.segments.clone();
+        for i in self.model.chain(node).into_iter().skip(base.segments.len()) {
+            segs.push(Segment { name: self.model.nodes[i].name.clone(), selector: Selector::None });
+        }
+        segs
+    }
+
+    /// Every instance of schema node `node` under `base` (an instance of an
+    /// ancestor, or the root), with its value for leaves and leaf-list
+    /// entries. Loads the first list left open on the way whole, or just the
+    /// node (its parent's fragment for a leaf) when every list is pinned.
+    fn instances(
+        &self,
+        base: &Path,
+        node: usize,
+        data: &mut dyn DataAccess,
+    ) -> Result<Vec<(Path, Option<Value>)>, LoadError> {
+        if base.segments.len() > self.model.nodes[node].depth {
+            return Ok(Vec::new());
+        }
+        let segs = self.pattern_under(base, node);
+        self.load_pattern(&segs, data)?;
+        let mut out = Vec::new();
+        visit_nodes(data.tree(), &segs, &[], &mut Path::root(), &mut |p, v| out.push((p.clone(), v.cloned())));
+        Ok(out)
+    }
+
+    /// Loads what instance path pattern `segs` can match: its first open
+    /// list whole, or the node it names (a leaf: its parent's fragment).
+    fn load_pattern(&self, segs: &[Segment], data: &mut dyn DataAccess) -> Result<(), LoadError> {
+        let chain = self.chain(segs);
+        let Some(&last) = chain.last() else { return Ok(()) };
+        if chain.len() != segs.len() {
+            return Ok(());
+        }
+        let open = segs
+            .iter()
+            .zip(&chain)
+            .position(|(s, &i)| self.model.nodes[i].kind == NodeKind::List && s.selector == Selector::None);
+        if let Some(o) = open {
+            return data.load(&Path { segments: segs[..=o].to_vec() }, true);
+        }
+        let path = Path { segments: segs.to_vec() };
+        match self.model.nodes[last].kind {
+            NodeKind::Leaf | NodeKind::LeafList | NodeKind::AnyData => match path.parent() {
+                Some(p) if !p.is_root() => data.load(&p, false),
+                _ => Ok(()),
+            },
+            _ => data.load(&path, false),
+        }
     }
 
     fn check_leafref(
@@ -534,43 +672,140 @@ impl YangSchema {
         if data.tree().lookup(path).is_none() {
             return Ok(());
         }
-        let Some((target, _)) = self.model.nodes[idx].leafref else { return Ok(()) };
-        let segs = self.pattern(target, path);
-        if !self.find_value(&segs, value, data)? {
-            out.push(Violation {
-                path: path.to_string(),
-                reason: format!("leafref: no {} with value '{value}'", self.model.nodes[target].path),
-            });
+        if let Err(reason) = self.leafref_holds(path, idx, value, data)? {
+            out.push(Violation { path: path.to_string(), reason });
         }
         Ok(())
     }
 
-    /// Whether an instance of the leaf at `segs` (its last segment) holds
-    /// `value`, loading what is needed: a point read when the leaf is the only
-    /// key of a list whose ancestors are all pinned, else the first open list.
-    fn find_value(&self, segs: &[Segment], value: &Value, data: &mut dyn DataAccess) -> Result<bool, LoadError> {
+    /// Whether the leafref leaf at `path` (schema node `idx`) with `value`
+    /// finds its target: the target's instances that the path's predicates
+    /// select, with the predicates' keys read from this leaf's own data.
+    /// `Err` holds the reason it does not.
+    fn leafref_holds(
+        &self,
+        path: &Path,
+        idx: usize,
+        value: &Value,
+        data: &mut dyn DataAccess,
+    ) -> Result<Result<(), String>, LoadError> {
+        let Some((target, _)) = self.model.nodes[idx].leafref else { return Ok(Ok(())) };
+        let (segs, filters, pinned) = match &self.model.nodes[idx].leafref_path {
+            None => (self.pattern(target, path), Vec::new(), false),
+            Some(lp) => {
+                let n = path.segments.len();
+                let mut segs = match lp.up {
+                    None => Vec::new(),
+                    Some(u) if u <= n => path.segments[..n - u].to_vec(),
+                    Some(_) => return Ok(Err(format!("leafref: the path of {} leaves the data tree", path))),
+                };
+                let mut filters: Vec<Vec<(String, String)>> = vec![Vec::new(); segs.len()];
+                let mut pinned = false;
+                for (node, preds) in &lp.steps {
+                    let sn = &self.model.nodes[*node];
+                    let mut f = Vec::new();
+                    for p in preds {
+                        match self.key_value(path, p, data)? {
+                            Ok(v) => f.push((p.key.clone(), v)),
+                            Err(source) => {
+                                return Ok(Err(format!(
+                                    "leafref: {source}, which the predicate [{} = current()/{}] of its path reads, is not set",
+                                    p.key,
+                                    std::iter::repeat_n("..", p.up).chain(p.down.iter().map(String::as_str)).collect::<Vec<_>>().join("/")
+                                )))
+                            }
+                        }
+                    }
+                    pinned |= !f.is_empty();
+                    let mut selector = Selector::None;
+                    if let Some(kv) = keys_of(sn, &f) {
+                        selector = Selector::Keys(kv);
+                        f.clear();
+                    }
+                    segs.push(Segment { name: sn.name.clone(), selector });
+                    filters.push(f);
+                }
+                (segs, filters, pinned)
+            }
+        };
+        if self.find(&segs, &filters, value, data)? {
+            return Ok(Ok(()));
+        }
+        let what = if pinned {
+            let mut p = Path { segments: segs.clone() }.to_string();
+            for (d, f) in filters.iter().enumerate() {
+                for (k, v) in f {
+                    p.push_str(&format!(" ({}/{k} = '{v}')", segs[d].name));
+                }
+            }
+            p
+        } else {
+            self.model.nodes[target].path.clone()
+        };
+        Ok(Err(format!("leafref: no {what} with value '{value}'")))
+    }
+
+    /// The value a leafref predicate compares with, read from the leafref
+    /// leaf at `path`'s own data (`Err`: the instance path of the leaf that
+    /// should hold it).
+    fn key_value(
+        &self,
+        path: &Path,
+        pred: &crate::model::KeyPredicate,
+        data: &mut dyn DataAccess,
+    ) -> Result<Result<String, String>, LoadError> {
+        let n = path.segments.len();
+        if pred.up > n {
+            return Ok(Err(format!("{path}/{}", pred.down.join("/"))));
+        }
+        let mut p = Path { segments: path.segments[..n - pred.up].to_vec() };
+        for name in &pred.down {
+            p = p.child(name.clone(), Selector::None);
+        }
+        if let Some(parent) = p.parent().filter(|p| !p.is_root()) {
+            data.load(&parent, false)?;
+        }
+        Ok(match data.tree().lookup(&p) {
+            Some(NodeRef::Leaf(v, _)) => Ok(v.as_text().into_owned()),
+            _ => Err(p.to_string()),
+        })
+    }
+
+    /// Whether an instance of the leaf at `segs` (its last segment) that
+    /// passes `filters` (per segment: child leaf = value, for predicates that
+    /// do not pin every key) holds `value`, loading what is needed: a point
+    /// read when the leaf is a key of a list whose other keys and ancestors
+    /// are pinned, else the first open list (or the leaf's fragment).
+    fn find(
+        &self,
+        segs: &[Segment],
+        filters: &[Vec<(String, String)>],
+        value: &Value,
+        data: &mut dyn DataAccess,
+    ) -> Result<bool, LoadError> {
         let n = segs.len();
+        let chain = self.chain(segs);
+        if n == 0 || chain.len() != n {
+            return Ok(false);
+        }
         let text = value.as_text().into_owned();
-        let pinned = segs[..n.saturating_sub(2)]
-            .iter()
-            .zip(self.chain(segs))
-            .all(|(s, i)| self.model.nodes[i].kind != NodeKind::List || s.selector != Selector::None);
-        let target = *self.chain(segs).last().expect("a leaf");
-        let list = self.model.nodes[target].parent.map(|p| &self.model.nodes[p]);
-        if let (true, Some(l)) = (pinned && n >= 2, list) {
-            if l.kind == NodeKind::List && l.keys.len() == 1 && l.keys[0] == segs[n - 1].name {
+        let open = |d: usize| self.model.nodes[chain[d]].kind == NodeKind::List && segs[d].selector == Selector::None;
+        if n >= 2 && !(0..n - 2).any(open) && open(n - 2) {
+            let l = &self.model.nodes[chain[n - 2]];
+            let mut kv = filters.get(n - 2).cloned().unwrap_or_default();
+            kv.push((segs[n - 1].name.clone(), text.clone()));
+            if let Some(keys) = keys_of(l, &kv) {
                 let mut ep = Path { segments: segs[..n - 1].to_vec() };
-                ep.segments[n - 2].selector = Selector::Keys(vec![(l.keys[0].clone(), text.clone())]);
+                ep.segments[n - 2].selector = Selector::Keys(keys);
                 data.load(&ep, false)?;
                 return Ok(data.tree().lookup(&ep).is_some());
             }
         }
-        // Load from the first open list (or the top node) and scan.
-        let open = segs.iter().position(|s| s.selector == Selector::None).unwrap_or(0);
-        let load = Path { segments: segs[..=open.min(n - 1)].to_vec() };
-        data.load(&load, true)?;
+        self.load_pattern(segs, data)?;
         let mut found = false;
-        visit(data.tree(), segs, &mut |v| found |= v.as_text() == text);
+        visit_nodes(data.tree(), segs, filters, &mut Path::root(), &mut |_, v| {
+            found |= v.is_some_and(|v| v.as_text() == text);
+        });
         Ok(found)
     }
 
@@ -589,14 +824,16 @@ impl YangSchema {
         out
     }
 
-    /// A leafref target at `path` lost value `value`: every leafref pointing
-    /// at it with that value is now dangling, unless another target instance
-    /// still holds the value.
+    /// A leafref target at `path` lost value `value` (removed or changed):
+    /// every leafref with that value that could point at this instance is
+    /// checked again, with its predicates (another instance may satisfy
+    /// it). Those at `skip` were checked as set in this transaction.
     fn check_target_gone(
         &self,
         path: &Path,
         target: usize,
         value: &Value,
+        skip: &BTreeSet<String>,
         data: &mut dyn DataAccess,
         out: &mut Vec<Violation>,
     ) -> Result<(), LoadError> {
@@ -605,30 +842,22 @@ impl YangSchema {
             if !self.model.nodes[r].leafref.is_some_and(|(_, req)| req) {
                 continue;
             }
-            let segs = self.pattern(r, path);
-            let open = segs.iter().position(|s| s.selector == Selector::None).unwrap_or(0);
-            let load = Path { segments: segs[..=open.min(segs.len() - 1)].to_vec() };
-            data.load(&load, true)?;
-            let mut hits = Vec::new();
-            visit_paths(data.tree(), &segs, &mut Path::root(), &mut |p, v| {
-                if v.as_text() == text {
-                    hits.push(p.clone());
+            // A relative path climbs to a common ancestor: the referrers that
+            // can reach this instance are under the same instance of it.
+            let shared = match &self.model.nodes[r].leafref_path {
+                Some(crate::model::LeafrefPath { up: Some(u), .. }) => {
+                    self.model.nodes[r].depth.saturating_sub(*u).min(self.model.common_depth(r, target))
                 }
-            });
-            if hits.is_empty() {
-                continue;
-            }
-            // Does another instance of the target still hold the value?
-            for hit in hits {
-                let tsegs = self.pattern(target, &hit);
-                if !self.find_value(&tsegs, value, data)? {
-                    out.push(Violation {
-                        path: hit.to_string(),
-                        reason: format!(
-                            "leafref: no {} with value '{value}' (it was removed)",
-                            self.model.nodes[target].path
-                        ),
-                    });
+                _ => 0,
+            };
+            let base = Path { segments: path.segments[..shared.min(path.segments.len())].to_vec() };
+            for (hit, v) in self.instances(&base, r, data)? {
+                let Some(v) = v.filter(|v| v.as_text() == text) else { continue };
+                if skip.contains(&hit.to_string()) {
+                    continue;
+                }
+                if let Err(why) = self.leafref_holds(&hit, r, &v, data)? {
+                    out.push(Violation { path: hit.to_string(), reason: format!("{why} (it was removed)") });
                 }
             }
         }
@@ -682,30 +911,45 @@ impl YangSchema {
         if exprs.is_empty() {
             return Ok(());
         }
-        // Group by scope: each group is evaluated on one libyang tree.
-        let mut scopes: BTreeMap<String, (Path, Vec<(Path, usize)>)> = BTreeMap::new();
-        let mut absolute: BTreeSet<String> = BTreeSet::new();
+        // One libyang tree for all: each node with its ancestors, and the
+        // instances of every node its expressions read that it can see.
+        let mut paths: Vec<Path> = Vec::new();
+        let mut chosen = BTreeSet::new();
         for (path, idx) in exprs.values() {
             let n = &self.model.nodes[*idx];
-            let mut up = 0;
-            for e in n.musts.iter().chain(&n.whens) {
-                up = up.max(e.text.matches("..").count());
-                for name in absolute_tops(&e.text) {
-                    absolute.insert(name);
+            let own = match n.kind {
+                NodeKind::Leaf | NodeKind::LeafList | NodeKind::AnyData => path.parent().unwrap_or_default(),
+                _ => path.clone(),
+            };
+            if !own.is_root() {
+                data.load(&own, false)?;
+            }
+            if chosen.insert(path.to_string()) {
+                paths.push(path.clone());
+            }
+            let Some(reads) = &n.reads else { continue };
+            for &atom in &reads.atoms {
+                let shared = self.shared_depth(reads, *idx, atom).min(path.segments.len());
+                let base = Path { segments: path.segments[..shared].to_vec() };
+                let segs = self.pattern_under(&base, atom);
+                // The node's own ancestors, crossed upwards only: already there.
+                if segs.len() <= path.segments.len() && segs[..] == path.segments[..segs.len()] {
+                    continue;
+                }
+                let chain = self.chain(&segs);
+                if chain.len() != segs.len() {
+                    continue;
+                }
+                let open = segs
+                    .iter()
+                    .zip(&chain)
+                    .position(|(s, &i)| self.model.nodes[i].kind == NodeKind::List && s.selector == Selector::None);
+                let pick = Path { segments: segs[..open.map_or(segs.len(), |o| o + 1)].to_vec() };
+                if chosen.insert(pick.to_string()) {
+                    self.load_pattern(&segs, data)?;
+                    paths.push(pick);
                 }
             }
-            let scope = scope_of(path, up);
-            scopes.entry(scope.to_string()).or_insert_with(|| (scope, Vec::new())).1.push((path.clone(), *idx));
-        }
-        let mut paths: Vec<Path> = scopes.values().map(|(s, _)| s.clone()).collect();
-        for top in &absolute {
-            let local = top.split_once(':').map_or(top.as_str(), |(_, l)| l);
-            if let Some(name) = self.model.top.keys().find(|k| k.split_once(':').is_some_and(|(_, l)| l == local)) {
-                paths.push(Path::root().child(name.clone(), Selector::None));
-            }
-        }
-        for p in &paths {
-            data.load(p, true)?;
         }
         let small = canopy_core::select(data.tree(), &paths);
         let mut json = Vec::new();
@@ -724,8 +968,8 @@ impl YangSchema {
             }
         };
         use yang3::data::Data;
-        for (_, (_, nodes)) in scopes {
-            for (path, idx) in nodes {
+        {
+            for (path, idx) in exprs.values().map(|(p, i)| (p.clone(), *i)) {
                 let n = &self.model.nodes[idx];
                 if data.tree().lookup(&path).is_none() {
                     continue;
@@ -795,83 +1039,101 @@ fn value_at(e: &Container, names: &[String]) -> Option<String> {
     }
 }
 
-/// Calls `f` with every value of the leaf (or leaf-list) at `segs` in `tree`;
-/// segments without selector on lists visit every entry.
-fn visit(tree: &Container, segs: &[Segment], f: &mut dyn FnMut(&Value)) {
-    visit_paths(tree, segs, &mut Path::root(), &mut |_, v| f(v));
+/// The key selector of list `l` when `kv` (name = value pairs) gives each
+/// of its keys exactly once and nothing else.
+fn keys_of(l: &crate::model::SNode, kv: &[(String, String)]) -> Option<Vec<(String, String)>> {
+    if l.kind != NodeKind::List || l.keys.is_empty() || kv.len() != l.keys.len() {
+        return None;
+    }
+    l.keys
+        .iter()
+        .map(|k| {
+            let mut vals = kv.iter().filter(|(n, _)| n == k);
+            match (vals.next(), vals.next()) {
+                (Some((_, v)), None) => Some((k.clone(), v.clone())),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
-fn visit_paths(c: &Container, segs: &[Segment], at: &mut Path, f: &mut dyn FnMut(&Path, &Value)) {
+/// Calls `f` with the instance path of every node `segs` matches in `c`
+/// (segments without selector on lists match every entry, and a leaf-list
+/// every value) and its value for leaves and leaf-list entries. `filters`,
+/// per segment, are child leaf values the entries must have.
+fn visit_nodes(
+    c: &Container,
+    segs: &[Segment],
+    filters: &[Vec<(String, String)>],
+    at: &mut Path,
+    f: &mut dyn FnMut(&Path, Option<&Value>),
+) {
     let Some((seg, rest)) = segs.split_first() else { return };
     let Some(node) = c.children.get(&seg.name) else { return };
+    let depth = at.segments.len();
     match node {
         Node::Container(cc) => {
             at.segments.push(Segment { name: seg.name.clone(), selector: Selector::None });
-            visit_paths(cc, rest, at, f);
+            if rest.is_empty() {
+                f(at, None);
+            } else {
+                visit_nodes(cc, rest, filters, at, f);
+            }
             at.segments.pop();
         }
         Node::List(l) => {
+            let conds = filters.get(depth).map(Vec::as_slice).unwrap_or_default();
             for (i, e) in l.entries().enumerate() {
                 let sel = canopy_core::diff::entry_selector(l, e, i);
                 if seg.selector != Selector::None && seg.selector != sel {
                     continue;
                 }
+                if !conds.iter().all(|(k, v)| value_at(e, std::slice::from_ref(k)).is_some_and(|x| x == *v)) {
+                    continue;
+                }
                 at.segments.push(Segment { name: seg.name.clone(), selector: sel });
-                visit_paths(e, rest, at, f);
+                if rest.is_empty() {
+                    f(at, None);
+                } else {
+                    visit_nodes(e, rest, filters, at, f);
+                }
                 at.segments.pop();
             }
         }
         Node::Leaf { value, .. } if rest.is_empty() => {
             at.segments.push(Segment { name: seg.name.clone(), selector: Selector::None });
-            f(at, value);
+            f(at, Some(value));
             at.segments.pop();
         }
         Node::LeafList(v) if rest.is_empty() => {
             for e in v {
-                at.segments.push(Segment {
-                    name: seg.name.clone(),
-                    selector: Selector::Value(e.value.as_text().into_owned()),
-                });
-                f(at, &e.value);
+                let sel = Selector::Value(e.value.as_text().into_owned());
+                if seg.selector != Selector::None && seg.selector != sel {
+                    continue;
+                }
+                at.segments.push(Segment { name: seg.name.clone(), selector: sel });
+                f(at, Some(&e.value));
                 at.segments.pop();
             }
+        }
+        Node::AnyData { .. } if rest.is_empty() => {
+            at.segments.push(Segment { name: seg.name.clone(), selector: Selector::None });
+            f(at, None);
+            at.segments.pop();
         }
         _ => {}
     }
 }
 
-/// The subtree a node's expressions are evaluated in: its nearest list entry
-/// ancestor (or the top-level node), raised `up` levels for expressions that
-/// climb with `..`.
-fn scope_of(path: &Path, up: usize) -> Path {
-    let n = path.segments.len();
-    let mut depth = n.saturating_sub(up + 1).max(1);
-    while depth > 1 && !matches!(path.segments[depth - 1].selector, Selector::Keys(_) | Selector::Position(_)) {
-        depth -= 1;
+/// Whether instance path `p` lies in or under `deleted` (whose last segment
+/// without selector stands for a whole list or leaf-list).
+fn under(p: &Path, deleted: &Path) -> bool {
+    let n = deleted.segments.len();
+    if n == 0 || p.segments.len() < n {
+        return n == 0;
     }
-    Path { segments: path.segments[..depth.min(n)].to_vec() }
-}
-
-/// Top-level names an expression reaches by absolute path (`/m:x/...`).
-fn absolute_tops(expr: &str) -> Vec<String> {
-    let b = expr.as_bytes();
-    let mut out = Vec::new();
-    for (i, &c) in b.iter().enumerate() {
-        if c != b'/' {
-            continue;
-        }
-        let prev = if i == 0 { b' ' } else { b[i - 1] };
-        if prev == b'/' || prev == b'.' || prev.is_ascii_alphanumeric() || prev == b']' || prev == b')' || prev == b'*'
-        {
-            continue;
-        }
-        let name: String = expr[i + 1..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
-            .collect();
-        if !name.is_empty() {
-            out.push(name);
-        }
+    p.segments[..n - 1] == deleted.segments[..n - 1] && {
+        let (a, b) = (&p.segments[n - 1], &deleted.segments[n - 1]);
+        a.name == b.name && (b.selector == Selector::None || a.selector == b.selector)
     }
-    out
 }

@@ -461,3 +461,277 @@ fn validation_reads_what_the_change_needs() {
         ["/types:things/thing[name='t5']: unique (id) = (99999) is also used by /types:things/thing[name='bare']"]
     );
 }
+
+/// A fresh store (cached or not) with the `refs` module.
+fn refs_store(dir: &tempfile::TempDir, cache: bool) -> Store {
+    let url = format!("lmdb:{}?sync=off&cache={}", dir.path().display(), if cache { "on" } else { "off" });
+    let s = Store::open(&url).unwrap();
+    s.schema_add(&[module("refs.yang")], &[]).unwrap();
+    let base = r#"{"refs:ifs":{"if":[{"name":"eth0","mtu":1500,"addr":[{"ip":"10.0.0.1"}]},
+                                     {"name":"eth1","mtu":9000,"addr":[{"ip":"10.0.1.1"}]}]},
+                   "refs:nets":{"net":[{"network":"n1","node":"a","port":"p1"},
+                                       {"network":"n2","node":"a","port":"p2"}]}}"#;
+    s.running().import(base.as_bytes(), Operation::Merge).unwrap();
+    s
+}
+
+fn edit(path: &str, v: Value) -> canopy::Edit {
+    canopy::Edit::merge(path.parse().unwrap(), canopy::Node::leaf(v))
+}
+
+fn leafref_predicates(cache: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = refs_store(&dir, cache);
+    let r = s.running();
+    let st = |v: &str| Value::String(v.into());
+    // Valid: the mtu and address of the interface the peer names.
+    r.apply(&[
+        edit("/refs:peers/peer[id='p']/ifname", st("eth1")),
+        edit("/refs:peers/peer[id='p']/mtu", Value::Number("9000".into())),
+        edit("/refs:peers/peer[id='p']/addr", st("10.0.1.1")),
+        edit("/refs:links/link[id='l']/network", st("n2")),
+        edit("/refs:links/link[id='l']/node", st("a")),
+        edit("/refs:links/link[id='l']/port", st("p2")),
+    ])
+    .unwrap();
+    let rev = s.revision().unwrap();
+    // Values that exist only under another entry than the predicates select
+    // (any instance of the target holds them): rejected, each named.
+    let e = rejected(r.apply(&[
+        edit("/refs:peers/peer[id='p']/mtu", Value::Number("1500".into())),
+        edit("/refs:peers/peer[id='p']/addr", st("10.0.0.1")),
+        edit("/refs:links/link[id='l']/port", st("p1")),
+    ]));
+    assert_eq!(
+        e,
+        [
+            "/refs:links/link[id='l']/port: leafref: no /refs:nets/net[network='n2'][node='a']/port with value 'p1'",
+            "/refs:peers/peer[id='p']/addr: leafref: no /refs:ifs/if[name='eth1']/addr/ip with value '10.0.0.1'",
+            "/refs:peers/peer[id='p']/mtu: leafref: no /refs:ifs/if[name='eth1']/mtu with value '1500'",
+        ]
+    );
+    // Keys with quotes of both kinds select nothing here, and say so.
+    let e = rejected(r.set("/refs:links/link[id='l']/network", st("n'2\"")));
+    assert_eq!(
+        e,
+        [
+            r#"/refs:links/link[id='l']/port: leafref: no /refs:nets/net[network='n''2"'][node='a']/port with value 'p2'"#
+        ]
+    );
+    // Changing the predicate's key leaf re-checks the leafrefs that read it.
+    let e = rejected(r.set("/refs:peers/peer[id='p']/ifname", st("eth0")));
+    assert_eq!(
+        e,
+        [
+            "/refs:peers/peer[id='p']/addr: leafref: no /refs:ifs/if[name='eth0']/addr/ip with value '10.0.1.1'",
+            "/refs:peers/peer[id='p']/mtu: leafref: no /refs:ifs/if[name='eth0']/mtu with value '9000'",
+        ]
+    );
+    // A key the predicate reads that is not set: nothing is selected.
+    let e = rejected(r.delete("/refs:links/link[id='l']/node"));
+    assert_eq!(
+        e,
+        [
+            "/refs:links/link[id='l']/port: leafref: /refs:links/link[id='l']/node, which the predicate [node = current()/../node] of its path reads, is not set"
+        ]
+    );
+    // Removing or changing the referenced leaf, or its entry, is rejected
+    // even though other entries still hold the value.
+    r.set("/refs:ifs/if[name='eth0']/mtu", Value::Number("9000".into())).unwrap();
+    let e = rejected(r.set("/refs:ifs/if[name='eth1']/mtu", Value::Number("1500".into())));
+    assert_eq!(
+        e,
+        ["/refs:peers/peer[id='p']/mtu: leafref: no /refs:ifs/if[name='eth1']/mtu with value '9000' (it was removed)"]
+    );
+    let e = rejected(r.delete("/refs:ifs/if[name='eth1']/addr[ip='10.0.1.1']"));
+    assert_eq!(
+        e,
+        [
+            "/refs:peers/peer[id='p']/addr: leafref: no /refs:ifs/if[name='eth1']/addr/ip with value '10.0.1.1' (it was removed)"
+        ]
+    );
+    r.set("/refs:nets/net[network='n1'][node='a']/port", st("p2")).unwrap();
+    let e = rejected(r.delete("/refs:nets/net[network='n2'][node='a']"));
+    assert_eq!(
+        e,
+        ["/refs:links/link[id='l']/port: leafref: no /refs:nets/net[network='n2'][node='a']/port with value 'p2' (it was removed)"]
+    );
+    let e = rejected(r.delete("/refs:ifs/if[name='eth1']"));
+    assert!(
+        e.contains(
+            &"/refs:peers/peer[id='p']/ifname: leafref: no /refs:ifs/if/name with value 'eth1' (it was removed)"
+                .to_string()
+        ),
+        "{e:#?}"
+    );
+    assert!(e.iter().any(|v| v.starts_with("/refs:peers/peer[id='p']/mtu: ")), "{e:#?}");
+    assert!(e.iter().any(|v| v.starts_with("/refs:peers/peer[id='p']/addr: ")), "{e:#?}");
+    assert_eq!(e.len(), 3, "{e:#?}");
+    assert_eq!(s.revision().unwrap(), rev + 2, "only the two valid edits were stored");
+    // Moving the peer and its values together is valid.
+    r.apply(&[
+        edit("/refs:peers/peer[id='p']/ifname", st("eth0")),
+        edit("/refs:peers/peer[id='p']/addr", st("10.0.0.1")),
+    ])
+    .unwrap();
+    r.delete("/refs:ifs/if[name='eth1']").unwrap();
+    assert_eq!(s.check().unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn leafref_predicates_select_the_entry_uncached() {
+    leafref_predicates(false);
+}
+
+#[test]
+fn leafref_predicates_select_the_entry_cached() {
+    leafref_predicates(true);
+}
+
+fn instance_identifier_targets(cache: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = refs_store(&dir, cache);
+    let r = s.running();
+    let marks = r#"{"refs:marks":{"pick":"/refs:ifs/if[name='eth0']/mtu",
+                                  "also":["/refs:nets/net[network='n1'][node='a']"],
+                                  "loose":"/refs:ifs/if[name='eth1']"}}"#;
+    r.import(marks.as_bytes(), Operation::Merge).unwrap();
+    let rev = s.revision().unwrap();
+    // Deleting the target, or a subtree holding it: rejected, naming the leaf.
+    let e = rejected(r.delete("/refs:ifs/if[name='eth0']/mtu"));
+    assert_eq!(e, ["/refs:marks/pick: instance-identifier: /refs:ifs/if[name='eth0']/mtu does not exist"]);
+    let e = rejected(r.delete("/refs:ifs"));
+    assert_eq!(e, ["/refs:marks/pick: instance-identifier: /refs:ifs/if[name='eth0']/mtu does not exist"]);
+    let e = rejected(r.delete("/refs:nets/net"));
+    assert_eq!(
+        e,
+        ["/refs:marks/also[.=\"/refs:nets/net[network='n1'][node='a']\"]: instance-identifier: /refs:nets/net[network='n1'][node='a'] does not exist"]
+    );
+    assert_eq!(s.revision().unwrap(), rev, "nothing stored");
+    // Unrelated deletions, a target deleted and created again in one
+    // transaction, and a target that need not exist: accepted.
+    r.delete("/refs:ifs/if[name='eth0']/addr").unwrap();
+    r.delete("/refs:nets/net[network='n2'][node='a']").unwrap();
+    r.apply(&[
+        canopy::Edit::delete("/refs:ifs/if[name='eth0']".parse().unwrap()),
+        edit("/refs:ifs/if[name='eth0']/mtu", Value::Number("1400".into())),
+    ])
+    .unwrap();
+    r.delete("/refs:ifs/if[name='eth1']").unwrap();
+    assert_eq!(s.check().unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn deleting_an_instance_identifier_target_is_rejected_uncached() {
+    instance_identifier_targets(false);
+}
+
+#[test]
+fn deleting_an_instance_identifier_target_is_rejected_cached() {
+    instance_identifier_targets(true);
+}
+
+fn expressions_reading_elsewhere(cache: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = refs_store(&dir, cache);
+    let r = s.running();
+    let st = |v: &str| Value::String(v.into());
+    r.apply(&[
+        edit("/refs:policy/rule[name='a']/ifname", st("eth0")),
+        edit("/refs:policy/rule[name='a']/mtu-cap", Value::Number("1400".into())),
+        edit("/refs:policy/rule[name='a']/slot", Value::Number("1".into())),
+        edit("/refs:policy/rule[name='b']/ifname", st("eth1")),
+        edit("/refs:policy/rule[name='b']/slot", Value::Number("2".into())),
+    ])
+    .unwrap();
+    let rev = s.revision().unwrap();
+    let before = json(&s, "/", ReadOptions::default());
+    // A must reading another subtree: disabling the interface a rule names.
+    let e = rejected(r.set("/refs:ifs/if[name='eth0']/enabled", Value::Bool(false)));
+    assert_eq!(
+        e,
+        ["/refs:policy/rule[name='a']/ifname: the rule's interface must exist and be enabled (must `/r:ifs/r:if[r:name = current()]/r:enabled = 'true'`)"]
+    );
+    // Removing it.
+    let e = rejected(r.delete("/refs:ifs/if[name='eth1']"));
+    assert_eq!(
+        e,
+        ["/refs:policy/rule[name='b']/ifname: the rule's interface must exist and be enabled (must `/r:ifs/r:if[r:name = current()]/r:enabled = 'true'`)"]
+    );
+    // A when made false by a change elsewhere: rejected (the node is not
+    // removed on the committer's behalf).
+    let e = rejected(r.set("/refs:ifs/if[name='eth0']/mtu", Value::Number("576".into())));
+    assert_eq!(
+        e,
+        ["/refs:policy/rule[name='a']/mtu-cap: when condition `/r:ifs/r:if[r:name = current()/../ifname]/r:mtu > 1000` is not satisfied"]
+    );
+    // A must reading other entries of its own list: changing one rule's slot
+    // to another's fails both.
+    let e = rejected(r.set("/refs:policy/rule[name='b']/slot", Value::Number("1".into())));
+    assert_eq!(
+        e,
+        [
+            "/refs:policy/rule[name='a']/slot: slot used by another rule (must `count(../../r:rule[r:slot = current()]) = 1`)",
+            "/refs:policy/rule[name='b']/slot: slot used by another rule (must `count(../../r:rule[r:slot = current()]) = 1`)",
+        ]
+    );
+    assert_eq!(s.revision().unwrap(), rev, "nothing stored");
+    assert_eq!(json(&s, "/", ReadOptions::default()), before, "nothing changed");
+    // Changes the expressions allow, and changes nothing reads.
+    r.set("/refs:ifs/if[name='eth0']/mtu", Value::Number("1200".into())).unwrap();
+    r.set("/refs:ifs/if[name='eth1']/enabled", Value::Bool(true)).unwrap();
+    r.set("/refs:policy/rule[name='b']/slot", Value::Number("3".into())).unwrap();
+    r.apply(&[
+        edit("/refs:policy/rule[name='a']/ifname", st("eth1")),
+        edit("/refs:ifs/if[name='eth1']/mtu", Value::Number("1500".into())),
+    ])
+    .unwrap();
+    r.delete("/refs:ifs/if[name='eth0']").unwrap();
+    assert_eq!(s.check().unwrap(), Vec::<String>::new());
+}
+
+#[test]
+fn must_and_when_see_changes_elsewhere_uncached() {
+    expressions_reading_elsewhere(false);
+}
+
+#[test]
+fn must_and_when_see_changes_elsewhere_cached() {
+    expressions_reading_elsewhere(true);
+}
+
+#[test]
+fn expressions_load_only_what_they_read() {
+    use std::sync::atomic::Ordering;
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let backend = counting::Counting { inner: canopy_store::memory::MemoryBackend::new(), reads: reads.clone() };
+    let s = Store::from_backend(Box::new(backend), "counting:", canopy::Options::default()).unwrap();
+    s.schema_add(&[module("refs.yang")], &[]).unwrap();
+    let n = 2000;
+    let mut doc = String::from(r#"{"refs:ifs":{"if":["#);
+    for i in 0..n {
+        let sep = if i > 0 { "," } else { "" };
+        doc.push_str(&format!(r#"{sep}{{"name":"e{i}","mtu":1500}}"#));
+    }
+    doc.push_str(r#"]},"refs:policy":{"rule":[{"name":"a","ifname":"e1","mtu-cap":1400}]}}"#);
+    let r = s.running();
+    r.import(doc.as_bytes(), Operation::Merge).unwrap();
+    let count = |f: &dyn Fn()| {
+        reads.store(0, Ordering::Relaxed);
+        f();
+        reads.load(Ordering::Relaxed)
+    };
+    // Nothing reads `description`: the commit reads a few records.
+    let quiet = count(&|| {
+        r.set("/refs:ifs/if[name='e5']/description", Value::String("x".into())).unwrap();
+    });
+    assert!(quiet < 20, "a leaf no expression reads: {quiet} records");
+    // The rules' must reads every interface's `enabled`: the rules and the
+    // interfaces are loaded to evaluate it.
+    let read = count(&|| {
+        r.set("/refs:ifs/if[name='e5']/enabled", Value::Bool(false)).unwrap();
+    });
+    assert!(read >= n, "a leaf a must reads: only {read} records");
+    let e = rejected(r.set("/refs:ifs/if[name='e1']/mtu", Value::Number("900".into())));
+    assert_eq!(e.len(), 1, "{e:?}");
+}

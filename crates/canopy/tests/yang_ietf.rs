@@ -166,3 +166,70 @@ fn ietf_modules_uncached() {
 fn ietf_modules_cached() {
     ietf(true);
 }
+
+/// ietf-vrrp (RFC 8347): a tracked interface must have IPv4 (`must
+/// "/if:interfaces/if:interface[if:name=current()]/ip:ipv4"` on a leaf deep
+/// under another interface's entry), and it is an `if:interface-ref`
+/// leafref. Changing the tracked interface, not the tracking one, is what
+/// breaks them.
+fn vrrp(cache: bool) {
+    let Some(m) = modules() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&format!("lmdb:{}?sync=off&cache={}", dir.path().display(), if cache { "on" } else { "off" }))
+        .unwrap();
+    let files: Vec<PathBuf> =
+        ["ietf-interfaces", "ietf-ip", "ietf-vrrp", "iana-if-type"].iter().map(|n| find(&m, n)).collect();
+    s.schema_add(&files, &[m]).unwrap();
+    let r = s.running();
+    let doc = r#"{
+      "ietf-interfaces:interfaces": {
+        "interface": [
+          { "name": "eth0", "type": "iana-if-type:ethernetCsmacd",
+            "ietf-ip:ipv4": {
+              "address": [{ "ip": "192.0.2.1", "prefix-length": 24 }],
+              "ietf-vrrp:vrrp": { "vrrp-instance": [{
+                "vrid": 7, "version": "ietf-vrrp:vrrp-v3",
+                "track": { "interfaces": { "interface": [{ "interface": "eth1" }] } } }] } } },
+          { "name": "eth1", "type": "iana-if-type:ethernetCsmacd", "ietf-ip:ipv4": { "mtu": 1500 } },
+          { "name": "eth2", "type": "iana-if-type:ethernetCsmacd", "ietf-ip:ipv6": {} }
+        ]
+      }
+    }"#;
+    r.import(doc.as_bytes(), Operation::Merge).unwrap();
+    let tracked = "/ietf-interfaces:interfaces/interface[name='eth0']/ietf-ip:ipv4/ietf-vrrp:vrrp/vrrp-instance[vrid='7']/track/interfaces/interface[interface='eth1']/interface";
+    let before = s.revision().unwrap();
+    // Removing IPv4 from the tracked interface breaks the must.
+    let e = rejected(r.delete("/ietf-interfaces:interfaces/interface[name='eth1']/ietf-ip:ipv4"));
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert!(e[0].starts_with(&format!("{tracked}: must condition `")), "{e:#?}");
+    // Removing the interface breaks the leafref too.
+    let e = rejected(r.delete("/ietf-interfaces:interfaces/interface[name='eth1']"));
+    assert_eq!(e.len(), 2, "{e:#?}");
+    assert!(
+        e.iter().any(|v| v.starts_with(&format!(
+            "{tracked}: leafref: no /ietf-interfaces:interfaces/interface/name with value 'eth1'"
+        ))),
+        "{e:#?}"
+    );
+    // Tracking an interface without IPv4 is refused as it is set.
+    let e = rejected(r.set(
+        "/ietf-interfaces:interfaces/interface[name='eth0']/ietf-ip:ipv4/ietf-vrrp:vrrp/vrrp-instance[vrid='7']/track/interfaces/interface[interface='eth2']/priority-decrement",
+        Value::Number("5".into()),
+    ));
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert!(e[0].contains("interface[interface='eth2']/interface: must condition"), "{e:#?}");
+    assert_eq!(s.revision().unwrap(), before);
+    // Changes elsewhere in the tracked interface are fine.
+    r.set("/ietf-interfaces:interfaces/interface[name='eth1']/ietf-ip:ipv4/mtu", Value::Number("9000".into())).unwrap();
+    r.delete("/ietf-interfaces:interfaces/interface[name='eth2']").unwrap();
+}
+
+#[test]
+fn vrrp_tracking_uncached() {
+    vrrp(false);
+}
+
+#[test]
+fn vrrp_tracking_cached() {
+    vrrp(true);
+}
