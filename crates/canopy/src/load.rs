@@ -259,7 +259,8 @@ impl<'a> Loader<'a> {
     }
 }
 
-fn corrupt(rel: &[u8], e: StoreError) -> StoreError {
+/// `e` with the fragment at relative key `rel` named in front.
+pub(crate) fn corrupt(rel: &[u8], e: StoreError) -> StoreError {
     StoreError::corrupted(format!("fragment {}: {e}", describe_key(rel)))
 }
 
@@ -326,4 +327,68 @@ pub(crate) fn node_key(tree: &Container, path: &Path) -> Option<Vec<u8>> {
         }
     }
     Some(rel)
+}
+
+/// The list entry `path` names, read with one range scan of its key and
+/// nothing else: every stored fragment has its parent's, so an entry that is
+/// stored has its ancestors. `None` when the path is not one this read can
+/// serve: it must be canonical, end at an entry, and cross only lists known
+/// with keys and stored by key (not user-ordered, whose entries a tree holds
+/// by order); `Some(None)` when the entry is not stored.
+pub(crate) fn entry_direct(
+    snap: &dyn Snapshot,
+    ds: Datastore,
+    schema: &Schemaless,
+    path: &Path,
+) -> Result<Option<Option<Container>>> {
+    if !matches!(path.last().map(|s| &s.selector), Some(Selector::Keys(_))) {
+        return Ok(None);
+    }
+    let mut sp = String::new();
+    for seg in &path.segments {
+        sp.push('/');
+        sp.push_str(&seg.name);
+        match &seg.selector {
+            Selector::None => {}
+            Selector::Keys(kv) => match schema.lists.get(&sp) {
+                Some(i) if !i.user_ordered && i.keys.len() == kv.len() => {
+                    if !i.keys.iter().zip(kv).all(|(k, (name, _))| k == name) {
+                        return Ok(None);
+                    }
+                }
+                _ => return Ok(None),
+            },
+            Selector::Position(_) | Selector::Value(_) => return Ok(None),
+        }
+    }
+    let Ok(rel) = keys::path_key(path) else { return Ok(None) };
+    let mut prefix = keys::data_prefix(ds);
+    let dl = prefix.len();
+    prefix.extend_from_slice(&rel);
+    let mut items: Vec<(Vec<u8>, Option<Decoded>)> = Vec::new();
+    let mut err = None;
+    snap.scan_prefix(&prefix, false, &mut |k, v| {
+        let rel_k = &k[dl..];
+        match fragment::decode(v) {
+            Ok(d) => {
+                items.push((rel_k.to_vec(), Some(d)));
+                Ok(true)
+            }
+            Err(e) => {
+                err = Some(corrupt(rel_k, e));
+                Ok(false)
+            }
+        }
+    })?;
+    if let Some(e) = err {
+        return Err(e.into());
+    }
+    // The entry's own key sorts before its descendants'.
+    if items.first().is_none_or(|(k, _)| k.len() != rel.len()) {
+        return Ok(Some(None));
+    }
+    let (_, d) = items.remove(0);
+    let mut entry = d.expect("fresh").container;
+    build(&mut entry, &mut items, rel.len(), &mut sp, schema)?;
+    Ok(Some(Some(entry)))
 }

@@ -472,6 +472,29 @@ impl Store {
         self.with_stored_tree(ds, query, f)
     }
 
+    /// A list entry read by its key alone (see [`crate::load::entry_direct`]),
+    /// uncached, from what `ds` reads when that is a stored datastore; `None`
+    /// when this read cannot serve the path.
+    fn entry_direct(&self, ds: Datastore, stored: bool, path: &Path) -> Result<Option<Option<Container>>> {
+        if self.cache.is_some() || (ds == Datastore::Operational && !stored) {
+            return Ok(None);
+        }
+        subscribe::check_not_calling(self.conn.id)?;
+        let snap = self.backend.snapshot()?;
+        let ds = match ds {
+            Datastore::Candidate => self.control_at(&*snap)?.read_ds(ds),
+            d => d,
+        };
+        let schema = self.schema_at(&*snap)?;
+        let yang = self.yang_at(&*snap)?;
+        let checked = match yang.as_deref() {
+            Some(y) => Cow::Owned(y.resolve_path(path)?.0),
+            None => Cow::Borrowed(path),
+        };
+        let p = canopy_core::edit::canonical_path_cow(&Container::default(), &checked, &*schema);
+        crate::load::entry_direct(&*snap, ds, &schema, &p)
+    }
+
     /// [`Store::with_tree`] on what `ds` reads: the candidate reads running
     /// until it is edited.
     pub(crate) fn with_stored_tree<T>(
@@ -1002,6 +1025,9 @@ impl Session<'_> {
             Some(p) => p,
             None => Query::parse_instance(path)?,
         };
+        if let Some(found) = self.store.entry_direct(self.ds, self.stored, &p)? {
+            return Ok(found.map(Subtree::Entry));
+        }
         self.store
             .with_view(self.ds, self.stored, &q, |tree, schema, yang| {
                 let p = crate::yang::check_read_path(yang, &p)?;
