@@ -439,7 +439,7 @@ fn create_all_items_oper(e: &mut Env) -> Result<Measured> {
     let canopy = e.cx.measure(
         "create all items oper",
         |_| {
-            store.clear_pushed();
+            store.clear_pushed()?;
             Ok(())
         },
         |()| {
@@ -470,7 +470,7 @@ fn many_oper_change_subs(e: &mut Env) -> Result<Measured> {
     let canopy = e.cx.measure(
         "many oper change_subs",
         |_| {
-            store.clear_pushed();
+            store.clear_pushed()?;
             Ok(())
         },
         |()| {
