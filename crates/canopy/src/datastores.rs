@@ -659,17 +659,19 @@ impl Store {
         let edits = crate::yang::normalize_edits(yang.as_deref(), Datastore::Operational, edits)?;
         let mut schema = (*base).clone();
         let mut learned = Vec::new();
-        let mut pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
-        let first = !pushed.contains_key(&self.conn.id);
-        let state =
-            pushed.entry(self.conn.id).or_insert_with(|| Pushed { tree: Container::default(), since: now_nanos() });
-        let tree = &mut state.tree;
+        // The tree leaves the hub while the push runs (this connection's
+        // writer lock keeps other pushes of it out): meanwhile readers of this
+        // process load the connection's state from the store, as other
+        // processes do, and no hub lock is held across callbacks or the commit.
+        let taken = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.conn.id);
+        let first = taken.is_none();
+        let mut state = taken.unwrap_or_else(|| Pushed { tree: Container::default(), since: now_nanos() });
         let mut changes = Vec::new();
         let mut failed = None;
         for e in edits {
-            crate::store::learn_edit(&mut schema, &mut learned, &e, tree);
+            crate::store::learn_edit(&mut schema, &mut learned, &e, &state.tree);
             let typed = crate::store::Typed { lists: &schema, yang: yang.as_deref() };
-            match canopy_core::edit::apply_edit_owned(tree, e, &typed) {
+            match canopy_core::edit::apply_edit_owned(&mut state.tree, e, &typed) {
                 Ok(c) => changes.extend(c),
                 Err(err) => {
                     failed = Some(err.into());
@@ -677,11 +679,16 @@ impl Store {
                 }
             }
         }
+        // Back into the hub when the store holds records of it (a first push
+        // that stored nothing leaves none).
+        let put_back = |state: Pushed, stored: bool| {
+            if stored || !first {
+                self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner()).insert(self.conn.id, state);
+            }
+        };
         let matched = subscribe::Matched::find(&self.hub, Datastore::Operational, &changes);
         if failed.is_none() && changes.is_empty() && learned.is_empty() {
-            if first {
-                pushed.remove(&self.conn.id);
-            }
+            put_back(state, false);
             return Ok(Commit { revision, changes });
         }
         if failed.is_none() {
@@ -690,9 +697,10 @@ impl Store {
         let stored = match failed {
             Some(e) => Err(e),
             None => {
-                let (tree, header) = (&state.tree, Pusher { conn: self.conn, since: state.since }.encode());
+                let header = Pusher { conn: self.conn, since: state.since }.encode();
                 let c = self.conn.encode();
                 let space = keys::Space::pushed(&c);
+                let tree = &state.tree;
                 self.commit_pushed(!learned.is_empty(), |snap, batch| {
                     let mut b = crate::commit::batch_for(&changes, tree, &space, snap, &schema, &learned, &|_| true)?;
                     batch.ops.append(&mut b.ops);
@@ -704,16 +712,14 @@ impl Store {
         };
         match stored {
             Ok(revision) => {
-                drop(pushed);
+                put_back(state, true);
                 self.schema_committed(revision, (!learned.is_empty()).then_some(schema));
                 matched.apply(self.conn.id, &changes, revision);
                 Ok(Commit { revision, changes })
             }
             Err(e) => {
                 crate::store::undo(&mut state.tree, &changes);
-                if first {
-                    pushed.remove(&self.conn.id);
-                }
+                put_back(state, false);
                 Err(e)
             }
         }

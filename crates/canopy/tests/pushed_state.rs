@@ -295,3 +295,35 @@ fn pushed_state_merges_in_order_of_first_push() {
         r#"{"m:s":{"@":{"ietf-origin:origin":"ietf-origin:unknown"},"x":"first again"}}"#
     );
 }
+
+#[test]
+fn operational_subscribers_of_a_push_can_read_operational_through_another_connection() {
+    use std::sync::{Arc, Mutex};
+    struct Reader {
+        other: Store,
+        seen: Arc<Mutex<Vec<String>>>,
+    }
+    impl canopy::Subscriber for Reader {
+        fn validate(&self, _ev: &canopy::ChangeEvent<'_>) -> Result<(), String> {
+            let v = oper_json(&self.other, "/m:s/x");
+            self.seen.lock().unwrap().push(format!("validate {v}"));
+            Ok(())
+        }
+        fn apply(&self, _ev: &canopy::ChangeEvent<'_>) {
+            let v = oper_json(&self.other, "/m:s/x");
+            self.seen.lock().unwrap().push(format!("apply {v}"));
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("lmdb:{}", dir.path().display());
+    let store = Store::open(&url).unwrap();
+    store.session(Datastore::Operational).set("/m:s/x", s("1")).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let _sub = store
+        .subscribe(Datastore::Operational, "/m:s", 0, Reader { other: Store::open(&url).unwrap(), seen: seen.clone() })
+        .unwrap();
+    store.session(Datastore::Operational).set("/m:s/x", s("2")).unwrap();
+    let x = |v: &str| format!(r#"{{"m:s":{{"@":{{"ietf-origin:origin":"ietf-origin:unknown"}},"x":"{v}"}}}}"#);
+    // Validate sees the state before the push, apply the state after it.
+    assert_eq!(*seen.lock().unwrap(), [format!("validate {}", x("1")), format!("apply {}", x("2"))]);
+}
