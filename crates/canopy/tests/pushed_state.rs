@@ -327,3 +327,47 @@ fn operational_subscribers_of_a_push_can_read_operational_through_another_connec
     // Validate sees the state before the push, apply the state after it.
     assert_eq!(*seen.lock().unwrap(), [format!("validate {}", x("1")), format!("apply {}", x("2"))]);
 }
+
+#[test]
+fn every_backend_keeps_pushed_state_for_the_connection_and_drops_it_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let mut urls = vec![format!("lmdb:{d}/l"), "memory:pushed".to_string()];
+    if cfg!(feature = "backend-sqlite") {
+        urls.push(format!("sqlite:{d}/s.db"));
+    }
+    if cfg!(feature = "backend-file") {
+        urls.push(format!("json:{d}/j.json"));
+        urls.push(format!("snapshot:{d}/s.snap"));
+    }
+    for (i, url) in urls.into_iter().enumerate() {
+        let store = Store::open(&url).unwrap();
+        let op = store.session(Datastore::Operational);
+        op.set("/m:s/x", s("1")).unwrap();
+        op.set("/m:s/item[k='b']/v", s("2")).unwrap();
+        op.set("/m:s/item[k='a']/v", s("3")).unwrap();
+        op.delete("/m:s/item[k='b']").unwrap();
+        assert_eq!(op.count("/m:s/item").unwrap(), 1, "{url}");
+        let (pushers, pushed) = records(&store);
+        assert_eq!(pushers, 1, "{url}");
+        assert_eq!(pushed, 2, "{url}: /m:s and its one entry");
+        assert_eq!(store.check().unwrap(), Vec::<String>::new(), "{url}");
+        // A copy leaves the connection's state behind.
+        if cfg!(feature = "backend-sqlite") {
+            let to = Store::open(&format!("sqlite:{d}/copy-{i}.db")).unwrap();
+            canopy::copy(&store, &to).unwrap();
+            assert_eq!(records(&to), (0, 0), "{url}");
+            assert_eq!(to.session(Datastore::Operational).count("/m:s").unwrap(), 0, "{url}");
+        }
+        store.clear_pushed().unwrap();
+        assert_eq!(records(&store), (0, 0), "{url}");
+        op.set("/m:s/x", s("again")).unwrap();
+        assert_eq!(records(&store).0, 1, "{url}");
+        let reopened = store.url().to_string();
+        drop(store);
+        if !reopened.starts_with("memory:") {
+            let store = Store::open(&reopened).unwrap();
+            assert_eq!(records(&store), (0, 0), "{url}: dropping the store removed its records");
+        }
+    }
+}
