@@ -80,10 +80,13 @@ impl Conn {
         if self.in_this_process() {
             return live().contains(&self.id);
         }
-        if cfg!(target_os = "linux") {
+        // Without a readable /proc here nothing can be judged: alive.
+        if cfg!(target_os = "linux") && process_start(None) != 0 {
             return match process_status(self.pid) {
                 Process::Gone => false,
-                Process::Running { start } => self.start != 0 && start == self.start,
+                // A record without a start time (its writer had no /proc) is
+                // the process of that number while one runs.
+                Process::Running { start } => self.start == 0 || start == self.start,
                 Process::Unknown => true,
             };
         }

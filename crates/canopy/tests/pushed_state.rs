@@ -99,6 +99,16 @@ impl Pusher {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
+
+    /// Kills the child with SIGKILL and returns once it is a zombie (dead,
+    /// not yet reaped); the caller reaps it.
+    fn kill_leaving_zombie(&mut self) {
+        self.child.kill().unwrap();
+        let stat = format!("/proc/{}/stat", self.child.id());
+        while !std::fs::read_to_string(&stat).unwrap().rsplit_once(')').unwrap().1.trim_start().starts_with('Z') {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }
 
 /// How many pusher records and pushed-state records the store holds.
@@ -187,7 +197,7 @@ fn state_of_a_killed_process_disappears_at_once_and_is_collected_later() {
     for url in urls(&dir) {
         let store = Store::open(&url).unwrap();
         store.session(Datastore::Operational).stored().set("/m:sys/booted", s("yes")).unwrap();
-        let child = Pusher::start(&url, "/m:sys/load=0.5\n/m:sys/proc[pid='1']/name=init");
+        let mut child = Pusher::start(&url, "/m:sys/load=0.5\n/m:sys/proc[pid='1']/name=init");
         assert_eq!(
             oper_json(&store, "/m:sys/load"),
             r#"{"m:sys":{"@":{"ietf-origin:origin":"ietf-origin:unknown"},"load":"0.5"}}"#
@@ -197,11 +207,13 @@ fn state_of_a_killed_process_disappears_at_once_and_is_collected_later() {
         assert_eq!(pushers, 1, "{url}");
         assert!(pushed >= 2, "{url}: the child's fragments are in the store");
 
-        child.kill();
-        // Its records are still there (nobody wrote since), but no read shows them.
+        child.kill_leaving_zombie();
+        // Its records are still there (nobody wrote since), but no read shows
+        // them, even while the process is a zombie its parent has not reaped.
         assert_eq!(records(&store), (pushers, pushed), "{url}");
         let op = store.session(Datastore::Operational);
         assert_eq!(op.count("/m:sys/load").unwrap(), 0, "{url}");
+        child.child.wait().unwrap();
         assert_eq!(op.count("/m:sys/proc").unwrap(), 0, "{url}");
         assert_eq!(op.count("/m:sys/booted").unwrap(), 1, "{url}: stored state is unaffected");
         // A push of a live connection collects them, and keeps its own.
