@@ -52,6 +52,20 @@ enum Command {
     Set { path: String, value: String },
     /// Delete a node; fails if it does not exist.
     Delete { path: String },
+    /// Push operational state owned by this command (whatever --ds says): set
+    /// each PATH to its VALUE (as `set` does) and merge the JSON document of
+    /// --file at /, print `pushed`, then hold the state until stdin closes or
+    /// the process ends (Ctrl-C, kill); meanwhile `--ds operational` reads in
+    /// other processes show it. State that outlives the command is written
+    /// with `--ds operational set` instead.
+    Push {
+        /// PATH VALUE pairs.
+        #[arg(value_name = "PATH VALUE")]
+        pairs: Vec<String>,
+        /// An RFC 7951 JSON document to push (merged at /).
+        #[arg(long, value_name = "FILE")]
+        file: Option<String>,
+    },
     /// Apply a JSON document as one edit at PATH, in one transaction. The document
     /// holds the node as its only member (`{"lst": [{...}]}` for a list entry);
     /// at `/` it is a whole document. delete and remove take no document.
@@ -294,6 +308,40 @@ fn run(cli: Cli) -> Result<ExitCode> {
             report(&commit);
         }
         Command::Delete { path } => report(&writer.delete(&path)?),
+        Command::Push { pairs, file } => {
+            if pairs.len() % 2 != 0 {
+                return Err(UserError(format!(
+                    "push takes PATH VALUE pairs; `{}` has no value",
+                    pairs[pairs.len() - 1]
+                ))
+                .into());
+            }
+            if pairs.is_empty() && file.is_none() {
+                return Err(UserError("push needs PATH VALUE pairs or --file FILE".into()).into());
+            }
+            if file.as_deref() == Some("-") {
+                return Err(UserError("push --file cannot read stdin: stdin closing ends the push".into()).into());
+            }
+            let pushed = store.session(Datastore::Operational);
+            let mut edits = Vec::new();
+            for pair in pairs.chunks(2) {
+                let path: canopy::Path = pair[0].parse().map_err(|e| UserError(format!("{e}")))?;
+                edits.push(canopy::Edit::merge(path, canopy::Node::leaf(Value::from_cli(&pair[1]))));
+            }
+            if !edits.is_empty() {
+                report(&pushed.apply(&edits)?);
+            }
+            if let Some(f) = file {
+                report(&pushed.edit_json(Operation::Merge, "/", Some(&read_input(&f)?), None)?);
+            }
+            println!("pushed");
+            io::stdout().flush()?;
+            // Held until stdin closes; dropping the store then removes the state.
+            io::copy(&mut io::stdin().lock(), &mut io::sink())?;
+            drop(store);
+            eprintln!("pushed state removed");
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Edit { file, op, path, insert } => {
             let op: Operation = op.parse()?;
             let doc = file.as_deref().map(read_input).transpose()?;

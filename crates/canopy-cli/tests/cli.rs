@@ -560,3 +560,68 @@ fn schema_add_list_and_validation() {
     let run = env.run(&["get", "/m:c", "--with-defaults", "all"]);
     assert_eq!(run.code, 2, "clap's usage errors exit 2: {}", run.stderr);
 }
+
+#[test]
+fn push_holds_state_that_other_processes_read_until_it_ends() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    env.run(&["set", "/m:sys/name", "r1"]).ok();
+    env.run(&["--ds", "operational", "set", "/m:sys/booted", "true"]).ok();
+    let store = env.path("data");
+    let push = || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
+            .args([
+                "--store",
+                store.to_str().unwrap(),
+                "push",
+                "/m:sys/load",
+                "0.5",
+                "/m:sys/proc[pid='1']/name",
+                "init",
+            ])
+            .env_remove("CANOPY_STORE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line, "pushed\n");
+        child
+    };
+    let oper = || env.run(&["--ds", "operational", "get", "/m:sys"]).ok().json();
+    let unknown = serde_json::json!({"ietf-origin:origin": "ietf-origin:unknown"});
+
+    let mut child = push();
+    let seen = oper();
+    assert_eq!(seen["m:sys"]["load"], 0.5, "{seen}");
+    assert_eq!(seen["m:sys"]["@load"], unknown, "{seen}");
+    assert_eq!(seen["m:sys"]["proc"][0]["name"], "init", "{seen}");
+    assert_eq!(seen["m:sys"]["name"], "r1", "{seen}");
+    assert_eq!(seen["m:sys"]["booted"], true, "{seen}");
+    assert_eq!(env.run(&["--ds", "operational", "count", "/m:sys/proc"]).ok().stdout, "1\n");
+    // Closing stdin ends the push: the state goes with it.
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pushed state removed"));
+    let seen = oper();
+    assert!(seen["m:sys"].get("load").is_none(), "{seen}");
+    assert!(seen["m:sys"].get("proc").is_none(), "{seen}");
+    assert_eq!(seen["m:sys"]["booted"], true, "stored state stays: {seen}");
+
+    // Killed, its state is gone from the next read at once.
+    let mut child = push();
+    assert_eq!(oper()["m:sys"]["load"], 0.5);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let seen = oper();
+    assert!(seen["m:sys"].get("load").is_none(), "{seen}");
+    assert_eq!(seen["m:sys"]["booted"], true, "{seen}");
+    assert_eq!(env.run(&["check"]).ok().stdout, "ok\n");
+
+    env.run(&["push", "/m:sys/load"]).user_error("`/m:sys/load` has no value");
+    env.run(&["push"]).user_error("push needs PATH VALUE pairs or --file FILE");
+    env.run(&["push", "/m:sys[", "1"]).user_error("invalid path");
+}

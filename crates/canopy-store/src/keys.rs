@@ -6,6 +6,10 @@
 //! 0x00 "list" <schema path> → learned list info (schemaless keys/ordering)
 //! 0x00 "lock" <ds code>     → the connection holding the datastore's lock
 //! 0x00 "candidate"         → present while candidate differs from running
+//! 0x00 "pusher" <conn>      → a connection that pushed operational state
+//!                              (version 1, first push time)
+//! 0x00 "pushed" <conn> 0x10 <path key> → fragment of a connection's pushed state
+//! 0x00 "pushed" <conn> 0x20 <list key> <order key> 0x00 → its order index
 //! 0x00 "yang" <module name>  → a YANG module of the store's schema (JSON:
 //!                              revision, implemented, text)
 //! 0x10+ds <path key>        → fragment of one container or list entry
@@ -42,6 +46,18 @@ pub const LOCK: &[u8] = b"\x00lock";
 /// Present while the candidate datastore holds its own contents; absent, the
 /// candidate reads as running (RFC 6241: it starts as a copy of running).
 pub const CANDIDATE: &[u8] = b"\x00candidate";
+/// Prefix of the records of connections that pushed operational state: one
+/// per connection, the connection's 20-byte identity after the prefix (process
+/// id u32 BE, process start u64 BE, connection id u64 BE), the value
+/// [`PUSHER_VERSION`] then the time of the connection's first push (u64 BE,
+/// nanoseconds since the Unix epoch).
+pub const PUSHER: &[u8] = b"\x00pusher";
+/// Version of the pusher record and of the pushed-state key range layout.
+pub const PUSHER_VERSION: u8 = 1;
+/// Prefix of the operational state connections pushed: after it, the
+/// connection's 20-byte identity, then a data range (`0x10`) and an order
+/// index (`0x20`) laid out as a datastore's.
+pub const PUSHED: &[u8] = b"\x00pushed";
 /// Prefix of the YANG modules of the store's schema (one record per module,
 /// its name after the prefix). The engine reads them; backends store them as
 /// any other record.
@@ -106,6 +122,47 @@ pub fn lock_key(ds: Datastore) -> Vec<u8> {
     let mut k = LOCK.to_vec();
     k.push(ds.code());
     k
+}
+
+/// The key of a connection's pusher record.
+pub fn pusher_key(conn: &[u8]) -> Vec<u8> {
+    let mut k = PUSHER.to_vec();
+    k.extend_from_slice(conn);
+    k
+}
+
+/// The prefix of everything a connection pushed (its data and order index).
+pub fn pushed_prefix(conn: &[u8]) -> Vec<u8> {
+    let mut k = PUSHED.to_vec();
+    k.extend_from_slice(conn);
+    k
+}
+
+/// Where the fragments and the order index of one tree live: a datastore's
+/// ranges, or those of one connection's pushed state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Space {
+    /// Prefix of the fragments; the key of the root fragment.
+    pub data: Vec<u8>,
+    /// Prefix of the order index.
+    pub order: Vec<u8>,
+}
+
+impl Space {
+    /// A datastore's ranges.
+    pub fn datastore(ds: Datastore) -> Space {
+        Space { data: data_prefix(ds), order: order_prefix(ds) }
+    }
+
+    /// The ranges of the state the connection `conn` pushed.
+    pub fn pushed(conn: &[u8]) -> Space {
+        let base = pushed_prefix(conn);
+        let mut data = base.clone();
+        data.push(DATA);
+        let mut order = base;
+        order.push(ORDER);
+        Space { data, order }
+    }
 }
 
 /// The prefix of all fragments of a datastore; the key of its root fragment.

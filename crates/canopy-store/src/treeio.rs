@@ -16,22 +16,28 @@ use canopy_core::Schema;
 
 use crate::error::StoreError;
 use crate::fragment::{self, Decoded};
-use crate::keys::{self, Datastore, RawSelector};
+use crate::keys::{self, Datastore, RawSelector, Space};
 
-/// Fragment and order-index records of one datastore, by full key.
+/// Fragment and order-index records of one datastore (or other key
+/// [`Space`]), by full key.
 pub struct Fragments {
-    pub ds: Datastore,
+    pub space: Space,
     pub puts: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 impl Fragments {
     pub fn new(ds: Datastore) -> Fragments {
-        Fragments { ds, puts: BTreeMap::new() }
+        Fragments::in_space(Space::datastore(ds))
+    }
+
+    /// Records laid out in `space`.
+    pub fn in_space(space: Space) -> Fragments {
+        Fragments { space, puts: BTreeMap::new() }
     }
 
     /// The full key of the fragment at relative key `rel`.
     pub fn data_key(&self, rel: &[u8]) -> Vec<u8> {
-        let mut k = keys::data_prefix(self.ds);
+        let mut k = self.space.data.clone();
         k.extend_from_slice(rel);
         k
     }
@@ -39,7 +45,7 @@ impl Fragments {
     /// The full key of the order-index record of the entry at `order` in the
     /// user-ordered list at `list_rel`.
     pub fn order_key(&self, list_rel: &[u8], order: &[u8]) -> Vec<u8> {
-        let mut k = keys::order_prefix(self.ds);
+        let mut k = self.space.order.clone();
         k.extend_from_slice(list_rel);
         k.extend_from_slice(order);
         k.push(0);

@@ -119,7 +119,8 @@ pub fn copy(from: &Store, to: &Store) -> Result<CopyReport> {
         Ok(())
     };
     source.scan(&[], None, false, &mut |k, v| {
-        if k == keys::REVISION {
+        // Pushed state belongs to the source's connections: it is not copied.
+        if k == keys::REVISION || k.starts_with(keys::PUSHER) || k.starts_with(keys::PUSHED) {
             return Ok(true);
         }
         batch.put(k.to_vec(), v.to_vec());

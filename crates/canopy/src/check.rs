@@ -61,7 +61,11 @@ pub(crate) fn check(
             Some(0x00) => {
                 if !(k == keys::FORMAT
                     || k == keys::REVISION
+                    || k == keys::CANDIDATE
                     || k.starts_with(keys::LIST_INFO)
+                    || k.starts_with(keys::LOCK)
+                    || k.starts_with(keys::PUSHER)
+                    || k.starts_with(keys::PUSHED)
                     || k.starts_with(keys::YANG))
                 {
                     found.push(format!("unknown store record {}", keys::hex(k)));

@@ -13,7 +13,7 @@ use canopy_core::keycode;
 use canopy_core::path::{Path, Selector};
 use canopy_core::tree::{Container, List, Node};
 use canopy_store::fragment;
-use canopy_store::keys::{self, Datastore};
+use canopy_store::keys::{self, Space};
 use canopy_store::treeio::Fragments;
 use canopy_store::{Batch, Snapshot};
 
@@ -121,7 +121,7 @@ fn fragment_at<'t>(tree: &'t Container, path: &Path) -> Option<(Vec<u8>, &'t Con
 pub(crate) fn batch_for(
     changes: &[Change],
     tree: &Container,
-    ds: Datastore,
+    space: &Space,
     snap: &dyn Snapshot,
     schema: &dyn canopy_core::Schema,
     learned: &[(String, canopy_core::ListInfo)],
@@ -131,8 +131,13 @@ pub(crate) fn batch_for(
         let list = canopy_core::diff::with_selector(entry, Selector::None);
         schema.list_info(&list.schema_path()).is_some_and(|i| i.user_ordered)
     };
-    let mut w =
-        Writer { out: Fragments::new(ds), snap, tree, prefix_deletes: BTreeSet::new(), order_deletes: BTreeSet::new() };
+    let mut w = Writer {
+        out: Fragments::in_space(space.clone()),
+        snap,
+        tree,
+        prefix_deletes: BTreeSet::new(),
+        order_deletes: BTreeSet::new(),
+    };
     let mut keyless: BTreeSet<Path> = BTreeSet::new();
     let mut created: Vec<&Path> = Vec::new();
     // The last created container or entry: its whole subtree is written, so
@@ -246,7 +251,7 @@ pub(crate) fn batch_for(
     let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
     for rel in &w.prefix_deletes {
         batch.delete_prefix(w.out.data_key(rel));
-        let mut ok = keys::order_prefix(ds);
+        let mut ok = space.order.clone();
         ok.extend_from_slice(rel);
         batch.delete_prefix(ok);
     }

@@ -18,7 +18,7 @@ use canopy_store::keys::{self, Datastore};
 use canopy_store::{Batch, ErrorKind, Snapshot};
 
 use crate::error::{Error, Result};
-use crate::hub::{ProvideFn, Provider};
+use crate::hub::{ProvideFn, Provider, Pushed};
 use crate::store::{Commit, ReadOptions, Store};
 use crate::subscribe::{self, Subscriber, Subscription};
 
@@ -55,7 +55,7 @@ impl Conn {
         live().remove(&self.id);
     }
 
-    fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(20);
         v.extend_from_slice(&self.pid.to_be_bytes());
         v.extend_from_slice(&self.start.to_be_bytes());
@@ -72,16 +72,30 @@ impl Conn {
     }
 
     /// Whether the connection still exists: its process runs (the same
-    /// process, not a later one with its number) and, in this process, it is
-    /// not closed.
-    fn alive(&self) -> bool {
-        if self.pid == std::process::id() && self.start == process_start(None) {
+    /// process, not a later one with its number, and not a zombie) and, in
+    /// this process, it is not closed. When the process cannot be inspected
+    /// (no /proc, or no permission) it counts as alive: records of a live
+    /// connection are never taken for stale.
+    pub fn alive(&self) -> bool {
+        if self.in_this_process() {
             return live().contains(&self.id);
         }
-        if cfg!(target_os = "linux") {
-            return self.start != 0 && process_start(Some(self.pid)) == self.start;
+        // Without a readable /proc here nothing can be judged: alive.
+        if cfg!(target_os = "linux") && process_start(None) != 0 {
+            return match process_status(self.pid) {
+                Process::Gone => false,
+                // A record without a start time (its writer had no /proc) is
+                // the process of that number while one runs.
+                Process::Running { start } => self.start == 0 || start == self.start,
+                Process::Unknown => true,
+            };
         }
         true
+    }
+
+    /// Whether the connection belongs to this process.
+    pub fn in_this_process(&self) -> bool {
+        self.pid == std::process::id() && self.start == process_start(None)
     }
 
     fn describe(&self, me: &Conn) -> String {
@@ -95,31 +109,111 @@ impl Conn {
     }
 }
 
+/// What /proc says about a process.
+enum Process {
+    /// It runs (or sleeps, or is stopped), started at `start` (clock ticks since boot).
+    Running { start: u64 },
+    /// It does not exist, or it exited and only its zombie waits to be reaped.
+    Gone,
+    /// Its status cannot be read (no /proc, no permission, an unexpected format).
+    Unknown,
+}
+
+fn read_status(pid: &str) -> Process {
+    let stat = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Process::Gone,
+        Err(e) if e.raw_os_error() == Some(3) => return Process::Gone, // ESRCH: it exited while read
+        Err(_) => return Process::Unknown,
+    };
+    // The command name (field 2) may hold spaces: count after its ')'.
+    let Some((_, rest)) = stat.rsplit_once(')') else { return Process::Unknown };
+    let mut fields = rest.split_whitespace();
+    let state = fields.next();
+    if matches!(state, Some("Z") | Some("X") | Some("x")) {
+        return Process::Gone;
+    }
+    match fields.nth(18).and_then(|s| s.parse().ok()) {
+        Some(start) => Process::Running { start },
+        None => Process::Unknown,
+    }
+}
+
+fn process_status(pid: u32) -> Process {
+    read_status(&pid.to_string())
+}
+
 /// The start time of a process (clock ticks since boot, /proc/PID/stat field
 /// 22), 0 when unknown. Tells a process from a later one with its number.
 fn process_start(pid: Option<u32>) -> u64 {
-    fn read(pid: &str) -> u64 {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0 };
-        // The command name (field 2) may hold spaces: count after its ')'.
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(19))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0)
-    }
+    let start = |p: Process| match p {
+        Process::Running { start } => start,
+        _ => 0,
+    };
     match pid {
-        Some(p) => read(&p.to_string()),
+        Some(p) => start(process_status(p)),
         None => {
             static ME: OnceLock<u64> = OnceLock::new();
-            *ME.get_or_init(|| read("self"))
+            *ME.get_or_init(|| start(read_status("self")))
         }
     }
 }
 
-/// Datastore-level records of a revision: locks and the candidate's state.
+/// A connection that pushed operational state, as its record in the store says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pusher {
+    pub conn: Conn,
+    /// When it first pushed (nanoseconds since the Unix epoch).
+    pub since: u64,
+}
+
+impl Pusher {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(9);
+        v.push(keys::PUSHER_VERSION);
+        v.extend_from_slice(&self.since.to_be_bytes());
+        v
+    }
+
+    /// Decodes a pusher record; `None` for a damaged or unknown one, which is
+    /// then never read (and never collected).
+    fn decode(k: &[u8], v: &[u8]) -> Option<Pusher> {
+        let conn = Conn::decode(k.get(keys::PUSHER.len()..)?)?;
+        match v {
+            [keys::PUSHER_VERSION, since @ ..] if since.len() == 8 => {
+                Some(Pusher { conn, since: u64::from_be_bytes(since.try_into().ok()?) })
+            }
+            _ => None,
+        }
+    }
+}
+
+fn now_nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Adds to `batch` the deletion of every record of a pusher that ended.
+pub(crate) fn collect_ended_pushers(control: &Control, batch: &mut Batch) {
+    for p in &control.pushers {
+        if !p.conn.alive() {
+            let c = p.conn.encode();
+            batch.delete(keys::pusher_key(&c));
+            batch.delete_prefix(keys::pushed_prefix(&c));
+        }
+    }
+}
+
+/// Datastore-level records of a revision: locks, the candidate's state and
+/// the connections that pushed operational state.
 #[derive(Debug, Default)]
 pub(crate) struct Control {
     pub locks: Vec<(Datastore, Conn)>,
     pub candidate_modified: bool,
+    /// In merge order: by first push, then by connection identity.
+    pub pushers: Vec<Pusher>,
 }
 
 impl Control {
@@ -133,7 +227,14 @@ impl Control {
             }
             Ok(true)
         })?;
-        Ok(Control { locks, candidate_modified: snap.get(keys::CANDIDATE)?.is_some() })
+        let mut pushers = Vec::new();
+        snap.scan_prefix(keys::PUSHER, false, &mut |k, v| {
+            pushers.extend(Pusher::decode(k, v));
+            Ok(true)
+        })?;
+        // Keys come in identity order; the sort keeps it among equal times.
+        pushers.sort_by_key(|p| p.since);
+        Ok(Control { locks, candidate_modified: snap.get(keys::CANDIDATE)?.is_some(), pushers })
     }
 
     /// The live connection holding `ds`'s lock.
@@ -249,6 +350,7 @@ impl Store {
                     batch.delete(keys::lock_key(*ds));
                 }
             }
+            collect_ended_pushers(&control, &mut batch);
             build(&control, &mut batch)?;
             drop(snap);
             match self.backend().apply(&batch) {
@@ -400,14 +502,73 @@ impl Store {
         Ok(Provider { hub: self.hub.clone(), id: self.hub.add_provider(p, f) })
     }
 
-    /// Drops the operational state this connection pushed.
-    pub fn clear_pushed(&self) {
-        self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.conn.id);
+    /// Drops the operational state this connection pushed, in this process
+    /// and in the store (one transaction).
+    ///
+    /// # Errors
+    /// Backend errors (the state is kept then).
+    pub fn clear_pushed(&self) -> Result<()> {
+        subscribe::check_not_calling(self.conn.id)?;
+        let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
+        let mut pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
+        if !pushed.contains_key(&self.conn.id) {
+            return Ok(());
+        }
+        let c = self.conn.encode();
+        self.commit_pushed(false, |_, batch| {
+            batch.delete(keys::pusher_key(&c));
+            batch.delete_prefix(keys::pushed_prefix(&c));
+            Ok(())
+        })?;
+        pushed.remove(&self.conn.id);
+        Ok(())
+    }
+
+    /// Commits a batch on this connection's pushed state, built by `build` on
+    /// each try's view; ended pushers' records are collected on the way.
+    /// Returns the new revision. Pushed state of other connections and
+    /// datastore contents are untouched, so cached trees stay valid.
+    ///
+    /// Only this connection writes its key range and an ended connection never
+    /// comes back, so the batch holds whatever others committed meanwhile: it
+    /// is applied without a revision check (pushes never conflict), unless
+    /// `learns` (it records list info, which others may record too).
+    fn commit_pushed(&self, learns: bool, build: impl Fn(&dyn Snapshot, &mut Batch) -> Result<()>) -> Result<u64> {
+        for _ in 0..crate::store::CONFLICT_RETRIES {
+            let committed = if learns {
+                let view = self.backend().begin_write()?;
+                let snap: &dyn Snapshot = &*view;
+                let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+                collect_ended_pushers(&*self.control_at(snap)?, &mut batch);
+                build(snap, &mut batch)?;
+                view.commit(&batch)
+            } else {
+                let snap = self.backend().snapshot()?;
+                let mut batch = Batch { expect_revision: None, ops: Vec::new() };
+                collect_ended_pushers(&*self.control_at(&*snap)?, &mut batch);
+                build(&*snap, &mut batch)?;
+                drop(snap);
+                self.backend().apply(&batch)
+            };
+            match committed {
+                Err(e) if e.kind() == ErrorKind::Conflict => continue,
+                Err(e) => return Err(e.into()),
+                Ok(revision) => {
+                    self.datastores_unchanged(revision);
+                    return Ok(revision);
+                }
+            }
+        }
+        Err(Error::Store(canopy_store::StoreError::new(
+            ErrorKind::Conflict,
+            "other writers kept committing first; the pushed state was not stored",
+        )))
     }
 
     /// The operational view of what `query` can select: running's
     /// configuration, then stored state, then each live connection's pushed
-    /// state, then what providers supply, merged in that order.
+    /// state (by first push, then connection identity), then what providers
+    /// supply, merged in that order.
     pub(crate) fn operational_tree(&self, query: &Query) -> Result<Container> {
         let whole = ReadOptions::default();
         // Running's part, with the ancestors it has of what the query reaches
@@ -434,11 +595,7 @@ impl Store {
         })?;
         merge(&mut out, stored, ORIGIN_UNKNOWN)
             .map_err(|e| Error::Usage(format!("operational view: the stored state: {e}")))?;
-        let pushed: Vec<Container> = {
-            let pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
-            pushed.values().map(|t| crate::store::selection(Cow::Borrowed(t), query, whole, None)).collect()
-        };
-        for t in pushed {
+        for t in self.pushed_state(query)? {
             merge(&mut out, t, ORIGIN_UNKNOWN)
                 .map_err(|e| Error::Usage(format!("operational view: pushed state: {e}")))?;
         }
@@ -456,41 +613,119 @@ impl Store {
         Ok(out)
     }
 
-    /// Applies edits to the state this connection pushes to operational.
+    /// What `query` can select of the state each live connection pushed, in
+    /// merge order. Connections of this process are read from the hub's copy;
+    /// others' from the store, loading only the part the query reaches.
+    /// Records of ended connections are skipped.
+    fn pushed_state(&self, query: &Query) -> Result<Vec<Container>> {
+        let whole = ReadOptions::default();
+        let snap = self.backend().snapshot()?;
+        let control = self.control_at(&*snap)?;
+        if control.pushers.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::with_capacity(control.pushers.len());
+        let mut schema = None;
+        for p in &control.pushers {
+            if !p.conn.alive() {
+                continue;
+            }
+            if p.conn.in_this_process() {
+                let local = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(t) = local.get(&p.conn.id) {
+                    out.push(crate::store::selection(Cow::Borrowed(&t.tree), query, whole, None));
+                    continue;
+                }
+            }
+            let schema = match &schema {
+                Some(s) => s,
+                None => schema.insert(self.schema_at(&*snap)?),
+            };
+            let space = keys::Space::pushed(&p.conn.encode());
+            let tree = crate::store::load_for(&*snap, space, query, schema)?;
+            out.push(crate::store::selection(Cow::Owned(tree), query, whole, None));
+        }
+        Ok(out)
+    }
+
+    /// Applies edits to the state this connection pushes to operational and
+    /// stores it, in one backend transaction.
     pub(crate) fn push(&self, edits: Vec<Edit>) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
         // Paths and values are checked and made canonical by the YANG schema
         // when there is one, and lists keyed as the store knows them.
-        let (base, yang) = {
+        let (base, yang, revision) = {
             let snap = self.backend().snapshot()?;
-            (self.schema_at(&*snap)?, self.yang_at(&*snap)?)
+            (self.schema_at(&*snap)?, self.yang_at(&*snap)?, snap.revision())
         };
         let edits = crate::yang::normalize_edits(yang.as_deref(), Datastore::Operational, edits)?;
         let mut schema = (*base).clone();
         let mut learned = Vec::new();
-        let mut pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
-        let tree = pushed.entry(self.conn.id).or_default();
+        // The tree leaves the hub while the push runs (this connection's
+        // writer lock keeps other pushes of it out): meanwhile readers of this
+        // process load the connection's state from the store, as other
+        // processes do, and no hub lock is held across callbacks or the commit.
+        let taken = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.conn.id);
+        let first = taken.is_none();
+        let mut state = taken.unwrap_or_else(|| Pushed { tree: Container::default(), since: now_nanos() });
         let mut changes = Vec::new();
+        let mut failed = None;
         for e in edits {
-            crate::store::learn_edit(&mut schema, &mut learned, &e, tree);
+            crate::store::learn_edit(&mut schema, &mut learned, &e, &state.tree);
             let typed = crate::store::Typed { lists: &schema, yang: yang.as_deref() };
-            match canopy_core::edit::apply_edit_owned(tree, e, &typed) {
+            match canopy_core::edit::apply_edit_owned(&mut state.tree, e, &typed) {
                 Ok(c) => changes.extend(c),
                 Err(err) => {
-                    crate::store::undo(tree, &changes);
-                    return Err(err.into());
+                    failed = Some(err.into());
+                    break;
                 }
             }
         }
+        // Back into the hub when the store holds records of it (a first push
+        // that stored nothing leaves none).
+        let put_back = |state: Pushed, stored: bool| {
+            if stored || !first {
+                self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner()).insert(self.conn.id, state);
+            }
+        };
         let matched = subscribe::Matched::find(&self.hub, Datastore::Operational, &changes);
-        if let Err(e) = matched.validate(self.conn.id, &changes) {
-            crate::store::undo(tree, &changes);
-            return Err(e);
+        if failed.is_none() && changes.is_empty() && learned.is_empty() {
+            put_back(state, false);
+            return Ok(Commit { revision, changes });
         }
-        let revision = self.revision()?;
-        matched.apply(self.conn.id, &changes, revision);
-        Ok(Commit { revision, changes })
+        if failed.is_none() {
+            failed = matched.validate(self.conn.id, &changes).err();
+        }
+        let stored = match failed {
+            Some(e) => Err(e),
+            None => {
+                let header = Pusher { conn: self.conn, since: state.since }.encode();
+                let c = self.conn.encode();
+                let space = keys::Space::pushed(&c);
+                let tree = &state.tree;
+                self.commit_pushed(!learned.is_empty(), |snap, batch| {
+                    let mut b = crate::commit::batch_for(&changes, tree, &space, snap, &schema, &learned, &|_| true)?;
+                    batch.ops.append(&mut b.ops);
+                    batch.put(keys::pusher_key(&c), header.clone());
+                    Ok(())
+                })
+                .inspect_err(|_| matched.abort(self.conn.id, &changes))
+            }
+        };
+        match stored {
+            Ok(revision) => {
+                put_back(state, true);
+                self.schema_committed(revision, (!learned.is_empty()).then_some(schema));
+                matched.apply(self.conn.id, &changes, revision);
+                Ok(Commit { revision, changes })
+            }
+            Err(e) => {
+                crate::store::undo(&mut state.tree, &changes);
+                put_back(state, false);
+                Err(e)
+            }
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! What the connections of one store in this process share: change
-//! subscriptions, operational data providers and the operational state each
-//! connection pushed. One hub per store (by backend and location), found
+//! subscriptions, operational data providers and a copy of the operational
+//! state each connection pushed (the state itself is in the store). One hub per store (by backend and location), found
 //! through a process-wide registry.
 
 use std::collections::{BTreeMap, HashMap};
@@ -32,8 +32,19 @@ pub(crate) struct Hub {
     /// that a commit takes it with one reference count.
     subs: RwLock<Arc<Vec<Arc<Entry>>>>,
     providers: RwLock<Vec<Arc<ProviderEntry>>>,
-    /// Operational state pushed by each live connection, by connection id.
-    pub pushed: Mutex<BTreeMap<u64, Container>>,
+    /// The operational state each connection of this process pushed, by
+    /// connection id: the same as its records in the store (which other
+    /// processes read), kept here so that this process reads it without
+    /// loading it.
+    pub pushed: Mutex<BTreeMap<u64, Pushed>>,
+}
+
+/// A connection's pushed state.
+#[derive(Default)]
+pub(crate) struct Pushed {
+    pub tree: Container,
+    /// When the connection first pushed (nanoseconds since the Unix epoch).
+    pub since: u64,
 }
 
 impl Hub {

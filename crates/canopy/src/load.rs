@@ -14,7 +14,7 @@ use canopy_core::path::{Path, Selector};
 use canopy_core::tree::{Container, Node};
 use canopy_core::{Schema, Schemaless};
 use canopy_store::fragment::{self, Decoded};
-use canopy_store::keys::{self, Datastore};
+use canopy_store::keys::{self, Datastore, Space};
 use canopy_store::treeio::{build, describe_key};
 use canopy_store::{Snapshot, StoreError};
 
@@ -38,11 +38,16 @@ pub(crate) struct Loader<'a> {
 
 impl<'a> Loader<'a> {
     pub fn new(snap: &'a dyn Snapshot, ds: Datastore, schema: &'a Schemaless) -> Loader<'a> {
+        Loader::in_space(snap, Space::datastore(ds), schema)
+    }
+
+    /// A loader of the tree laid out in `space`.
+    pub fn in_space(snap: &'a dyn Snapshot, space: Space, schema: &'a Schemaless) -> Loader<'a> {
         Loader {
             snap,
             schema,
-            data: keys::data_prefix(ds),
-            order: keys::order_prefix(ds),
+            data: space.data,
+            order: space.order,
             seen: HashSet::new(),
             absent: HashSet::new(),
             ranges: Vec::new(),

@@ -69,7 +69,7 @@ pub struct Store {
 impl Drop for Store {
     fn drop(&mut self) {
         self.release_locks();
-        self.clear_pushed();
+        let _ = self.clear_pushed();
         self.conn.close();
     }
 }
@@ -116,7 +116,20 @@ impl Store {
         init_format(&*backend)?;
         let control = {
             let snap = backend.snapshot()?;
-            (snap.revision(), Arc::new(Control::load(&*snap)?))
+            let control = Control::load(&*snap)?;
+            // Pushed state of ended connections is collected; best effort (a
+            // read-only store keeps it, and readers skip it anyway).
+            let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+            crate::datastores::collect_ended_pushers(&control, &mut batch);
+            match batch.is_empty() {
+                true => (snap.revision(), Arc::new(control)),
+                false => {
+                    drop(snap);
+                    let _ = backend.apply(&batch);
+                    let snap = backend.snapshot()?;
+                    (snap.revision(), Arc::new(Control::load(&*snap)?))
+                }
+            }
         };
         let store = Store {
             backend,
@@ -350,7 +363,8 @@ impl Store {
         }
         let matched = Matched::find(&self.hub, ds, &changes);
         matched.validate(self.conn.id, &changes)?;
-        let batch = batch_for(&changes, &root, ds, snap, &schema, &learned, &|k| loader.has_range(k));
+        let batch =
+            batch_for(&changes, &root, &keys::Space::datastore(ds), snap, &schema, &learned, &|k| loader.has_range(k));
         drop(loader);
         drop(root);
         match batch.and_then(|b| Ok(view.commit(&b)?)) {
@@ -411,7 +425,7 @@ impl Store {
             undo(&mut cached.tree, &changes);
             return Err(e);
         }
-        let stored = batch_for(&changes, &cached.tree, ds, snap, &schema, &learned, &|_| true)
+        let stored = batch_for(&changes, &cached.tree, &keys::Space::datastore(ds), snap, &schema, &learned, &|_| true)
             .and_then(|batch| Ok(view.commit(&batch)?));
         match stored {
             Ok(revision) => {
@@ -437,16 +451,41 @@ impl Store {
     /// After a commit at `revision` made from the schema in force plus what
     /// it learned, that schema is the one in force at `revision`.
     fn learned_committed(&self, revision: u64, schema: Schemaless) {
-        self.yang_committed(revision);
-        if let Ok(mut g) = self.schema.write() {
-            if g.0.checked_add(1) == Some(revision) {
-                *g = (revision, Arc::new(schema));
-            }
-        }
+        self.schema_committed(revision, Some(schema));
         // Data commits leave locks and the candidate's state as they were.
         if let Ok(mut g) = self.control.write() {
             if g.0 + 1 == revision {
                 g.0 = revision;
+            }
+        }
+    }
+
+    /// After a commit at `revision` that changed not the YANG schema and, at
+    /// most, learned list info: made from the list info in force plus what it
+    /// learned (`Some(schema)`), or learning nothing (`None`), what was in force
+    /// before is in force at `revision`.
+    pub(crate) fn schema_committed(&self, revision: u64, schema: Option<Schemaless>) {
+        self.yang_committed(revision);
+        if let Ok(mut g) = self.schema.write() {
+            if g.0.checked_add(1) == Some(revision) {
+                match schema {
+                    Some(s) => *g = (revision, Arc::new(s)),
+                    None => g.0 = revision,
+                }
+            }
+        }
+    }
+
+    /// After a commit at `revision` that changed no datastore's contents
+    /// (pushed state): cached trees of the revision before are still valid.
+    pub(crate) fn datastores_unchanged(&self, revision: u64) {
+        if let Some(cache) = &self.cache {
+            if let Ok(mut g) = cache.write() {
+                for c in g.values_mut() {
+                    if c.revision + 1 == revision {
+                        c.revision = revision;
+                    }
+                }
             }
         }
     }
@@ -548,13 +587,25 @@ impl Store {
             g.insert(ds, Cached { revision: snap.revision(), tree });
             return Ok(f(Cow::Borrowed(&g[&ds].tree), &schema, yang));
         }
-        let mut root = Container::default();
-        let mut loader = Loader::new(&*snap, ds, &schema);
-        let prefix = read_prefix(query, &schema);
-        loader.path(&mut root, &prefix)?;
-        load_whole(&mut loader, &mut root, &prefix)?;
+        let root = load_for(&*snap, keys::Space::datastore(ds), query, &schema)?;
         Ok(f(Cow::Owned(root), &schema, yang))
     }
+}
+
+/// A sparse tree of the one in `space` holding at least what `query` can select.
+pub(crate) fn load_for(
+    snap: &dyn Snapshot,
+    space: keys::Space,
+    query: &Query,
+    schema: &Schemaless,
+) -> Result<Container> {
+    let mut root = Container::default();
+    let mut loader = Loader::in_space(snap, space, schema);
+    let prefix = read_prefix(query, schema);
+    loader.path(&mut root, &prefix)?;
+    load_whole(&mut loader, &mut root, &prefix)?;
+    drop(loader);
+    Ok(root)
 }
 
 /// The schema edits are applied with: lists as known (learned or from YANG),

@@ -260,6 +260,13 @@ fn check_not_truncated(dir: &Path, env: &Env, file_len: usize) -> Result<()> {
     let info = env.info();
     let page = env.stat().page_size as usize;
     let needed = (info.last_page_number + 1) * page;
+    // Another process may have grown the file since `file_len` was taken: its
+    // length now (after the meta page was read, so never shorter than that
+    // meta page needs, unless truncated) decides.
+    let file_len = match needed > file_len {
+        true => fs::metadata(dir.join(DATA_FILE)).map(|m| m.len() as usize).unwrap_or(file_len),
+        false => file_len,
+    };
     if file_len != 0 && needed > file_len {
         return Err(StoreError::corrupted(format!(
             "lmdb store {}: {DATA_FILE} is truncated ({file_len} bytes, its pages need {needed})",

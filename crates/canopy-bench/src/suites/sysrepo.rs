@@ -439,7 +439,7 @@ fn create_all_items_oper(e: &mut Env) -> Result<Measured> {
     let canopy = e.cx.measure(
         "create all items oper",
         |_| {
-            store.clear_pushed();
+            store.clear_pushed()?;
             Ok(())
         },
         |()| {
@@ -470,7 +470,7 @@ fn many_oper_change_subs(e: &mut Env) -> Result<Measured> {
     let canopy = e.cx.measure(
         "many oper change_subs",
         |_| {
-            store.clear_pushed();
+            store.clear_pushed()?;
             Ok(())
         },
         |()| {
@@ -732,7 +732,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         backend,
         size,
         modes: "sync=commit; cache=off except the rows named cached (cache=on); \
-                validation: on (YANG module perf); oper rows: state pushed by the connection (in memory)"
+                validation: on (YANG module perf); oper rows: state pushed by the connection (stored per connection)"
             .into(),
         rows,
         checks,
@@ -749,7 +749,8 @@ pub fn notes() -> Vec<String> {
             .into(),
         "validation: every store holds the `perf` YANG module, so every commit's paths and values are \
          checked and the commit validated, as the seed's sysrepo did. Oper rows: \"create ... oper\" push \
-         state through an operational session (connection-scoped, kept in memory, as sysrepo's push data; \
+         state through an operational session (connection-scoped, as sysrepo's push data: written to the \
+         store in the push's own transaction, so other processes read it, and dropped with the connection; \
          pushed state is not validated against the schema); \"get oper tree\" reads /perf:cont from \
          operational where a provider callback builds the N items on each read (running empty); \
          \"many oper change_subs\" has 12 other connections subscribed to operational /perf:cont and \
