@@ -197,6 +197,19 @@ pub trait Backend: Send + Sync {
     /// errors; `Unsupported` for a key the backend cannot hold.
     fn apply(&self, batch: &Batch) -> Result<u64>;
 
+    /// Applies `batch` as [`apply`](Backend::apply) does, but it need not be
+    /// flushed to disk: for records that do not outlive their writer (pushed
+    /// operational state dies with its connection, and after a crash of the
+    /// machine no connection is left to own it). Atomicity is unchanged: a
+    /// crash never leaves part of the batch or a damaged store, and the next
+    /// flushed commit flushes it too. The default flushes as `apply` does.
+    ///
+    /// # Errors
+    /// As [`apply`](Backend::apply).
+    fn apply_unflushed(&self, batch: &Batch) -> Result<u64> {
+        self.apply(batch)
+    }
+
     /// A read view to build a batch on, and to commit that batch through.
     ///
     /// The default is [`Backend::snapshot`] and, at commit, [`Backend::apply`]

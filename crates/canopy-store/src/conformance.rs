@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use crate::backend::{Backend, Batch};
+use crate::backend::{Backend, Batch, BatchOp};
 use crate::error::ErrorKind;
 
 /// Opens (creating when absent) a backend whose data lives in this directory.
@@ -207,13 +207,30 @@ pub fn survives_reopen(open: Opener, dir: &Path) {
         put(&*b, &[(b"\x10a", b"1"), (b"\x10b", b"2")]);
         let mut d = Batch::default();
         d.delete(b"\x10b".to_vec());
-        b.apply(&d).unwrap();
+        // Not flushed, but a clean close keeps it.
+        b.apply_unflushed(&d).unwrap();
     }
     let b = open(dir);
     let s = b.snapshot().unwrap();
     assert_eq!(s.revision(), 2);
     assert_eq!(s.get(b"\x10a").unwrap().as_deref(), Some(&b"1"[..]));
     assert_eq!(s.get(b"\x10b").unwrap(), None);
+}
+
+/// A batch applied without a flush is applied as any other: atomically, at
+/// the expected revision only, one revision on; flushed commits go on after it.
+pub fn unflushed_batches_apply_like_others(open: Opener, dir: &Path) {
+    let b = open(dir);
+    put(&*b, &[(b"\x10a", b"1"), (b"\x10a/x", b"2"), (b"\x10b", b"3")]);
+    let mut u = Batch { expect_revision: Some(1), ops: Vec::new() };
+    u.put(b"\x10c".to_vec(), b"4".to_vec());
+    u.delete_prefix(b"\x10a".to_vec());
+    assert_eq!(b.apply_unflushed(&u).unwrap(), 2);
+    assert_eq!(all(&*b), vec![(b"\x10b".to_vec(), b"3".to_vec()), (b"\x10c".to_vec(), b"4".to_vec())]);
+    let stale = Batch { expect_revision: Some(1), ops: vec![BatchOp::Put(b"\x10d".to_vec(), b"5".to_vec())] };
+    assert_eq!(b.apply_unflushed(&stale).unwrap_err().kind(), ErrorKind::Conflict);
+    assert_eq!(put(&*b, &[(b"\x10d", b"6")]), 3);
+    assert_eq!(b.snapshot().unwrap().get(b"\x10d").unwrap().as_deref(), Some(&b"6"[..]));
 }
 
 pub fn values_from_empty_to_16_mib(open: Opener, dir: &Path) {
@@ -308,7 +325,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@tests $open, $persistent;
             empty_store, put_get_delete_revision, scans_in_order_with_bounds,
             delete_prefix_removes_exactly_the_subtree, scan_and_delete_from_the_empty_key, conflicting_batch_writes_nothing,
-            write_views_read_then_commit,
+            write_views_read_then_commit, unflushed_batches_apply_like_others,
             snapshots_are_isolated, values_from_empty_to_16_mib, many_small_keys,
             readers_run_during_writes, compact_keeps_data);
         #[test]

@@ -548,7 +548,8 @@ impl Store {
                 collect_ended_pushers(&*self.control_at(&*snap)?, &mut batch);
                 build(&*snap, &mut batch)?;
                 drop(snap);
-                self.backend().apply(&batch)
+                // Pushed state dies with its connection: not flushed.
+                self.backend().apply_unflushed(&batch)
             };
             match committed {
                 Err(e) if e.kind() == ErrorKind::Conflict => continue,

@@ -24,7 +24,7 @@ use canopy_store::error::{ErrorKind, Result, StoreError};
 use canopy_store::keys::{FORMAT, FORMAT_VERSION, REVISION};
 use canopy_store::StoreUrl;
 use heed::types::Bytes;
-use heed::{CompactionOption, Database, EnvFlags, EnvOpenOptions, MdbError, WithoutTls};
+use heed::{CompactionOption, Database, EnvFlags, EnvOpenOptions, FlagSetMode, MdbError, WithoutTls};
 
 /// Read transactions are not tied to threads (`MDB_NOTLS`): a thread may hold
 /// several snapshots, and snapshots may move between threads.
@@ -55,6 +55,10 @@ struct Shared {
     /// exclusively (LMDB requires that no transaction of this process is open
     /// while the map is resized or the environment closed).
     inner: RwLock<Option<Inner>>,
+    /// Held by every write transaction of this process, so that a commit
+    /// made without a flush (which sets `MDB_NOSYNC` on the environment for
+    /// its commit) never lends that setting to another thread's commit.
+    write_gate: Mutex<()>,
 }
 
 /// Environments open in this process, by canonical directory.
@@ -128,7 +132,12 @@ impl LmdbBackend {
         let file_len = fs::metadata(dir.join(DATA_FILE)).map(|m| m.len() as usize).unwrap_or(0);
         let inner = open_env(dir, sync, page_round((file_len * 2).max(MIN_MAP)))?;
         check_not_truncated(dir, &inner.env, file_len)?;
-        let shared = Arc::new(Shared { dir: dir.to_path_buf(), sync, inner: RwLock::new(Some(inner)) });
+        let shared = Arc::new(Shared {
+            dir: dir.to_path_buf(),
+            sync,
+            inner: RwLock::new(Some(inner)),
+            write_gate: Mutex::new(()),
+        });
         shared.init_format()?;
         open.push((canonical, Arc::downgrade(&shared)));
         Ok(LmdbBackend { shared })
@@ -162,6 +171,7 @@ impl Shared {
                 Ok(())
             }
             None if empty => {
+                let _gate = self.write_gate.lock().map_err(|_| poisoned())?;
                 let mut wtxn = inner.env.write_txn().map_err(|e| lmdb_err(&self.dir, "write", e))?;
                 inner
                     .db
@@ -190,9 +200,10 @@ impl Shared {
         unsafe { inner.env.resize(new) }.map_err(|e| lmdb_err(&self.dir, "resize the map", e))
     }
 
-    fn try_apply(&self, batch: &Batch) -> std::result::Result<u64, heed::Error> {
+    fn try_apply(&self, batch: &Batch, flush: bool) -> std::result::Result<u64, heed::Error> {
         let g = self.inner.read().map_err(|_| heed::Error::Mdb(MdbError::Panic))?;
         let inner = g.as_ref().expect("open");
+        let _gate = self.write_gate.lock().map_err(|_| heed::Error::Mdb(MdbError::Panic))?;
         let mut wtxn = inner.env.write_txn()?;
         let rev = read_revision(&inner.db, &wtxn)?;
         if let Some(expect) = batch.expect_revision {
@@ -215,7 +226,17 @@ impl Shared {
             }
         }
         inner.db.put(&mut wtxn, REVISION, &(rev + 1).to_be_bytes())?;
-        wtxn.commit()?;
+        if flush || self.sync == SyncMode::Off {
+            wtxn.commit()?;
+        } else {
+            // SAFETY: NO_SYNC only changes whether this commit is flushed (it
+            // stays atomic); the write gate keeps other commits of this
+            // process out until the flag is cleared again.
+            unsafe { inner.env.set_flags(EnvFlags::NO_SYNC, FlagSetMode::Enable)? };
+            let committed = wtxn.commit();
+            unsafe { inner.env.set_flags(EnvFlags::NO_SYNC, FlagSetMode::Disable)? };
+            committed?;
+        }
         Ok(rev + 1)
     }
 }
@@ -396,9 +417,9 @@ impl Shared {
         ))
     }
 
-    fn apply(&self, batch: &Batch) -> Result<u64> {
+    fn apply(&self, batch: &Batch, flush: bool) -> Result<u64> {
         loop {
-            match self.try_apply(batch) {
+            match self.try_apply(batch, flush) {
                 Ok(rev) => return Ok(rev),
                 Err(heed::Error::Mdb(MdbError::MapFull)) => self.resize(true)?,
                 Err(heed::Error::Mdb(MdbError::MapResized)) => self.resize(false)?,
@@ -505,7 +526,11 @@ impl Backend for LmdbBackend {
     }
 
     fn apply(&self, batch: &Batch) -> Result<u64> {
-        self.shared.apply(batch)
+        self.shared.apply(batch, true)
+    }
+
+    fn apply_unflushed(&self, batch: &Batch) -> Result<u64> {
+        self.shared.apply(batch, false)
     }
 
     fn sync_mode(&self) -> SyncMode {

@@ -437,6 +437,30 @@ impl Backend for SqliteBackend {
         self.begin_write()?.commit(batch)
     }
 
+    /// With `sync=commit`, the transaction runs at `synchronous=NORMAL` (the
+    /// log is written, flushed at the next checkpoint or flushed commit;
+    /// never a damaged file), on the writer connection held throughout, so
+    /// no other commit runs at that setting.
+    fn apply_unflushed(&self, batch: &Batch) -> Result<u64> {
+        if self.sync == SyncMode::Off {
+            return self.apply(batch);
+        }
+        let conn = self.writer()?;
+        exec(&conn, "PRAGMA synchronous=NORMAL").map_err(|e| self.err("write", e))?;
+        let result = exec(&conn, "BEGIN IMMEDIATE").map_err(|e| self.err("begin a write", e)).and_then(|()| {
+            let revision =
+                read_revision(&conn).map_err(|e| self.err("begin a write", e))?.map_err(|_| self.damaged_revision())?;
+            let revision = self.write_ops(&conn, batch, revision)?;
+            exec(&conn, "COMMIT").map_err(|e| self.err("commit", e))?;
+            Ok(revision)
+        });
+        if result.is_err() && !conn.is_autocommit() {
+            let _ = exec(&conn, "ROLLBACK");
+        }
+        exec(&conn, "PRAGMA synchronous=FULL").map_err(|e| self.err("write", e))?;
+        result
+    }
+
     /// One `BEGIN IMMEDIATE` transaction on the writer connection: the view
     /// reads inside it and the commit writes inside it, so no other writer
     /// can come between (they wait, up to the busy timeout).

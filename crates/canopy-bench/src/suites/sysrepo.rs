@@ -750,7 +750,7 @@ pub fn notes() -> Vec<String> {
         "validation: every store holds the `perf` YANG module, so every commit's paths and values are \
          checked and the commit validated, as the seed's sysrepo did. Oper rows: \"create ... oper\" push \
          state through an operational session (connection-scoped, as sysrepo's push data: written to the \
-         store in the push's own transaction, so other processes read it, and dropped with the connection; \
+         store in the push's own transaction, not flushed, so other processes read it, and dropped with the connection; \
          pushed state is not validated against the schema); \"get oper tree\" reads /perf:cont from \
          operational where a provider callback builds the N items on each read (running empty); \
          \"many oper change_subs\" has 12 other connections subscribed to operational /perf:cont and \
