@@ -196,6 +196,9 @@ pub fn decode_path_key(key: &[u8]) -> Result<Vec<RawSegment>> {
             Some(&ORDER_MARK) => {
                 let end = key[pos + 1..].iter().position(|&b| b == 0).ok_or_else(bad)? + pos + 1;
                 let order = key[pos + 1..end].to_vec();
+                if !keycode::is_order_key(&order) {
+                    return Err(bad());
+                }
                 pos = end + 1;
                 RawSelector::Order(order)
             }
@@ -222,7 +225,11 @@ pub fn first_segment_len(key: &[u8]) -> Result<usize> {
             }
         }
         Some(&ORDER_MARK) => {
-            pos = key[pos + 1..].iter().position(|&b| b == 0).ok_or_else(bad)? + pos + 2;
+            let end = key[pos + 1..].iter().position(|&b| b == 0).ok_or_else(bad)? + pos + 1;
+            if !keycode::is_order_key(&key[pos + 1..end]) {
+                return Err(bad());
+            }
+            pos = end + 1;
         }
         _ => {}
     }

@@ -355,6 +355,11 @@ struct Records {
     out: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
+/// The order key after `last` for the next entry of a list being read.
+fn next_order(last: Option<&[u8]>) -> std::result::Result<Vec<u8>, String> {
+    keycode::order_between(last, None).ok_or_else(|| "no order key follows the previous entry's".to_string())
+}
+
 impl Emit for Records {
     fn begin_container(&mut self, name: &str) {
         self.stack.push(Open::Node { key_before: self.key.len(), slot: self.out.len() });
@@ -394,7 +399,7 @@ impl Emit for Records {
         k.extend_from_slice(&self.key);
         let mut order = None;
         if list.info.keys.is_empty() {
-            let o = keycode::order_between(list.last_order.as_deref(), None);
+            let o = next_order(list.last_order.as_deref())?;
             keys::push_order(&mut k, &o);
             list.last_order = Some(o);
         } else {
@@ -421,7 +426,7 @@ impl Emit for Records {
             }
             list.slots.push(slot);
             if list.info.user_ordered {
-                let o = keycode::order_between(list.last_order.as_deref(), None);
+                let o = next_order(list.last_order.as_deref())?;
                 list.last_order = Some(o.clone());
                 order = Some(o);
             }

@@ -191,6 +191,10 @@ fn check_order_record(
         return Ok(());
     };
     let (list_key, order) = without_zero.split_at(split);
+    if !keycode::is_order_key(order) {
+        found.push(format!("order record {} holds a malformed order key `{}`", keys::hex(k), keys::hex(order)));
+        return Ok(());
+    }
     data.extend_from_slice(list_key);
     data.extend_from_slice(v);
     match snap.get(&data)? {

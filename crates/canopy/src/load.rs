@@ -252,7 +252,8 @@ impl<'a> Loader<'a> {
     }
 }
 
-fn corrupt(rel: &[u8], e: StoreError) -> StoreError {
+/// `e` with the fragment at relative key `rel` named in front.
+pub(crate) fn corrupt(rel: &[u8], e: StoreError) -> StoreError {
     StoreError::corrupted(format!("fragment {}: {e}", describe_key(rel)))
 }
 

@@ -106,7 +106,7 @@ fn stream_path<W: Write>(
                 let mut akey = data.to_vec();
                 akey.extend_from_slice(&anc_rel);
                 let Some(v) = snap.get(&akey)? else { return Ok(false) };
-                let d = fragment::decode(&v)?;
+                let d = fragment::decode(&v).map_err(|e| crate::load::corrupt(&anc_rel, e))?;
                 let mut keys_only = Container::default();
                 for (k, _) in kv {
                     if let Some(n) = d.container.children.get(k) {

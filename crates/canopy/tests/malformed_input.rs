@@ -423,3 +423,49 @@ fn damaged_meta_pages_and_truncated_files_are_refused() {
 fn scribbled_data_pages_are_errors_not_crashes() {
     damage_cases("scribbled_data_pages_are_errors_not_crashes", &[Damage::Scribble]);
 }
+
+/// An order key that is empty, holds a `0x00` or ends where nothing fits
+/// below it (hand-edited or damaged stores) is refused as damage naming the
+/// fragment, by reads, by inserts and by `check`; never an endless loop.
+#[test]
+fn malformed_order_keys_are_damage_not_endless_loops() {
+    use canopy_store::keys::{self, Datastore};
+    use canopy_store::{fragment, Batch};
+    for bad_order in [&[][..], &[0x40, 0x00, 0x80][..], &[0x40, 0x01][..]] {
+        for (_dir, store) in stores() {
+            let url = store.url().to_string();
+            if url == "memory:x?cache=on" {
+                continue; // its tree stays in memory: nothing rereads the record
+            }
+            let mut key = keys::data_prefix(Datastore::Running);
+            key.extend(keys::path_key(&"/c:u[k='a']".parse().unwrap()).unwrap());
+            let v = store.backend().snapshot().unwrap().get(&key).unwrap().expect("entry a is stored");
+            let d = fragment::decode(&v).unwrap();
+            let mut batch = Batch::default();
+            batch.put(key, fragment::encode(&d.container, Some(bad_order)));
+            store.backend().apply(&batch).unwrap();
+            // A fresh handle, so that no cached tree hides the damage.
+            let store = if url.starts_with("memory") { store } else { Store::open(&url).unwrap() };
+            let what = format!("{url}: order key {bad_order:?}");
+            let mut c = Container::default();
+            c.children.insert("k".into(), Node::leaf(leaf("z")));
+            let edit = Edit {
+                op: Operation::Create,
+                path: "/c:u[k='z']".parse().unwrap(),
+                value: Some(Node::Container(c)),
+                insert: Some(Insert::First),
+            };
+            let e = store.running().apply(&[edit]).expect_err(&what);
+            assert!(
+                matches!(&e, canopy::Error::Store(s) if s.kind() == ErrorKind::Corrupted),
+                "{what}: not damage: {e:?}"
+            );
+            let msg = e.to_string();
+            assert!(msg.contains("/c:u") && msg.contains("order key"), "{what}: {msg}");
+            let e = store.running().get("/c:u", Default::default()).expect_err(&what);
+            assert!(e.to_string().contains("order key"), "{what}: {e}");
+            let problems = store.check().unwrap();
+            assert!(problems.iter().any(|p| p.contains("/c:u") && p.contains("order key")), "{what}: {problems:?}");
+        }
+    }
+}
