@@ -42,6 +42,37 @@ fn malformed_files_are_refused_with_what_and_where() {
         (&format!("{STORE},\"canopy:running\":[1]}}"), ErrorKind::Corrupted, "expected `{`"),
         (&format!("{STORE},\"canopy:raw\":{{\"1\":\"00\"}}}}"), ErrorKind::Corrupted, "not a hex key"),
         (&format!("{STORE},\"canopy:running\":{{}}}} x"), ErrorKind::Corrupted, "trailing data"),
+        // Raw records may not stand in for what the rest of the file holds.
+        (
+            &format!("{STORE},\n\"canopy:raw\":{{\"1001\":\"0100000000\"}}}}"),
+            ErrorKind::Corrupted,
+            "line 2, column 14: key `1001` is a fragment of datastore running",
+        ),
+        (
+            &format!("{STORE},\"canopy:raw\":{{\"1003\":\"0100000000\"}}}}"),
+            ErrorKind::Corrupted,
+            "key `1003` is a fragment of datastore candidate",
+        ),
+        (
+            &format!("{STORE},\"canopy:raw\":{{\"2002610001800100\":\"\"}}}}"),
+            ErrorKind::Corrupted,
+            "key `2002610001800100` is an order-index record of datastore startup",
+        ),
+        (
+            &format!("{STORE},\"canopy:raw\":{{\"00666f726d6174\":\"00000002\"}}}}"),
+            ErrorKind::Corrupted,
+            "key `00666f726d6174` is the layout record",
+        ),
+        (
+            &format!("{STORE},\"canopy:raw\":{{\"007265766973696f6e\":\"0000000000000009\"}}}}"),
+            ErrorKind::Corrupted,
+            "key `007265766973696f6e` is the revision record",
+        ),
+        (
+            &format!("{STORE},\"canopy:raw\":{{\"006c6973742f6d3a632f6c7374\":\"7b7d\"}}}}"),
+            ErrorKind::Corrupted,
+            "is the list record of /m:c/lst",
+        ),
         ("{\"canopy:store\":\u{0}", ErrorKind::Corrupted, "line 1"),
     ];
     let dir = tempfile::tempdir().unwrap();
@@ -81,5 +112,28 @@ fn every_truncation_is_refused() {
     fs::write(&file, &whole).unwrap();
     let b = FileBackend::open(&file, &JsonFormat, SyncMode::Off).unwrap();
     assert_eq!(b.snapshot().unwrap().get(b"\x00other").unwrap().as_deref(), Some(&b"x"[..]));
+    assert!(b.check().unwrap().is_empty());
+}
+
+/// Records the file could not give back as they are (the layout record with
+/// another version, a revision record) are refused when written, so the store
+/// never writes a file it would refuse to open.
+#[test]
+fn records_the_file_implies_are_refused_on_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.json");
+    let b = FileBackend::open(&file, &JsonFormat, SyncMode::Off).unwrap();
+    let before = fs::read(&file).unwrap();
+    for (k, v, says) in
+        [(&b"\x00format"[..], &[0, 0, 0, 2][..], "layout"), (b"\x00revision", &[0, 0, 0, 0, 0, 0, 0, 9], "revision")]
+    {
+        let mut batch = Batch::default();
+        batch.put(k.to_vec(), v.to_vec());
+        let e = b.apply(&batch).expect_err(says);
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+        assert_eq!(fs::read(&file).unwrap(), before);
+        assert_eq!(b.snapshot().unwrap().get(k).unwrap(), None);
+    }
     assert!(b.check().unwrap().is_empty());
 }
