@@ -469,3 +469,45 @@ fn malformed_order_keys_are_damage_not_endless_loops() {
         }
     }
 }
+
+/// Paths are limited to `MAX_STEPS` steps (refused at the step too many, the
+/// store unchanged); the deepest data paths and documents allow together (a
+/// path of the most steps with a document of the deepest nesting below it) is
+/// stored, read, written as JSON, checked and deleted on a test thread's stack.
+#[test]
+fn paths_past_the_step_limit_are_refused_and_the_deepest_data_works() {
+    let max = canopy_core::path::MAX_STEPS;
+    for url in ["memory:x", "memory:x?cache=on"] {
+        let store = populated(url);
+        let long = "/c:a".to_string() + &"/b".repeat(60_000);
+        let what = format!("{url}: set on a path of 60,001 steps");
+        let e = refused(&store, &what, |s| s.running().set(&long, leaf("z")).map(|_| ()));
+        assert_path_error(&what, &e, 4 + 2 * (max - 1));
+        assert!(e.to_string().contains("at most 128 steps"), "{e}");
+        let e = refused(&store, &what, |s| s.running().get(&long, Default::default()).map(|_| ()));
+        assert_path_error(&what, &e, 4 + 2 * (max - 1));
+
+        let deepest = "/c:a".to_string() + &"/b".repeat(max - 1);
+        // `set_json` wraps the value in one object: the value may nest one
+        // level less than the codec's limit.
+        let levels = canopy_core::json::MAX_DEPTH - 2;
+        let value = "{\"c\":".repeat(levels) + "{\"v\":1}" + &"}".repeat(levels);
+        store.running().set_json(&deepest, &value).unwrap();
+        let leaf_path = deepest.clone() + &"/c".repeat(levels) + "/v";
+        assert!(store.running().get_item(&leaf_path).is_err(), "{url}: a path past the limit is refused");
+        let tree = store.running().get("/c:a", Default::default()).unwrap();
+        let mut depth = 0;
+        let mut at = &tree;
+        while let Some((_, Node::Container(c))) = at.children.iter().next() {
+            depth += 1;
+            at = c;
+        }
+        assert_eq!(depth, max + levels, "{url}");
+        let mut json = Vec::new();
+        store.running().get_json("/c:a", Default::default(), false, &mut json).unwrap();
+        assert!(String::from_utf8(json).unwrap().contains("{\"v\":1}"));
+        assert!(store.check().unwrap().is_empty());
+        store.running().delete("/c:a").unwrap();
+        assert!(store.check().unwrap().is_empty());
+    }
+}

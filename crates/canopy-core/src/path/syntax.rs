@@ -136,6 +136,9 @@ impl Parser<'_> {
                 _ if steps.is_empty() && !absolute => (false, ""),
                 _ => break,
             };
+            if steps.len() == super::MAX_STEPS {
+                return self.err(sep, format!("a path has at most {} steps", super::MAX_STEPS));
+            }
             self.ws();
             let start = self.pos;
             let step = self.step(descendant, after)?;
@@ -650,6 +653,27 @@ mod tests {
         assert!(matches!(Query::parse(&deep), Err(Error::Path { reason, .. }) if reason.contains("nested")));
         let deep = format!("/a{}", "[b".repeat(10_000));
         assert!(Query::parse(&deep).is_err());
+    }
+
+    #[test]
+    fn paths_longer_than_the_step_limit_are_errors_at_the_step_too_many() {
+        use crate::path::MAX_STEPS;
+        let ok = "/m:a".to_string() + &"/b".repeat(MAX_STEPS - 1);
+        assert_eq!(ok.parse::<crate::Path>().unwrap().segments.len(), MAX_STEPS);
+        let long = "/m:a".to_string() + &"/b".repeat(60_000);
+        let at = ok.len();
+        for e in [long.parse::<crate::Path>().unwrap_err(), Query::parse(&long).unwrap_err()] {
+            match e {
+                Error::Path { pos, reason, .. } => {
+                    assert_eq!(pos, at);
+                    assert!(reason.contains("at most 128 steps"), "{reason}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // Relative paths in predicates too.
+        let rel = format!("/m:a[{}='x']", "b/".repeat(200) + "c");
+        assert!(matches!(Query::parse(&rel), Err(Error::Path { pos, .. }) if pos == 5 + 2 * MAX_STEPS - 1));
     }
 
     proptest! {
