@@ -511,3 +511,43 @@ fn paths_past_the_step_limit_are_refused_and_the_deepest_data_works() {
         assert!(store.check().unwrap().is_empty());
     }
 }
+
+/// An entry of a top-level user-ordered list with a short name whose key is
+/// stored string-tagged although it reads as an integer (`"5"`): `check`
+/// reports it, with its order record found by the stored bytes, and does not
+/// panic on the length of a re-encoded key.
+#[test]
+fn check_reports_keys_stored_in_another_form() {
+    use canopy_store::keys::{self, Datastore};
+    use canopy_store::{fragment, Batch};
+    for (_dir, store) in stores() {
+        let url = store.url().to_string();
+        let info = ListInfo { keys: vec!["k".into()], user_ordered: true };
+        let mut rel = Vec::new();
+        keys::push_name(&mut rel, "u");
+        let list_rel = rel.clone();
+        rel.push(0x20); // a string-tagged key value "5" (canonical would be 0x10 + 8 bytes)
+        canopy_core::keycode::push_escaped(&mut rel, b"5");
+        let mut entry = Container::default();
+        entry.children.insert("k".into(), Node::leaf(leaf("5")));
+        let order = canopy_core::keycode::order_first();
+        let mut batch = Batch::default();
+        let mut list_key = keys::LIST_INFO.to_vec();
+        list_key.extend_from_slice(b"/u");
+        batch.put(list_key, keys::encode_list_info(&info));
+        let mut data = keys::data_prefix(Datastore::Running);
+        data.extend_from_slice(&rel);
+        batch.put(data, fragment::encode(&entry, Some(&order)));
+        let mut ok = keys::order_prefix(Datastore::Running);
+        ok.extend_from_slice(&list_rel);
+        ok.extend_from_slice(&order);
+        ok.push(0);
+        batch.put(ok, rel[list_rel.len()..].to_vec());
+        store.backend().apply(&batch).unwrap();
+        let problems = store.check().unwrap();
+        assert!(
+            problems.len() == 1 && problems[0].contains("/u") && problems[0].contains("canonical"),
+            "{url}: {problems:?}"
+        );
+    }
+}
