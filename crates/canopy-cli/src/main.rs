@@ -301,12 +301,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             report(&writer.edit_json(op, &path, doc.as_deref(), insert)?);
         }
         Command::Import { file, replace, list, user_ordered } => {
+            // Declared in the import's transaction: a failed import leaves none.
+            let mut lists = Vec::new();
             for (spec, user_ordered) in list.iter().map(|s| (s, false)).chain(user_ordered.iter().map(|s| (s, true))) {
                 let (schema_path, keys) = parse_list_spec(spec)?;
-                store.declare_list(schema_path, ListInfo { keys, user_ordered })?;
+                lists.push((schema_path.to_string(), ListInfo { keys, user_ordered }));
             }
             let op = if replace { Operation::Replace } else { Operation::Merge };
-            report(&import(&writer, &file, op)?);
+            report(&import(&writer, &file, op, &lists)?);
         }
         Command::Compact => {
             store.compact()?;
@@ -394,12 +396,12 @@ fn read_input(file: &str) -> Result<String> {
 }
 
 /// Imports FILE (or stdin) as a stream.
-fn import(session: &Session<'_>, file: &str, op: Operation) -> Result<Commit> {
+fn import(session: &Session<'_>, file: &str, op: Operation, lists: &[(String, ListInfo)]) -> Result<Commit> {
     if file == "-" {
-        return Ok(session.import(io::stdin().lock(), op)?);
+        return Ok(session.import_declared(io::stdin().lock(), op, lists)?);
     }
     let f = File::open(file).map_err(|e| UserError(format!("cannot read {file}: {e}")))?;
-    Ok(session.import(BufReader::new(f), op)?)
+    Ok(session.import_declared(BufReader::new(f), op, lists)?)
 }
 
 /// `SCHEMA_PATH=K1,K2` of `--list` and `--user-ordered`.

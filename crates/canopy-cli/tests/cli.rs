@@ -421,6 +421,28 @@ fn malformed_input_is_a_user_error() {
     }
 }
 
+/// `import --list/--user-ordered` is one transaction: when the document is
+/// refused, its declarations are not stored either and may still be changed.
+#[test]
+fn a_failed_import_leaves_no_list_declarations() {
+    let env = Env::new();
+    let declare = ["import", "-", "--list", "/m:c/lst=k", "--user-ordered", "/m:c/u=n"];
+    env.run_in("data", &declare, Some(r#"{"m:c": {"u": [{"n": "a"}], "lst": [{"v": 1}]}}"#)).user_error("key leaf `k`");
+    assert_eq!(env.run(&["export"]).ok().json(), serde_json::json!({}));
+    assert!(env.run(&["check"]).ok().stdout.starts_with("ok"));
+    // Other keys now: accepted, the declared list absent from the document included.
+    let other = ["import", "-", "--list", "/m:c/lst=v", "--user-ordered", "/m:c/u=n", "--list", "/m:c/x=y"];
+    env.run_in("data", &other, Some(r#"{"m:c": {"u": [{"n": "b"}, {"n": "a"}], "lst": [{"v": 1}]}}"#)).ok();
+    assert_eq!(env.get("/m:c/lst[v='1']"), serde_json::json!({"m:c": {"lst": [{"v": 1}]}}));
+    assert_eq!(env.get("/m:c/u"), serde_json::json!({"m:c": {"u": [{"n": "b"}, {"n": "a"}]}}), "user order kept");
+    env.run_in("data", &["import", "-", "--list", "/m:c/x=z"], Some("{}")).user_error("already has keys");
+    env.run_in("data", &["import", "-", "--list", "/m:c/u=n"], Some("{}")).user_error("already has keys");
+    // A refused declaration stores nothing of the document either.
+    env.run_in("data", &["import", "-", "--list", "/m:c/x=z"], Some(r#"{"m:d": {"e": 1}}"#))
+        .user_error("already has keys");
+    assert_eq!(env.get("/m:d"), serde_json::json!({}));
+}
+
 #[test]
 fn bad_arguments_are_refused_by_clap() {
     let env = Env::new();
