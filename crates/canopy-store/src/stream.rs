@@ -48,7 +48,7 @@ fn write_err(e: std::io::Error) -> StoreError {
 }
 
 fn bad(rel: &[u8]) -> StoreError {
-    StoreError::corrupted(format!("malformed fragment key {}", keys::hex(rel)))
+    keys::malformed_key(rel)
 }
 
 /// Writes one datastore's fragments (or one subtree's) as an RFC 7951
@@ -239,7 +239,7 @@ impl<'a, W: Write> JsonStream<'a, W> {
         }
         let parent_len = self.stack.last().map_or(0, |f| f.key.len());
         let seg = rel.get(parent_len..).ok_or_else(|| bad(rel))?;
-        let seg_len = keys::first_segment_len(seg)?;
+        let seg_len = keys::first_segment_len(seg).map_err(|_| bad(rel))?;
         if seg_len != seg.len() {
             return Err(StoreError::corrupted(format!(
                 "fragment {} has no parent fragment",

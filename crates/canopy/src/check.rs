@@ -100,7 +100,8 @@ fn check_fragment(
     let segs = match keys::decode_path_key(rel) {
         Ok(s) => s,
         Err(e) => {
-            found.push(e.to_string());
+            let ds = keys::Datastore::from_code(ds).map_or_else(|| format!("code {ds}"), |d| d.name().to_string());
+            found.push(format!("datastore {ds}: {e}"));
             return Ok(());
         }
     };

@@ -73,6 +73,7 @@ pub(crate) fn write_path<W: Write>(
     );
     match (written, failed) {
         (Err(_), Some(e)) => Err(Error::Usage(format!("writing the output: {e}"))),
+        (Err(Error::Store(e)), None) => Err(crate::load::in_datastore(&data, e).into()),
         (written, _) => written,
     }
 }

@@ -551,3 +551,33 @@ fn check_reports_keys_stored_in_another_form() {
         );
     }
 }
+
+/// A fragment key that does not decode is reported with its datastore, the
+/// path decoded up to the problem, and what stands there: by reads (tree and
+/// streamed JSON) and by `check`.
+#[test]
+fn malformed_fragment_keys_name_datastore_path_and_problem() {
+    use canopy_store::keys::{self, Datastore};
+    use canopy_store::{fragment, Batch};
+    for (_dir, store) in stores() {
+        let url = store.url().to_string();
+        if url == "memory:x?cache=on" {
+            continue; // its tree stays in memory: nothing rereads the records
+        }
+        let mut key = keys::data_prefix(Datastore::Running);
+        key.extend(keys::path_key(&"/c:log".parse().unwrap()).unwrap());
+        keys::push_name(&mut key, "entry");
+        key.extend_from_slice(&[0x10, 0x00]); // an integer key value cut short
+        let mut batch = Batch::default();
+        batch.put(key, fragment::encode(&Container::default(), None));
+        store.backend().apply(&batch).unwrap();
+        let store = if url.starts_with("memory") { store } else { Store::open(&url).unwrap() };
+        let says = ["datastore running", "after `/c:log/entry`", "integer key value cut short"];
+        let e = store.running().get("/", Default::default()).expect_err(&url).to_string();
+        assert!(says.iter().all(|s| e.contains(s)), "{url}: get: {e}");
+        let e = store.running().get_json("/", Default::default(), false, Vec::new()).expect_err(&url).to_string();
+        assert!(says.iter().all(|s| e.contains(s)), "{url}: get_json: {e}");
+        let problems = store.check().unwrap();
+        assert!(problems.iter().any(|p| says.iter().all(|s| p.contains(s))), "{url}: {problems:?}");
+    }
+}
