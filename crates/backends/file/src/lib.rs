@@ -292,6 +292,31 @@ enum Written {
     Unflushed(std::io::Error),
 }
 
+/// The first key at which two maps differ (present in one only, or with
+/// other values).
+fn first_difference(a: &Map, b: &Map) -> Option<Vec<u8>> {
+    let mut ia = a.iter();
+    let mut ib = b.iter();
+    loop {
+        match (ia.next(), ib.next()) {
+            (None, None) => return None,
+            (Some((k, _)), None) | (None, Some((k, _))) => return Some(k.clone()),
+            (Some((ka, va)), Some((kb, vb))) if ka != kb || va != vb => return Some(ka.min(kb).clone()),
+            _ => {}
+        }
+    }
+}
+
+/// A record's key for messages: the datastore and path of a fragment, else hex.
+fn describe_record(k: &[u8]) -> String {
+    use canopy_store::keys::{self, Datastore};
+    match (k.first(), k.get(1).and_then(|&c| Datastore::from_code(c))) {
+        (Some(0x10), Some(ds)) => format!("{} {}", ds.name(), canopy_store::treeio::describe_key(&k[2..])),
+        (Some(0x20), Some(ds)) => format!("{} order index {}", ds.name(), keys::hex(&k[2..])),
+        _ => keys::hex(k),
+    }
+}
+
 /// What a key held before a batch changed it.
 type Undo = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
@@ -352,22 +377,38 @@ impl Backend for FileBackend {
         fs::metadata(&self.shared.path).map(|m| m.len()).map_err(|e| self.shared.context(StoreError::io("size", e)))
     }
 
-    /// Re-reads the file and checks that it decodes, and that it is the file
-    /// the state in memory encodes to (formats may renumber what the engine
-    /// does not see, such as order keys, so the maps need not be equal).
+    /// Re-reads the file and checks that it decodes, and that it holds what
+    /// the state in memory holds: the same revision, and the same records as
+    /// the file the state encodes to (compared decoded, since formats may
+    /// renumber what the engine does not see, such as order keys, and a file
+    /// edited by hand may be laid out differently and still hold the same).
     fn check(&self) -> Result<Vec<String>> {
         let state = self.shared.state.read().map_err(|_| poisoned())?;
         let bytes = fs::read(&self.shared.path).map_err(|e| self.shared.context(StoreError::io("read", e)))?;
         let expected = self.shared.format.encode(&state.map, state.revision).map_err(|e| self.shared.context(e))?;
-        Ok(match self.shared.format.decode(&bytes) {
-            Err(e) => vec![self.shared.context(e).to_string()],
-            Ok((_, revision)) if revision != state.revision || bytes != expected => vec![format!(
-                "{} store {}: the file (revision {revision}) differs from the store in memory (revision {})",
-                self.shared.format.name(),
-                self.shared.path.display(),
+        let name = || format!("{} store {}", self.shared.format.name(), self.shared.path.display());
+        let (map, revision) = match self.shared.format.decode(&bytes) {
+            Err(e) => return Ok(vec![self.shared.context(e).to_string()]),
+            Ok(decoded) => decoded,
+        };
+        if revision != state.revision {
+            return Ok(vec![format!(
+                "{}: the file is at revision {revision}, the store in memory at revision {} (was the file replaced?)",
+                name(),
                 state.revision
+            )]);
+        }
+        if bytes == expected {
+            return Ok(Vec::new());
+        }
+        let (want, _) = self.shared.format.decode(&expected).map_err(|e| self.shared.context(e))?;
+        Ok(match first_difference(&map, &want) {
+            None => Vec::new(), // the same records, laid out another way
+            Some(k) => vec![format!(
+                "{}: the file holds other data than the store in memory (revision {revision}), first at record {}",
+                name(),
+                describe_record(&k)
             )],
-            Ok(_) => Vec::new(),
         })
     }
 

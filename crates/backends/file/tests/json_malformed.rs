@@ -137,3 +137,36 @@ fn records_the_file_implies_are_refused_on_write() {
     }
     assert!(b.check().unwrap().is_empty());
 }
+
+/// `check` on a file laid out by hand but holding the same data finds
+/// nothing; a file holding other data, or at another revision, is reported
+/// with what differs.
+#[test]
+fn check_compares_what_the_file_holds_not_its_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.json");
+    let b = FileBackend::open(&file, &JsonFormat, SyncMode::Off).unwrap();
+    let mut batch = Batch::default();
+    batch.put(b"\x00other".to_vec(), b"x".to_vec());
+    batch.put(vec![0x10, 0x01], vec![1, 0, 0, 0]); // the root fragment of running: no data
+    let mut data = vec![0x10, 0x01];
+    data.extend_from_slice(b"m:c\x00\x01");
+    batch.put(data, vec![1, 0, 0, 1, 1, b'l', 1, b's', 1, b'v', 0]);
+    b.apply(&batch).unwrap();
+    assert!(b.check().unwrap().is_empty());
+    let text = fs::read_to_string(&file).unwrap();
+    // Laid out by hand: other whitespace, the same records.
+    fs::write(&file, text.replace(":{", ": {").replace(',', ",\n  ")).unwrap();
+    assert!(b.check().unwrap().is_empty(), "{:?}", b.check());
+    // Other data.
+    fs::write(&file, text.replace("\"l\":\"v\"", "\"l\":\"w\"")).unwrap();
+    let problems = b.check().unwrap();
+    assert!(
+        problems.len() == 1 && problems[0].contains("other data") && problems[0].contains("running /m:c"),
+        "{problems:?}"
+    );
+    // Another revision.
+    fs::write(&file, text.replace("\"revision\":1", "\"revision\":7")).unwrap();
+    let problems = b.check().unwrap();
+    assert!(problems.len() == 1 && problems[0].contains("revision 7"), "{problems:?}");
+}
