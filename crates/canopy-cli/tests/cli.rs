@@ -407,6 +407,13 @@ fn malformed_input_is_a_user_error() {
     env.run_in("data", &["edit", "-"], Some("{\"m:a\": 1,, }")).user_error("invalid JSON at line 1, column 11");
     env.run(&["import", "no-such-file.json"]).user_error("cannot read no-such-file.json");
     env.run(&["import", "-", "--list", "interface=name"]).user_error("list declaration `interface=name`");
+    // Input that is not UTF-8 text, or not a file: named, with where.
+    std::fs::write(env.path("bad.json"), b"{\n  \"m:a\": \"x\xff\"}").unwrap();
+    env.run(&["edit", "bad.json"]).user_error("cannot read bad.json: not UTF-8 text at line 2, column 12 (byte 13)");
+    env.run_in("data", &["edit", "-"], Some("{}\n")).ok();
+    std::fs::create_dir(env.path("sub")).unwrap();
+    env.run(&["import", "sub"]).user_error("cannot read sub: it is a directory");
+    env.run(&["edit", "sub"]).user_error("cannot read sub: ");
     // The sample's data was not touched by any of it.
     assert_eq!(env.run(&["export"]).ok().json(), sample());
 
