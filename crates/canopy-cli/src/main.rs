@@ -298,7 +298,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let op: Operation = op.parse()?;
             let doc = file.as_deref().map(read_input).transpose()?;
             let insert = insert.as_deref().map(parse_insert).transpose()?;
-            report(&writer.edit_json(op, &path, doc.as_deref(), insert)?);
+            let edited = writer.edit_json(op, &path, doc.as_deref(), insert);
+            report(&edited.map_err(|e| in_file(e, file.as_deref().unwrap_or("-")))?);
         }
         Command::Import { file, replace, list, user_ordered } => {
             // Declared in the import's transaction: a failed import leaves none.
@@ -449,9 +450,21 @@ fn import(session: &Session<'_>, file: &str, op: Operation, lists: &[(String, Li
     match session.import_declared(&mut tracked, op, lists) {
         Err(e) => match tracked.failed {
             Some(io) => Err(cannot(io).into()),
-            None => Err(e.into()),
+            None => Err(in_file(e, file)),
         },
         Ok(commit) => Ok(commit),
+    }
+}
+
+/// A JSON error in FILE with the file named in front (its line and column
+/// are the file's); other errors as they are.
+fn in_file(e: canopy::Error, file: &str) -> anyhow::Error {
+    let json = matches!(e, canopy::Error::Data(canopy_core::Error::Json { .. }));
+    let e = anyhow::Error::from(e);
+    if json {
+        e.context(input_name(file))
+    } else {
+        e
     }
 }
 

@@ -410,6 +410,9 @@ fn malformed_input_is_a_user_error() {
     // Input that is not UTF-8 text, or not a file: named, with where.
     std::fs::write(env.path("bad.json"), b"{\n  \"m:a\": \"x\xff\"}").unwrap();
     env.run(&["edit", "bad.json"]).user_error("cannot read bad.json: not UTF-8 text at line 2, column 12 (byte 13)");
+    env.run(&["import", "bad.json"]).user_error("bad.json: invalid JSON at line 2, column 10");
+    env.run_in("data", &["import", "-"], Some("{\n  \"m:a\": nul}"))
+        .user_error("standard input: invalid JSON at line 2");
     env.run_in("data", &["edit", "-"], Some("{}\n")).ok();
     std::fs::create_dir(env.path("sub")).unwrap();
     env.run(&["import", "sub"]).user_error("cannot read sub: it is a directory");
