@@ -346,15 +346,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let op: Operation = op.parse()?;
             let doc = file.as_deref().map(read_input).transpose()?;
             let insert = insert.as_deref().map(parse_insert).transpose()?;
-            report(&writer.edit_json(op, &path, doc.as_deref(), insert)?);
+            let edited = writer.edit_json(op, &path, doc.as_deref(), insert);
+            report(&edited.map_err(|e| in_file(e, file.as_deref().unwrap_or("-")))?);
         }
         Command::Import { file, replace, list, user_ordered } => {
+            // Declared in the import's transaction: a failed import leaves none.
+            let mut lists = Vec::new();
             for (spec, user_ordered) in list.iter().map(|s| (s, false)).chain(user_ordered.iter().map(|s| (s, true))) {
                 let (schema_path, keys) = parse_list_spec(spec)?;
-                store.declare_list(schema_path, ListInfo { keys, user_ordered })?;
+                lists.push((schema_path.to_string(), ListInfo { keys, user_ordered }));
             }
             let op = if replace { Operation::Replace } else { Operation::Merge };
-            report(&import(&writer, &file, op)?);
+            report(&import(&writer, &file, op, &lists)?);
         }
         Command::Compact => {
             store.compact()?;
@@ -431,23 +434,86 @@ fn report(commit: &Commit) {
 
 /// The text of FILE, or of stdin for `-`.
 fn read_input(file: &str) -> Result<String> {
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     let read = if file == "-" {
-        io::stdin().read_to_string(&mut text)
+        io::stdin().read_to_end(&mut bytes)
     } else {
-        File::open(file).and_then(|mut f| f.read_to_string(&mut text))
+        File::open(file).and_then(|mut f| f.read_to_end(&mut bytes))
     };
-    read.map_err(|e| UserError(format!("cannot read {file}: {e}")))?;
-    Ok(text)
+    read.map_err(|e| UserError(format!("cannot read {}: {e}", input_name(file))))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        // Everything before the bad byte is UTF-8: count characters.
+        let column = std::str::from_utf8(&valid[line_start..]).map_or(0, |t| t.chars().count()) + 1;
+        UserError(format!(
+            "cannot read {}: not UTF-8 text at line {line}, column {column} (byte {})",
+            input_name(file),
+            valid.len()
+        ))
+        .into()
+    })
+}
+
+/// FILE as messages name it.
+fn input_name(file: &str) -> String {
+    if file == "-" {
+        "standard input".into()
+    } else {
+        file.to_string()
+    }
+}
+
+/// A reader that keeps its first I/O error, so that a read failure is
+/// reported as one (naming the file), not as the JSON error it causes.
+struct Tracked<R> {
+    inner: R,
+    failed: Option<io::Error>,
+}
+
+impl<R: Read> Read for Tracked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).inspect_err(|e| {
+            if self.failed.is_none() {
+                self.failed = Some(io::Error::new(e.kind(), e.to_string()));
+            }
+        })
+    }
 }
 
 /// Imports FILE (or stdin) as a stream.
-fn import(session: &Session<'_>, file: &str, op: Operation) -> Result<Commit> {
-    if file == "-" {
-        return Ok(session.import(io::stdin().lock(), op)?);
+fn import(session: &Session<'_>, file: &str, op: Operation, lists: &[(String, ListInfo)]) -> Result<Commit> {
+    let cannot = |e: io::Error| UserError(format!("cannot read {}: {e}", input_name(file)));
+    let input: Box<dyn Read> = if file == "-" {
+        Box::new(io::stdin().lock())
+    } else {
+        let f = File::open(file).map_err(cannot)?;
+        if f.metadata().map_err(cannot)?.is_dir() {
+            return Err(UserError(format!("cannot read {file}: it is a directory")).into());
+        }
+        Box::new(BufReader::new(f))
+    };
+    let mut tracked = Tracked { inner: input, failed: None };
+    match session.import_declared(&mut tracked, op, lists) {
+        Err(e) => match tracked.failed {
+            Some(io) => Err(cannot(io).into()),
+            None => Err(in_file(e, file)),
+        },
+        Ok(commit) => Ok(commit),
     }
-    let f = File::open(file).map_err(|e| UserError(format!("cannot read {file}: {e}")))?;
-    Ok(session.import(BufReader::new(f), op)?)
+}
+
+/// A JSON error in FILE with the file named in front (its line and column
+/// are the file's); other errors as they are.
+fn in_file(e: canopy::Error, file: &str) -> anyhow::Error {
+    let json = matches!(e, canopy::Error::Data(canopy_core::Error::Json { .. }));
+    let e = anyhow::Error::from(e);
+    if json {
+        e.context(input_name(file))
+    } else {
+        e
+    }
 }
 
 /// `SCHEMA_PATH=K1,K2` of `--list` and `--user-ordered`.

@@ -407,6 +407,16 @@ fn malformed_input_is_a_user_error() {
     env.run_in("data", &["edit", "-"], Some("{\"m:a\": 1,, }")).user_error("invalid JSON at line 1, column 11");
     env.run(&["import", "no-such-file.json"]).user_error("cannot read no-such-file.json");
     env.run(&["import", "-", "--list", "interface=name"]).user_error("list declaration `interface=name`");
+    // Input that is not UTF-8 text, or not a file: named, with where.
+    std::fs::write(env.path("bad.json"), b"{\n  \"m:a\": \"x\xff\"}").unwrap();
+    env.run(&["edit", "bad.json"]).user_error("cannot read bad.json: not UTF-8 text at line 2, column 12 (byte 13)");
+    env.run(&["import", "bad.json"]).user_error("bad.json: invalid JSON at line 2, column 10");
+    env.run_in("data", &["import", "-"], Some("{\n  \"m:a\": nul}"))
+        .user_error("standard input: invalid JSON at line 2");
+    env.run_in("data", &["edit", "-"], Some("{}\n")).ok();
+    std::fs::create_dir(env.path("sub")).unwrap();
+    env.run(&["import", "sub"]).user_error("cannot read sub: it is a directory");
+    env.run(&["edit", "sub"]).user_error("cannot read sub: ");
     // The sample's data was not touched by any of it.
     assert_eq!(env.run(&["export"]).ok().json(), sample());
 
@@ -419,6 +429,28 @@ fn malformed_input_is_a_user_error() {
     ] {
         env.raw(&["--store", url, "get", "/"], None, None).user_error(needle);
     }
+}
+
+/// `import --list/--user-ordered` is one transaction: when the document is
+/// refused, its declarations are not stored either and may still be changed.
+#[test]
+fn a_failed_import_leaves_no_list_declarations() {
+    let env = Env::new();
+    let declare = ["import", "-", "--list", "/m:c/lst=k", "--user-ordered", "/m:c/u=n"];
+    env.run_in("data", &declare, Some(r#"{"m:c": {"u": [{"n": "a"}], "lst": [{"v": 1}]}}"#)).user_error("key leaf `k`");
+    assert_eq!(env.run(&["export"]).ok().json(), serde_json::json!({}));
+    assert!(env.run(&["check"]).ok().stdout.starts_with("ok"));
+    // Other keys now: accepted, the declared list absent from the document included.
+    let other = ["import", "-", "--list", "/m:c/lst=v", "--user-ordered", "/m:c/u=n", "--list", "/m:c/x=y"];
+    env.run_in("data", &other, Some(r#"{"m:c": {"u": [{"n": "b"}, {"n": "a"}], "lst": [{"v": 1}]}}"#)).ok();
+    assert_eq!(env.get("/m:c/lst[v='1']"), serde_json::json!({"m:c": {"lst": [{"v": 1}]}}));
+    assert_eq!(env.get("/m:c/u"), serde_json::json!({"m:c": {"u": [{"n": "b"}, {"n": "a"}]}}), "user order kept");
+    env.run_in("data", &["import", "-", "--list", "/m:c/x=z"], Some("{}")).user_error("already has keys");
+    env.run_in("data", &["import", "-", "--list", "/m:c/u=n"], Some("{}")).user_error("already has keys");
+    // A refused declaration stores nothing of the document either.
+    env.run_in("data", &["import", "-", "--list", "/m:c/x=z"], Some(r#"{"m:d": {"e": 1}}"#))
+        .user_error("already has keys");
+    assert_eq!(env.get("/m:d"), serde_json::json!({}));
 }
 
 #[test]

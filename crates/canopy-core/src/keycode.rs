@@ -187,22 +187,42 @@ fn step_int(int: &[u8], up: bool) -> Option<Vec<u8>> {
     Some(v)
 }
 
+/// Whether `k` is an order key as [`order_between`] makes them: not empty, no
+/// `0x00` byte (it ends the key in storage), and not ending in `0x01` unless
+/// the whole key is an integer part (a fraction ending in `0x01` leaves no
+/// room below it). Readers check stored order keys with this before using them.
+pub fn is_order_key(k: &[u8]) -> bool {
+    match k.last() {
+        None => false,
+        Some(_) if k.contains(&0) => false,
+        Some(1) => split_order(k).1.is_empty(),
+        Some(_) => true,
+    }
+}
+
 /// A byte string strictly between `a` and `b` (either may be unbounded), made
-/// of bytes 0x01..=0xFF. Requires `a < b`.
-fn frac_between(a: &[u8], b: Option<&[u8]>) -> Vec<u8> {
+/// of bytes 0x01..=0xFF. `None` when nothing fits (inputs that are not order
+/// keys with `a < b`): the walk is bounded by the inputs' length, never endless.
+fn frac_between(a: &[u8], b: Option<&[u8]>) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     let mut a_live = true;
     let mut b_live = b.is_some();
-    let b = b.unwrap_or(&[]);
+    let bb = b.unwrap_or(&[]);
+    // Well-formed inputs end the walk within one digit past both (once both
+    // bounds are behind, the next digit is free).
+    let limit = a.len().max(bb.len()) + 2;
     let mut i = 0;
-    loop {
+    let found = loop {
+        if i > limit {
+            return None;
+        }
         let da = if a_live { a.get(i).copied().unwrap_or(0) as u32 } else { 0 };
-        let db = if b_live { b.get(i).copied().map_or(0, u32::from) } else { 256 };
+        let db = if b_live { bb.get(i).copied().map_or(0, u32::from) } else { 256 };
         if db > da + 1 {
             let mid = (da + db) / 2;
             if mid > 1 {
                 out.push(mid as u8);
-                return out;
+                break out;
             }
             // Never end a key in 0x01: nothing would fit below it. Take 0x01
             // as a non-final digit; above it the next digit is free.
@@ -227,18 +247,31 @@ fn frac_between(a: &[u8], b: Option<&[u8]>) -> Vec<u8> {
             a_live = i + 1 < a.len();
         }
         i += 1;
-    }
+    };
+    let fits = found.as_slice() > a && b.is_none_or(|b| found.as_slice() < b) && is_order_key(&found);
+    fits.then_some(found)
 }
 
-/// An order key after `a` (and before `b`, when given). Requires `a < b`.
-pub fn order_between(a: Option<&[u8]>, b: Option<&[u8]>) -> Vec<u8> {
+/// An order key after `a` (and before `b`, when given).
+///
+/// `None` when `a` or `b` is not an order key ([`is_order_key`]) or `a >= b`:
+/// damaged stored keys give an error to report, never a loop.
+pub fn order_between(a: Option<&[u8]>, b: Option<&[u8]>) -> Option<Vec<u8>> {
+    if a.is_some_and(|a| !is_order_key(a)) || b.is_some_and(|b| !is_order_key(b)) {
+        return None;
+    }
+    if let (Some(a), Some(b)) = (a, b) {
+        if a >= b {
+            return None;
+        }
+    }
     match (a, b) {
-        (None, None) => order_first(),
+        (None, None) => Some(order_first()),
         (Some(a), None) => {
             let (ia, _) = split_order(a);
             if !ia.is_empty() {
                 if let Some(n) = step_int(ia, true) {
-                    return n;
+                    return Some(n);
                 }
             }
             frac_between(a, None)
@@ -248,10 +281,10 @@ pub fn order_between(a: Option<&[u8]>, b: Option<&[u8]>) -> Vec<u8> {
             if !ib.is_empty() {
                 if fb.is_empty() {
                     if let Some(n) = step_int(ib, false) {
-                        return n;
+                        return Some(n);
                     }
                 } else {
-                    return ib.to_vec();
+                    return Some(ib.to_vec());
                 }
             }
             frac_between(&[], Some(b))
@@ -261,7 +294,7 @@ pub fn order_between(a: Option<&[u8]>, b: Option<&[u8]>) -> Vec<u8> {
             if !ia.is_empty() {
                 if let Some(n) = step_int(ia, true) {
                     if n.as_slice() < b {
-                        return n;
+                        return Some(n);
                     }
                 }
             }
@@ -302,14 +335,14 @@ mod tests {
     fn appends_and_prepends_stay_short() {
         let mut last = order_first();
         for _ in 0..100_000 {
-            let n = order_between(Some(&last), None);
+            let n = order_between(Some(&last), None).unwrap();
             assert!(n > last);
             last = n;
         }
         assert!(last.len() <= 5, "{last:?}");
         let mut first = order_first();
         for _ in 0..100_000 {
-            let n = order_between(None, Some(&first));
+            let n = order_between(None, Some(&first)).unwrap();
             assert!(n < first && !n.contains(&0));
             first = n;
         }
@@ -323,11 +356,54 @@ mod tests {
         for _ in 0..1000 {
             let a = keys[0].clone();
             let b = keys[1.min(keys.len() - 1)].clone();
-            let n = if keys.len() == 1 { order_between(Some(&a), None) } else { order_between(Some(&a), Some(&b)) };
+            let n = if keys.len() == 1 { order_between(Some(&a), None) } else { order_between(Some(&a), Some(&b)) }
+                .unwrap();
             assert!(n > a && (keys.len() == 1 || n < b) && !n.contains(&0), "{a:?} {n:?} {b:?}");
             keys.insert(1, n);
         }
         assert!(keys.windows(2).all(|w| w[0] < w[1]));
         assert!(keys.iter().map(Vec::len).max().unwrap() < 200);
+    }
+
+    #[test]
+    fn random_inserts_make_well_formed_keys() {
+        // A fixed linear congruential sequence: inserts at random places.
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut x: u64 = 7;
+        for _ in 0..3000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let at = (x >> 33) as usize % (keys.len() + 1);
+            let a = at.checked_sub(1).map(|i| keys[i].as_slice());
+            let b = keys.get(at).map(Vec::as_slice);
+            let n = order_between(a, b).unwrap();
+            assert!(is_order_key(&n), "{n:?}");
+            assert!(a.is_none_or(|a| a < n.as_slice()) && b.is_none_or(|b| n.as_slice() < b));
+            keys.insert(at, n);
+        }
+    }
+
+    #[test]
+    fn malformed_order_keys_are_refused_not_looped_on() {
+        assert!(!is_order_key(&[]));
+        assert!(!is_order_key(&[0x83, 0x00, 0x01, 0x01]));
+        assert!(!is_order_key(&[0x40, 0x01]));
+        assert!(is_order_key(&order_first()));
+        let first = order_first();
+        // Empty, with a 0x00 byte, ending in a fraction 0x01, or out of order.
+        for (a, b) in [
+            (Some(&[][..]), None),
+            (None, Some(&[][..])),
+            (Some(&[][..]), Some(&first[..])),
+            (Some(&[0x40, 0x00][..]), None),
+            (Some(&[0x40][..]), Some(&[0x40, 0x01][..])),
+            (Some(&first[..]), Some(&first[..])),
+            (Some(&[0x90][..]), Some(&[0x40][..])),
+        ] {
+            assert_eq!(order_between(a, b), None, "{a:?} {b:?}");
+        }
+        // Nothing fits between a fraction and its extension by 0x01: refused by
+        // the bound on the walk even when the check above is bypassed.
+        assert_eq!(frac_between(&[0x40], Some(&[0x40, 0x01])), None);
+        assert_eq!(frac_between(&[], Some(&[])), None);
     }
 }

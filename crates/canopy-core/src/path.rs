@@ -12,6 +12,14 @@ pub mod eval;
 pub mod query;
 mod syntax;
 
+/// The most steps one location path may have (an instance path, a query, or a
+/// relative path inside a predicate); a longer one is refused at the byte
+/// position of the first step too many. It equals the JSON codec's nesting
+/// limit ([`crate::json::MAX_DEPTH`]), so neither paths nor documents build
+/// trees deeper than the recursive tree code (building, writing, dropping)
+/// handles: at most twice this many levels, a path with a document below it.
+pub const MAX_STEPS: usize = 128;
+
 use std::fmt;
 use std::str::FromStr;
 

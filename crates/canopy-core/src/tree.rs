@@ -302,19 +302,34 @@ impl List {
             self.pos_of(keys).ok_or_else(|| Error::NotFound { path: format!("list entry {keys:?} (insert anchor)") })
         };
         use std::ops::Bound::{Excluded, Unbounded};
-        Ok(match at {
-            Insert::First => keycode::order_between(None, self.entries.keys().next().map(Vec::as_slice)),
-            Insert::Last => keycode::order_between(self.entries.keys().next_back().map(Vec::as_slice), None),
+        let (a, b) = match at {
+            Insert::First => (None, self.entries.keys().next().cloned()),
+            Insert::Last => (self.entries.keys().next_back().cloned(), None),
             Insert::Before(keys) => {
                 let b = anchor(keys)?;
-                let a = self.entries.range::<Vec<u8>, _>((Unbounded, Excluded(&b))).next_back().map(|(k, _)| k.clone());
-                keycode::order_between(a.as_deref(), Some(&b))
+                (
+                    self.entries.range::<Vec<u8>, _>((Unbounded, Excluded(&b))).next_back().map(|(k, _)| k.clone()),
+                    Some(b),
+                )
             }
             Insert::After(keys) => {
                 let a = anchor(keys)?;
                 let b = self.entries.range::<Vec<u8>, _>((Excluded(&a), Unbounded)).next().map(|(k, _)| k.clone());
-                keycode::order_between(Some(&a), b.as_deref())
+                (Some(a), b)
             }
+        };
+        keycode::order_between(a.as_deref(), b.as_deref()).ok_or_else(|| {
+            let hex = |k: &Option<Vec<u8>>| {
+                k.as_ref().map_or("(none)".to_string(), |k| k.iter().map(|x| format!("{x:02x}")).collect())
+            };
+            Error::invalid(
+                "user-ordered list",
+                format!(
+                    "the stored order keys around the new entry are damaged (before: {}, after: {}); `canopy check` lists them",
+                    hex(&a),
+                    hex(&b)
+                ),
+            )
         })
     }
 

@@ -290,7 +290,17 @@ pub fn open(b: &[u8]) -> Result<(Option<&[u8]>, Meta, Inline)> {
     if flags & !HAS_ORDER != 0 {
         return Err(r.err("unknown flags"));
     }
-    let order = if flags & HAS_ORDER != 0 { Some(r.bytes()?) } else { None };
+    let order = if flags & HAS_ORDER != 0 {
+        let at = r.pos;
+        let o = r.bytes()?;
+        if !canopy_core::keycode::is_order_key(o) {
+            r.pos = at;
+            return Err(r.err(&format!("malformed order key `{}`", crate::keys::hex(o))));
+        }
+        Some(o)
+    } else {
+        None
+    };
     let meta = r.meta()?;
     let left = r.varint()?;
     if left == 0 && r.pos != b.len() {

@@ -237,7 +237,7 @@ pub struct RawSegment {
 /// # Errors
 /// `Corrupted` when the bytes are not a path key.
 pub fn decode_path_key(key: &[u8]) -> Result<Vec<RawSegment>> {
-    let bad = || StoreError::corrupted(format!("malformed fragment key {}", hex(key)));
+    let bad = || malformed_key(key);
     let mut pos = 0;
     let mut out = Vec::new();
     while pos < key.len() {
@@ -253,6 +253,9 @@ pub fn decode_path_key(key: &[u8]) -> Result<Vec<RawSegment>> {
             Some(&ORDER_MARK) => {
                 let end = key[pos + 1..].iter().position(|&b| b == 0).ok_or_else(bad)? + pos + 1;
                 let order = key[pos + 1..end].to_vec();
+                if !keycode::is_order_key(&order) {
+                    return Err(bad());
+                }
                 pos = end + 1;
                 RawSelector::Order(order)
             }
@@ -269,7 +272,7 @@ pub fn decode_path_key(key: &[u8]) -> Result<Vec<RawSegment>> {
 /// # Errors
 /// `Corrupted` when the bytes are not a path key.
 pub fn first_segment_len(key: &[u8]) -> Result<usize> {
-    let bad = || StoreError::corrupted(format!("malformed fragment key {}", hex(key)));
+    let bad = || malformed_key(key);
     let mut pos = 0;
     keycode::read_escaped(key, &mut pos).ok_or_else(bad)?;
     match key.get(pos) {
@@ -279,11 +282,79 @@ pub fn first_segment_len(key: &[u8]) -> Result<usize> {
             }
         }
         Some(&ORDER_MARK) => {
-            pos = key[pos + 1..].iter().position(|&b| b == 0).ok_or_else(bad)? + pos + 2;
+            let end = key[pos + 1..].iter().position(|&b| b == 0).ok_or_else(bad)? + pos + 1;
+            if !keycode::is_order_key(&key[pos + 1..end]) {
+                return Err(bad());
+            }
+            pos = end + 1;
         }
         _ => {}
     }
     Ok(pos)
+}
+
+/// The `Corrupted` error for a path key that does not decode: the path
+/// decoded up to the problem, the byte where it is, and what stands there.
+pub fn malformed_key(key: &[u8]) -> StoreError {
+    let (path, pos, what) = diagnose_key(key);
+    let at = if path.is_empty() { String::new() } else { format!(" after `{path}`") };
+    StoreError::corrupted(format!(
+        "malformed fragment key{at}: at byte {pos} of {}, {what} (key {})",
+        key.len(),
+        hex(key)
+    ))
+}
+
+/// Walks `key` as [`decode_path_key`] does, stopping at the first problem.
+fn diagnose_key(key: &[u8]) -> (String, usize, String) {
+    let mut path = String::new();
+    let mut pos = 0;
+    let byte = |at: usize| key.get(at).map_or("the end of the key".to_string(), |b| format!("byte 0x{b:02x}"));
+    while pos < key.len() {
+        let start = pos;
+        let Some(name) = keycode::read_escaped(key, &mut pos) else {
+            let end = key[start..].windows(2).position(|w| w[0] == 0 && w[1] != 0xFF).map(|i| start + i);
+            return match end {
+                Some(z) => (path, z + 1, format!("a name ends in 0x00 then {}, not 0x01", byte(z + 1))),
+                None => (path, key.len(), "a name runs to the end of the key without its 0x00 0x01 end".into()),
+            };
+        };
+        let Ok(name) = String::from_utf8(name) else {
+            return (path, start, "a name that is not UTF-8".into());
+        };
+        path.push('/');
+        path.push_str(&name);
+        match key.get(pos) {
+            Some(0x10) | Some(0x20) => {
+                let mut vals = Vec::new();
+                while matches!(key.get(pos), Some(0x10) | Some(0x20)) {
+                    let at = pos;
+                    match keycode::read_key_value(key, &mut pos) {
+                        Some(v) => vals.push(v),
+                        None if key[at] == 0x10 => {
+                            return (path, at, "an integer key value cut short (it takes 8 bytes)".into())
+                        }
+                        None => {
+                            return (path, at, "a text key value that is not escaped UTF-8 ending in 0x00 0x01".into())
+                        }
+                    }
+                }
+                path.push_str(&format!("{vals:?}"));
+            }
+            Some(&ORDER_MARK) => {
+                let Some(end) = key[pos + 1..].iter().position(|&b| b == 0).map(|i| pos + 1 + i) else {
+                    return (path, pos, "an order key without its 0x00 end".into());
+                };
+                if !keycode::is_order_key(&key[pos + 1..end]) {
+                    return (path, pos + 1, format!("a malformed order key `{}`", hex(&key[pos + 1..end])));
+                }
+                path.push_str(&format!("[order {}]", hex(&key[pos + 1..end])));
+                pos = end + 1;
+            }
+            _ => {}
+        }
+    }
+    (path, pos, "nothing wrong".into())
 }
 
 /// The stored form of a list's info: `{"keys":[...],"user-ordered":bool}`.
@@ -363,6 +434,25 @@ mod tests {
     fn garbage_keys_are_errors() {
         for bad in [&b"abc"[..], b"a\x00\x05", b"a\x00\x01\x10\x00", b"a\x00\x01\x03\x01"] {
             assert!(decode_path_key(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn malformed_keys_say_where_and_what() {
+        let good = path_key(&"/m:c/lst[k='5']".parse().unwrap()).unwrap();
+        for (key, says) in [
+            (b"abc".to_vec(), "at byte 3 of 3, a name runs to the end of the key"),
+            (b"m:c\x00\x05".to_vec(), "at byte 4 of 5, a name ends in 0x00 then byte 0x05, not 0x01"),
+            ([&good[..], b"\x10\x00"].concat(), "after `/m:c/lst`: at byte 19 of 21, an integer key value cut short"),
+            (
+                [&good[..10], b"\x03\x01"].concat(),
+                "after `/m:c/lst`: at byte 10 of 12, an order key without its 0x00 end",
+            ),
+            (b"m:c\x00\x01\xff\x00\x01".to_vec(), "after `/m:c`: at byte 5 of 8, a name that is not UTF-8"),
+        ] {
+            let e = decode_path_key(&key).unwrap_err().to_string();
+            assert!(e.contains(says), "{e} lacks {says}");
+            assert!(e.contains(&hex(&key)), "{e}");
         }
     }
 }

@@ -48,7 +48,7 @@ fn write_err(e: std::io::Error) -> StoreError {
 }
 
 fn bad(rel: &[u8]) -> StoreError {
-    StoreError::corrupted(format!("malformed fragment key {}", keys::hex(rel)))
+    keys::malformed_key(rel)
 }
 
 /// Writes one datastore's fragments (or one subtree's) as an RFC 7951
@@ -239,7 +239,7 @@ impl<'a, W: Write> JsonStream<'a, W> {
         }
         let parent_len = self.stack.last().map_or(0, |f| f.key.len());
         let seg = rel.get(parent_len..).ok_or_else(|| bad(rel))?;
-        let seg_len = keys::first_segment_len(seg)?;
+        let seg_len = keys::first_segment_len(seg).map_err(|_| bad(rel))?;
         if seg_len != seg.len() {
             return Err(StoreError::corrupted(format!(
                 "fragment {} has no parent fragment",
@@ -355,6 +355,11 @@ struct Records {
     out: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
+/// The order key after `last` for the next entry of a list being read.
+fn next_order(last: Option<&[u8]>) -> std::result::Result<Vec<u8>, String> {
+    keycode::order_between(last, None).ok_or_else(|| "no order key follows the previous entry's".to_string())
+}
+
 impl Emit for Records {
     fn begin_container(&mut self, name: &str) {
         self.stack.push(Open::Node { key_before: self.key.len(), slot: self.out.len() });
@@ -394,7 +399,7 @@ impl Emit for Records {
         k.extend_from_slice(&self.key);
         let mut order = None;
         if list.info.keys.is_empty() {
-            let o = keycode::order_between(list.last_order.as_deref(), None);
+            let o = next_order(list.last_order.as_deref())?;
             keys::push_order(&mut k, &o);
             list.last_order = Some(o);
         } else {
@@ -421,7 +426,7 @@ impl Emit for Records {
             }
             list.slots.push(slot);
             if list.info.user_ordered {
-                let o = keycode::order_between(list.last_order.as_deref(), None);
+                let o = next_order(list.last_order.as_deref())?;
                 list.last_order = Some(o.clone());
                 order = Some(o);
             }

@@ -103,11 +103,12 @@ enum RawSel<'k> {
 }
 
 /// Splits the first segment off `key`: (name, selector, segment length).
-fn split_segment(key: &[u8]) -> crate::Result<(String, RawSel<'_>, usize)> {
-    let bad = || StoreError::corrupted(format!("malformed fragment key {}", keys::hex(key)));
+/// `whole` is the node's relative key, of which `key` is the rest, for errors.
+fn split_segment<'k>(key: &'k [u8], whole: &[u8]) -> crate::Result<(String, RawSel<'k>, usize)> {
+    let bad = || keys::malformed_key(whole);
     let mut pos = 0;
     let name = String::from_utf8(keycode::read_escaped(key, &mut pos).ok_or_else(bad)?).map_err(|_| bad())?;
-    let total = keys::first_segment_len(key)?;
+    let total = keys::first_segment_len(key).map_err(|_| bad())?;
     let sel = match key.get(pos) {
         Some(0x10) | Some(0x20) => RawSel::Keys(&key[pos..total]),
         Some(0x03) => RawSel::Order(&key[pos + 1..total - 1]),
@@ -129,7 +130,7 @@ pub fn build(
 ) -> crate::Result<()> {
     let mut i = 0;
     while i < items.len() {
-        let (name, sel, seg_len) = split_segment(&items[i].0[parent_len..])?;
+        let (name, sel, seg_len) = split_segment(&items[i].0[parent_len..], &items[i].0)?;
         let end = parent_len + seg_len;
         let mut j = i + 1;
         while j < items.len() && items[j].0.len() > end && items[j].0[..end] == items[i].0[..end] {

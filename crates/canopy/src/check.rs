@@ -104,7 +104,8 @@ fn check_fragment(
     let segs = match keys::decode_path_key(rel) {
         Ok(s) => s,
         Err(e) => {
-            found.push(e.to_string());
+            let ds = keys::Datastore::from_code(ds).map_or_else(|| format!("code {ds}"), |d| d.name().to_string());
+            found.push(format!("datastore {ds}: {e}"));
             return Ok(());
         }
     };
@@ -150,16 +151,25 @@ fn check_fragment(
                 found.push(format!("entry {name}: key leaf `{k}` does not match the entry's key"));
             }
         }
+        // The list's key (parent and name) and the entry key, as stored: the
+        // bytes, not a re-encoding of the decoded values, which differs for a
+        // key stored in another form than the canonical one.
+        let mut name_end = cut;
+        keycode::read_escaped(rel, &mut name_end);
+        let (list_key, entry_key) = rel.split_at(name_end);
+        if entry_key != keycode::entry_key(vals) {
+            found.push(format!(
+                "entry {name}: its key values are not stored in canonical form (a path cannot reach it)"
+            ));
+        }
         match (&frag.order, info.user_ordered) {
             (Some(order), true) => {
                 let mut ok = vec![0x20, ds];
-                ok.extend_from_slice(
-                    &rel[..cut + keys::first_segment_len(&rel[cut..]).unwrap_or(0) - entry_key_len(vals)],
-                );
+                ok.extend_from_slice(list_key);
                 ok.extend_from_slice(order);
                 ok.push(0);
                 match snap.get(&ok)? {
-                    Some(suffix) if suffix == keycode::entry_key(vals) => {}
+                    Some(suffix) if suffix == entry_key => {}
                     _ => found.push(format!("entry {name} of a user-ordered list is missing from the order index")),
                 }
             }
@@ -169,10 +179,6 @@ fn check_fragment(
         }
     }
     Ok(())
-}
-
-fn entry_key_len(vals: &[String]) -> usize {
-    keycode::entry_key(vals).len()
 }
 
 fn check_order_record(
@@ -195,6 +201,10 @@ fn check_order_record(
         return Ok(());
     };
     let (list_key, order) = without_zero.split_at(split);
+    if !keycode::is_order_key(order) {
+        found.push(format!("order record {} holds a malformed order key `{}`", keys::hex(k), keys::hex(order)));
+        return Ok(());
+    }
     data.extend_from_slice(list_key);
     data.extend_from_slice(v);
     match snap.get(&data)? {

@@ -67,7 +67,7 @@ impl Writer<'_> {
     /// The order key a user-ordered entry had before this commit.
     fn stored_order(&self, rel: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(match self.snap.get(&self.out.data_key(rel))? {
-            Some(v) => fragment::decode(&v)?.order,
+            Some(v) => fragment::decode(&v).map_err(|e| crate::load::corrupt(rel, e))?.order,
             None => None,
         })
     }

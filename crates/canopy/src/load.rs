@@ -71,8 +71,8 @@ impl<'a> Loader<'a> {
         key.extend_from_slice(rel);
         match self.snap.get(&key)? {
             Some(v) => {
-                let d = fragment::decode(&v).map_err(|e| corrupt(rel, e))?;
-                place(root, rel, d, self.schema)?;
+                let d = fragment::decode(&v).map_err(|e| in_datastore(&self.data, corrupt(rel, e)))?;
+                place(root, rel, d, self.schema).map_err(|e| in_datastore(&self.data, e))?;
                 Ok(true)
             }
             None => {
@@ -125,7 +125,7 @@ impl<'a> Loader<'a> {
             }
         })?;
         if let Some(e) = err {
-            return Err(e.into());
+            return Err(in_datastore(&self.data, e).into());
         }
         self.ranges.push(rel.to_vec());
         let n = items.len();
@@ -138,7 +138,7 @@ impl<'a> Loader<'a> {
             }
         }
         let mut schema_path = String::new();
-        build(root, &mut items, 0, &mut schema_path, self.schema)?;
+        build(root, &mut items, 0, &mut schema_path, self.schema).map_err(|e| in_datastore(&self.data, e))?;
         Ok(n)
     }
 
@@ -261,6 +261,17 @@ impl<'a> Loader<'a> {
             self.fragment(root, &rel)?;
         }
         Ok(())
+    }
+}
+
+/// A `Corrupted` error `e` about the datastore whose fragments are under
+/// `data` (its prefix) with the datastore named in front.
+pub(crate) fn in_datastore(data: &[u8], e: StoreError) -> StoreError {
+    match (e.kind(), data.get(1).and_then(|&c| Datastore::from_code(c))) {
+        (canopy_store::ErrorKind::Corrupted, Some(ds)) => {
+            StoreError::corrupted(format!("datastore {}: {e}", ds.name()))
+        }
+        _ => e,
     }
 }
 

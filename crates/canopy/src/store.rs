@@ -223,12 +223,31 @@ impl Store {
     /// [`Error::Usage`] when the list is known with other keys or ordering.
     pub fn declare_list(&self, schema_path: &str, info: ListInfo) -> Result<()> {
         let _w = self.writer.lock().map_err(|_| poisoned())?;
+        if !self.declaration_needed(schema_path, &info)? {
+            return Ok(());
+        }
+        let snap = self.backend.snapshot()?;
+        let mut k = keys::LIST_INFO.to_vec();
+        k.extend_from_slice(schema_path.as_bytes());
+        let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+        batch.put(k, keys::encode_list_info(&info));
+        drop(snap);
+        self.backend.apply(&batch)?;
+        Ok(())
+    }
+
+    /// Whether declaring `info` for the list at `schema_path` records anything
+    /// (`false`: known as declared).
+    ///
+    /// # Errors
+    /// As [`Store::declare_list`].
+    fn declaration_needed(&self, schema_path: &str, info: &ListInfo) -> Result<bool> {
         let known = {
             let snap = self.backend.snapshot()?;
             self.schema_at(&*snap)?.list_info(schema_path)
         };
         match known {
-            Some(known) if known == info => return Ok(()),
+            Some(known) if known == *info => return Ok(false),
             // Recorded keyless (imported before its keys were declared): keys
             // may be declared once no datastore holds entries stored without them.
             Some(known) if known.keys.is_empty() => {
@@ -251,14 +270,7 @@ impl Store {
             }
             None => {}
         }
-        let snap = self.backend.snapshot()?;
-        let mut k = keys::LIST_INFO.to_vec();
-        k.extend_from_slice(schema_path.as_bytes());
-        let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-        batch.put(k, keys::encode_list_info(&info));
-        drop(snap);
-        self.backend.apply(&batch)?;
-        Ok(())
+        Ok(true)
     }
 
     /// Rewrites the store so that space freed by deletes returns to the filesystem.
@@ -1220,6 +1232,45 @@ impl Session<'_> {
         let tree = canopy_core::json::parse_document(input, &*self.store.schema_now()?)?;
         let edit = Edit { op, path: Path::root(), value: Some(Node::Container(tree)), insert: None };
         self.apply_owned(vec![edit])
+    }
+
+    /// [`Session::import`] with list declarations (as [`Store::declare_list`]
+    /// takes them) that the document's lists follow. Every declaration is
+    /// checked before anything is stored; the lists the document holds are
+    /// recorded in the import's own transaction, so a failed import leaves no
+    /// declaration behind. Declared lists the document does not hold are
+    /// recorded after the import succeeded (a list recorded keyless, with no
+    /// entries left, is re-declared before it, as [`Store::declare_list`] does).
+    ///
+    /// # Errors
+    /// [`Error::Usage`] for a declaration that conflicts with a known list
+    /// (nothing is stored); as [`Session::import`].
+    pub fn import_declared<R: std::io::Read>(
+        &self,
+        input: R,
+        op: Operation,
+        lists: &[(String, ListInfo)],
+    ) -> Result<Commit> {
+        let known = self.store.schema_now()?;
+        let mut schema = (*known).clone();
+        for (path, info) in lists {
+            if self.store.declaration_needed(path, info)? {
+                schema.lists.insert(path.clone(), info.clone());
+            }
+        }
+        for (path, info) in lists {
+            // Recorded keyless: the transaction would keep the stored record.
+            if known.lists.get(path).is_some_and(|k| k.keys.is_empty() && k != info) {
+                self.store.declare_list(path, info.clone())?;
+            }
+        }
+        let tree = canopy_core::json::parse_document(input, &schema)?;
+        let edit = Edit { op, path: Path::root(), value: Some(Node::Container(tree)), insert: None };
+        let commit = self.apply_owned(vec![edit])?;
+        for (path, info) in lists {
+            self.store.declare_list(path, info.clone())?;
+        }
+        Ok(commit)
     }
 
     /// [`Session::apply`] with edits taken by value. Not retried on a conflict.

@@ -73,6 +73,7 @@ pub(crate) fn write_path<W: Write>(
     );
     match (written, failed) {
         (Err(_), Some(e)) => Err(Error::Usage(format!("writing the output: {e}"))),
+        (Err(Error::Store(e)), None) => Err(crate::load::in_datastore(&data, e).into()),
         (written, _) => written,
     }
 }
@@ -106,7 +107,7 @@ fn stream_path<W: Write>(
                 let mut akey = data.to_vec();
                 akey.extend_from_slice(&anc_rel);
                 let Some(v) = snap.get(&akey)? else { return Ok(false) };
-                let d = fragment::decode(&v)?;
+                let d = fragment::decode(&v).map_err(|e| crate::load::corrupt(&anc_rel, e))?;
                 let mut keys_only = Container::default();
                 for (k, _) in kv {
                     if let Some(n) = d.container.children.get(k) {

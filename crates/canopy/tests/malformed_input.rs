@@ -423,3 +423,161 @@ fn damaged_meta_pages_and_truncated_files_are_refused() {
 fn scribbled_data_pages_are_errors_not_crashes() {
     damage_cases("scribbled_data_pages_are_errors_not_crashes", &[Damage::Scribble]);
 }
+
+/// An order key that is empty, holds a `0x00` or ends where nothing fits
+/// below it (hand-edited or damaged stores) is refused as damage naming the
+/// fragment, by reads, by inserts and by `check`; never an endless loop.
+#[test]
+fn malformed_order_keys_are_damage_not_endless_loops() {
+    use canopy_store::keys::{self, Datastore};
+    use canopy_store::{fragment, Batch};
+    for bad_order in [&[][..], &[0x40, 0x00, 0x80][..], &[0x40, 0x01][..]] {
+        for (_dir, store) in stores() {
+            let url = store.url().to_string();
+            if url == "memory:x?cache=on" {
+                continue; // its tree stays in memory: nothing rereads the record
+            }
+            let mut key = keys::data_prefix(Datastore::Running);
+            key.extend(keys::path_key(&"/c:u[k='a']".parse().unwrap()).unwrap());
+            let v = store.backend().snapshot().unwrap().get(&key).unwrap().expect("entry a is stored");
+            let d = fragment::decode(&v).unwrap();
+            let mut batch = Batch::default();
+            batch.put(key, fragment::encode(&d.container, Some(bad_order)));
+            store.backend().apply(&batch).unwrap();
+            // A fresh handle, so that no cached tree hides the damage.
+            let store = if url.starts_with("memory") { store } else { Store::open(&url).unwrap() };
+            let what = format!("{url}: order key {bad_order:?}");
+            let mut c = Container::default();
+            c.children.insert("k".into(), Node::leaf(leaf("z")));
+            let edit = Edit {
+                op: Operation::Create,
+                path: "/c:u[k='z']".parse().unwrap(),
+                value: Some(Node::Container(c)),
+                insert: Some(Insert::First),
+            };
+            let e = store.running().apply(&[edit]).expect_err(&what);
+            assert!(
+                matches!(&e, canopy::Error::Store(s) if s.kind() == ErrorKind::Corrupted),
+                "{what}: not damage: {e:?}"
+            );
+            let msg = e.to_string();
+            assert!(msg.contains("/c:u") && msg.contains("order key"), "{what}: {msg}");
+            let e = store.running().get("/c:u", Default::default()).expect_err(&what);
+            assert!(e.to_string().contains("order key"), "{what}: {e}");
+            let problems = store.check().unwrap();
+            assert!(problems.iter().any(|p| p.contains("/c:u") && p.contains("order key")), "{what}: {problems:?}");
+        }
+    }
+}
+
+/// Paths are limited to `MAX_STEPS` steps (refused at the step too many, the
+/// store unchanged); the deepest data paths and documents allow together (a
+/// path of the most steps with a document of the deepest nesting below it) is
+/// stored, read, written as JSON, checked and deleted on a test thread's stack.
+#[test]
+fn paths_past_the_step_limit_are_refused_and_the_deepest_data_works() {
+    let max = canopy_core::path::MAX_STEPS;
+    for url in ["memory:x", "memory:x?cache=on"] {
+        let store = populated(url);
+        let long = "/c:a".to_string() + &"/b".repeat(60_000);
+        let what = format!("{url}: set on a path of 60,001 steps");
+        let e = refused(&store, &what, |s| s.running().set(&long, leaf("z")).map(|_| ()));
+        assert_path_error(&what, &e, 4 + 2 * (max - 1));
+        assert!(e.to_string().contains("at most 128 steps"), "{e}");
+        let e = refused(&store, &what, |s| s.running().get(&long, Default::default()).map(|_| ()));
+        assert_path_error(&what, &e, 4 + 2 * (max - 1));
+
+        let deepest = "/c:a".to_string() + &"/b".repeat(max - 1);
+        // `set_json` wraps the value in one object: the value may nest one
+        // level less than the codec's limit.
+        let levels = canopy_core::json::MAX_DEPTH - 2;
+        let value = "{\"c\":".repeat(levels) + "{\"v\":1}" + &"}".repeat(levels);
+        store.running().set_json(&deepest, &value).unwrap();
+        let leaf_path = deepest.clone() + &"/c".repeat(levels) + "/v";
+        assert!(store.running().get_item(&leaf_path).is_err(), "{url}: a path past the limit is refused");
+        let tree = store.running().get("/c:a", Default::default()).unwrap();
+        let mut depth = 0;
+        let mut at = &tree;
+        while let Some((_, Node::Container(c))) = at.children.iter().next() {
+            depth += 1;
+            at = c;
+        }
+        assert_eq!(depth, max + levels, "{url}");
+        let mut json = Vec::new();
+        store.running().get_json("/c:a", Default::default(), false, &mut json).unwrap();
+        assert!(String::from_utf8(json).unwrap().contains("{\"v\":1}"));
+        assert!(store.check().unwrap().is_empty());
+        store.running().delete("/c:a").unwrap();
+        assert!(store.check().unwrap().is_empty());
+    }
+}
+
+/// An entry of a top-level user-ordered list with a short name whose key is
+/// stored string-tagged although it reads as an integer (`"5"`): `check`
+/// reports it, with its order record found by the stored bytes, and does not
+/// panic on the length of a re-encoded key.
+#[test]
+fn check_reports_keys_stored_in_another_form() {
+    use canopy_store::keys::{self, Datastore};
+    use canopy_store::{fragment, Batch};
+    for (_dir, store) in stores() {
+        let url = store.url().to_string();
+        let info = ListInfo { keys: vec!["k".into()], user_ordered: true };
+        let mut rel = Vec::new();
+        keys::push_name(&mut rel, "u");
+        let list_rel = rel.clone();
+        rel.push(0x20); // a string-tagged key value "5" (canonical would be 0x10 + 8 bytes)
+        canopy_core::keycode::push_escaped(&mut rel, b"5");
+        let mut entry = Container::default();
+        entry.children.insert("k".into(), Node::leaf(leaf("5")));
+        let order = canopy_core::keycode::order_first();
+        let mut batch = Batch::default();
+        let mut list_key = keys::LIST_INFO.to_vec();
+        list_key.extend_from_slice(b"/u");
+        batch.put(list_key, keys::encode_list_info(&info));
+        let mut data = keys::data_prefix(Datastore::Running);
+        data.extend_from_slice(&rel);
+        batch.put(data, fragment::encode(&entry, Some(&order)));
+        let mut ok = keys::order_prefix(Datastore::Running);
+        ok.extend_from_slice(&list_rel);
+        ok.extend_from_slice(&order);
+        ok.push(0);
+        batch.put(ok, rel[list_rel.len()..].to_vec());
+        store.backend().apply(&batch).unwrap();
+        let problems = store.check().unwrap();
+        assert!(
+            problems.len() == 1 && problems[0].contains("/u") && problems[0].contains("canonical"),
+            "{url}: {problems:?}"
+        );
+    }
+}
+
+/// A fragment key that does not decode is reported with its datastore, the
+/// path decoded up to the problem, and what stands there: by reads (tree and
+/// streamed JSON) and by `check`.
+#[test]
+fn malformed_fragment_keys_name_datastore_path_and_problem() {
+    use canopy_store::keys::{self, Datastore};
+    use canopy_store::{fragment, Batch};
+    for (_dir, store) in stores() {
+        let url = store.url().to_string();
+        if url == "memory:x?cache=on" {
+            continue; // its tree stays in memory: nothing rereads the records
+        }
+        let mut key = keys::data_prefix(Datastore::Running);
+        key.extend(keys::path_key(&"/c:log".parse().unwrap()).unwrap());
+        keys::push_name(&mut key, "entry");
+        key.extend_from_slice(&[0x10, 0x00]); // an integer key value cut short
+        let mut batch = Batch::default();
+        batch.put(key, fragment::encode(&Container::default(), None));
+        store.backend().apply(&batch).unwrap();
+        let store = if url.starts_with("memory") { store } else { Store::open(&url).unwrap() };
+        let says = ["datastore running", "after `/c:log/entry`", "integer key value cut short"];
+        let e = store.running().get("/", Default::default()).expect_err(&url).to_string();
+        assert!(says.iter().all(|s| e.contains(s)), "{url}: get: {e}");
+        let e = store.running().get_json("/", Default::default(), false, Vec::new()).expect_err(&url).to_string();
+        assert!(says.iter().all(|s| e.contains(s)), "{url}: get_json: {e}");
+        let problems = store.check().unwrap();
+        assert!(problems.iter().any(|p| says.iter().all(|s| p.contains(s))), "{url}: {problems:?}");
+    }
+}

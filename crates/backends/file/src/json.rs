@@ -73,8 +73,24 @@ pub fn encode(map: &Map, revision: u64) -> Result<Vec<u8>> {
     let mut raw_len = 0;
     for (k, v) in map {
         raw_len += k.len() + v.len();
-        if k == keys::FORMAT && *v == keys::FORMAT_VERSION.to_be_bytes() {
-            continue; // implied by the file
+        if k == keys::FORMAT {
+            if *v == keys::FORMAT_VERSION.to_be_bytes() {
+                continue; // implied by the file
+            }
+            return Err(StoreError::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "the layout record holds {}; a JSON store file holds layout {}",
+                    keys::hex(v),
+                    keys::FORMAT_VERSION
+                ),
+            ));
+        }
+        if k == keys::REVISION {
+            return Err(StoreError::new(
+                ErrorKind::Unsupported,
+                "a revision record: the JSON store file keeps the revision in `canopy:store`",
+            ));
         }
         if let Some(path) = k.strip_prefix(keys::LIST_INFO) {
             let known = std::str::from_utf8(path)
@@ -189,7 +205,7 @@ pub fn decode(bytes: &[u8]) -> Result<(Map, u64)> {
     for m in rest {
         let value = &text[m.value.clone()];
         if m.name == RAW {
-            decode_raw(value, m, &mut raw)?;
+            decode_raw(value, m, &schema, &mut raw)?;
             continue;
         }
         let Some(ds) = Datastore::ALL.into_iter().find(|&ds| member_name(ds) == m.name) else {
@@ -203,7 +219,8 @@ pub fn decode(bytes: &[u8]) -> Result<(Map, u64)> {
         records.append(&mut data);
     }
     // Records are nearly sorted (fragments in document order): the sort that
-    // builds the map finds the runs. Raw records come last and win.
+    // builds the map finds the runs. Raw records hold no key the rest of the
+    // file holds (`decode_raw` refuses those), so nothing is overridden.
     records.extend(raw);
     Ok((records.into_iter().collect(), revision))
 }
@@ -248,8 +265,11 @@ fn decode_store(text: &str, m: &Member) -> Result<(u64, Schemaless)> {
     Ok((revision, schema))
 }
 
-/// `canopy:raw`: records that are not canopy data, hex to hex.
-fn decode_raw(value: &str, m: &Member, map: &mut Map) -> Result<()> {
+/// `canopy:raw`: records that are not canopy data, hex to hex. Keys the rest
+/// of the file stands for are refused: fragments and order-index records of a
+/// datastore (they would bypass the RFC 7951 checks), the layout and revision
+/// records (implied by `canopy:store`), and list records `lists` holds.
+fn decode_raw(value: &str, m: &Member, schema: &Schemaless, map: &mut Map) -> Result<()> {
     let at = format!("`{RAW}` at line {}, column {}", m.line, m.column);
     let v: serde_json::Value = serde_json::from_str(value).map_err(|e| corrupted(format!("{at}: {e}")))?;
     let obj = v.as_object().ok_or_else(|| corrupted(format!("{at}: not an object")))?;
@@ -257,9 +277,28 @@ fn decode_raw(value: &str, m: &Member, map: &mut Map) -> Result<()> {
         let bad = || corrupted(format!("{at}: `{k}` is not a hex key with a hex string value"));
         let key = unhex(k).ok_or_else(bad)?;
         let value = v.as_str().and_then(unhex).ok_or_else(bad)?;
+        if let Some(why) = reserved(&key, schema) {
+            return Err(corrupted(format!("{at}: key `{k}` is {why}; raw records may not hold it")));
+        }
         map.insert(key, value);
     }
     Ok(())
+}
+
+/// What a key stands for when the file holds it outside `canopy:raw`.
+fn reserved(key: &[u8], schema: &Schemaless) -> Option<String> {
+    if let Some((data, ds)) = keyspace(key) {
+        let what = if data { "a fragment" } else { "an order-index record" };
+        return Some(format!("{what} of datastore {} (its data belongs in `{}`)", ds.name(), member_name(ds)));
+    }
+    if key == keys::FORMAT || key == keys::REVISION {
+        return Some(format!(
+            "the {} record (given by `{STORE}`)",
+            if key == keys::FORMAT { "layout" } else { "revision" }
+        ));
+    }
+    let path = key.strip_prefix(keys::LIST_INFO).and_then(|p| std::str::from_utf8(p).ok())?;
+    schema.lists.contains_key(path).then(|| format!("the list record of {path} (given in `{STORE}`)"))
 }
 
 fn push_hex(out: &mut Vec<u8>, b: &[u8]) {

@@ -181,7 +181,10 @@ impl FileBackend {
                 let (map, revision) = format.decode(&bytes).map_err(|e| shared.context(e))?;
                 *shared.state.write().map_err(|_| poisoned())? = State { map: Arc::new(map), revision };
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => shared.write_file(&Map::new(), 0)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match shared.write_file(&Map::new(), 0)? {
+                Written::Durable => {}
+                Written::Unflushed(e) => return Err(StoreError::io(format!("{}: flush the directory", ctx()), e)),
+            },
             Err(e) => return Err(StoreError::io(ctx(), e)),
         }
         open.push((canonical, Arc::downgrade(&shared)));
@@ -200,7 +203,9 @@ impl Shared {
     }
 
     /// Replaces the file atomically by one holding `map` at `revision`.
-    fn write_file(&self, map: &Map, revision: u64) -> Result<()> {
+    /// [`Written::Unflushed`] when the file was replaced but the directory
+    /// could not be flushed: the new state is the file's.
+    fn write_file(&self, map: &Map, revision: u64) -> Result<Written> {
         let bytes = self.format.encode(map, revision).map_err(|e| self.context(e))?;
         let tmp = self.tmp_path();
         let io =
@@ -219,12 +224,18 @@ impl Shared {
         }
         fs::rename(&tmp, &self.path).map_err(|e| io("replace the file", e))?;
         if self.sync == SyncMode::Commit {
-            self.sync_dir().map_err(|e| io("flush the directory", e))?;
+            if let Err(e) = self.sync_dir() {
+                return Ok(Written::Unflushed(e));
+            }
         }
-        Ok(())
+        Ok(Written::Durable)
     }
 
     fn sync_dir(&self) -> std::io::Result<()> {
+        #[cfg(test)]
+        if tests::FAIL_DIR_SYNC.with(std::cell::Cell::get) {
+            return Err(std::io::Error::other("injected failure"));
+        }
         let dir = self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         fs::File::open(dir)?.sync_all()
     }
@@ -248,15 +259,61 @@ impl Shared {
         let map = Arc::make_mut(&mut state.map);
         let undo = apply_ops(map, &batch.ops);
         match self.write_file(map, revision) {
-            Ok(()) => {
+            Ok(Written::Durable) => {
                 state.revision = revision;
                 Ok(revision)
+            }
+            // The file holds the new state: so does the store in memory, or
+            // a "failed" commit would come back at the next open.
+            Ok(Written::Unflushed(e)) => {
+                state.revision = revision;
+                Err(StoreError::io(
+                    format!(
+                        "{} store {}: committed revision {revision} (the file holds it), but flushing its directory                          failed, so the commit may not survive a machine crash",
+                        self.format.name(),
+                        self.path.display()
+                    ),
+                    e,
+                ))
             }
             Err(e) => {
                 undo_ops(map, undo);
                 Err(e)
             }
         }
+    }
+}
+
+/// How far [`Shared::write_file`] got.
+enum Written {
+    /// Replaced, and flushed as the sync mode asks.
+    Durable,
+    /// Replaced (the new state is the file's), but flushing the directory failed.
+    Unflushed(std::io::Error),
+}
+
+/// The first key at which two maps differ (present in one only, or with
+/// other values).
+fn first_difference(a: &Map, b: &Map) -> Option<Vec<u8>> {
+    let mut ia = a.iter();
+    let mut ib = b.iter();
+    loop {
+        match (ia.next(), ib.next()) {
+            (None, None) => return None,
+            (Some((k, _)), None) | (None, Some((k, _))) => return Some(k.clone()),
+            (Some((ka, va)), Some((kb, vb))) if ka != kb || va != vb => return Some(ka.min(kb).clone()),
+            _ => {}
+        }
+    }
+}
+
+/// A record's key for messages: the datastore and path of a fragment, else hex.
+fn describe_record(k: &[u8]) -> String {
+    use canopy_store::keys::{self, Datastore};
+    match (k.first(), k.get(1).and_then(|&c| Datastore::from_code(c))) {
+        (Some(0x10), Some(ds)) => format!("{} {}", ds.name(), canopy_store::treeio::describe_key(&k[2..])),
+        (Some(0x20), Some(ds)) => format!("{} order index {}", ds.name(), keys::hex(&k[2..])),
+        _ => keys::hex(k),
     }
 }
 
@@ -320,22 +377,38 @@ impl Backend for FileBackend {
         fs::metadata(&self.shared.path).map(|m| m.len()).map_err(|e| self.shared.context(StoreError::io("size", e)))
     }
 
-    /// Re-reads the file and checks that it decodes, and that it is the file
-    /// the state in memory encodes to (formats may renumber what the engine
-    /// does not see, such as order keys, so the maps need not be equal).
+    /// Re-reads the file and checks that it decodes, and that it holds what
+    /// the state in memory holds: the same revision, and the same records as
+    /// the file the state encodes to (compared decoded, since formats may
+    /// renumber what the engine does not see, such as order keys, and a file
+    /// edited by hand may be laid out differently and still hold the same).
     fn check(&self) -> Result<Vec<String>> {
         let state = self.shared.state.read().map_err(|_| poisoned())?;
         let bytes = fs::read(&self.shared.path).map_err(|e| self.shared.context(StoreError::io("read", e)))?;
         let expected = self.shared.format.encode(&state.map, state.revision).map_err(|e| self.shared.context(e))?;
-        Ok(match self.shared.format.decode(&bytes) {
-            Err(e) => vec![self.shared.context(e).to_string()],
-            Ok((_, revision)) if revision != state.revision || bytes != expected => vec![format!(
-                "{} store {}: the file (revision {revision}) differs from the store in memory (revision {})",
-                self.shared.format.name(),
-                self.shared.path.display(),
+        let name = || format!("{} store {}", self.shared.format.name(), self.shared.path.display());
+        let (map, revision) = match self.shared.format.decode(&bytes) {
+            Err(e) => return Ok(vec![self.shared.context(e).to_string()]),
+            Ok(decoded) => decoded,
+        };
+        if revision != state.revision {
+            return Ok(vec![format!(
+                "{}: the file is at revision {revision}, the store in memory at revision {} (was the file replaced?)",
+                name(),
                 state.revision
+            )]);
+        }
+        if bytes == expected {
+            return Ok(Vec::new());
+        }
+        let (want, _) = self.shared.format.decode(&expected).map_err(|e| self.shared.context(e))?;
+        Ok(match first_difference(&map, &want) {
+            None => Vec::new(), // the same records, laid out another way
+            Some(k) => vec![format!(
+                "{}: the file holds other data than the store in memory (revision {revision}), first at record {}",
+                name(),
+                describe_record(&k)
             )],
-            Ok(_) => Vec::new(),
         })
     }
 
@@ -344,5 +417,51 @@ impl Backend for FileBackend {
         let io = |e| self.shared.context(StoreError::io("flush", e));
         fs::File::open(&self.shared.path).and_then(|f| f.sync_all()).map_err(io)?;
         self.shared.sync_dir().map_err(io)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    thread_local! {
+        /// Makes this thread's directory flushes fail.
+        pub(crate) static FAIL_DIR_SYNC: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    fn put(k: &[u8], v: &[u8]) -> Batch {
+        let mut b = Batch::default();
+        b.put(k.to_vec(), v.to_vec());
+        b
+    }
+
+    /// A commit whose file replaced the old one stays committed in memory when
+    /// only the directory flush fails: memory and file agree, before and
+    /// after reopening, and the error says the commit is done.
+    #[test]
+    fn a_failed_directory_flush_after_the_rename_keeps_the_commit() {
+        for format in [&json::JsonFormat as &'static dyn Format, &snapshot::SnapshotFormat] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("store");
+            {
+                let b = FileBackend::open(&path, format, SyncMode::Commit).unwrap();
+                assert_eq!(b.apply(&put(b"\x00a", b"1")).unwrap(), 1);
+                FAIL_DIR_SYNC.with(|f| f.set(true));
+                let e = b.apply(&put(b"\x00b", b"2")).expect_err("the flush fails");
+                FAIL_DIR_SYNC.with(|f| f.set(false));
+                assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+                assert!(e.to_string().contains("committed revision 2"), "{e}");
+                let snap = b.snapshot().unwrap();
+                assert_eq!(snap.revision(), 2);
+                assert_eq!(snap.get(b"\x00b").unwrap().as_deref(), Some(&b"2"[..]));
+                drop(snap);
+                assert!(b.check().unwrap().is_empty(), "{:?}", b.check());
+                assert_eq!(b.apply(&put(b"\x00c", b"3")).unwrap(), 3);
+            }
+            let b = FileBackend::open(&path, format, SyncMode::Commit).unwrap();
+            let snap = b.snapshot().unwrap();
+            assert_eq!(snap.revision(), 3);
+            assert_eq!(snap.get(b"\x00b").unwrap().as_deref(), Some(&b"2"[..]));
+        }
     }
 }

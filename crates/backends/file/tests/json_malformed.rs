@@ -42,6 +42,37 @@ fn malformed_files_are_refused_with_what_and_where() {
         (&format!("{STORE},\"canopy:running\":[1]}}"), ErrorKind::Corrupted, "expected `{`"),
         (&format!("{STORE},\"canopy:raw\":{{\"1\":\"00\"}}}}"), ErrorKind::Corrupted, "not a hex key"),
         (&format!("{STORE},\"canopy:running\":{{}}}} x"), ErrorKind::Corrupted, "trailing data"),
+        // Raw records may not stand in for what the rest of the file holds.
+        (
+            &format!("{STORE},\n\"canopy:raw\":{{\"1001\":\"0100000000\"}}}}"),
+            ErrorKind::Corrupted,
+            "line 2, column 14: key `1001` is a fragment of datastore running",
+        ),
+        (
+            &format!("{STORE},\"canopy:raw\":{{\"1003\":\"0100000000\"}}}}"),
+            ErrorKind::Corrupted,
+            "key `1003` is a fragment of datastore candidate",
+        ),
+        (
+            &format!("{STORE},\"canopy:raw\":{{\"2002610001800100\":\"\"}}}}"),
+            ErrorKind::Corrupted,
+            "key `2002610001800100` is an order-index record of datastore startup",
+        ),
+        (
+            &format!("{STORE},\"canopy:raw\":{{\"00666f726d6174\":\"00000002\"}}}}"),
+            ErrorKind::Corrupted,
+            "key `00666f726d6174` is the layout record",
+        ),
+        (
+            &format!("{STORE},\"canopy:raw\":{{\"007265766973696f6e\":\"0000000000000009\"}}}}"),
+            ErrorKind::Corrupted,
+            "key `007265766973696f6e` is the revision record",
+        ),
+        (
+            &format!("{STORE},\"canopy:raw\":{{\"006c6973742f6d3a632f6c7374\":\"7b7d\"}}}}"),
+            ErrorKind::Corrupted,
+            "is the list record of /m:c/lst",
+        ),
         ("{\"canopy:store\":\u{0}", ErrorKind::Corrupted, "line 1"),
     ];
     let dir = tempfile::tempdir().unwrap();
@@ -82,4 +113,60 @@ fn every_truncation_is_refused() {
     let b = FileBackend::open(&file, &JsonFormat, SyncMode::Off).unwrap();
     assert_eq!(b.snapshot().unwrap().get(b"\x00other").unwrap().as_deref(), Some(&b"x"[..]));
     assert!(b.check().unwrap().is_empty());
+}
+
+/// Records the file could not give back as they are (the layout record with
+/// another version, a revision record) are refused when written, so the store
+/// never writes a file it would refuse to open.
+#[test]
+fn records_the_file_implies_are_refused_on_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.json");
+    let b = FileBackend::open(&file, &JsonFormat, SyncMode::Off).unwrap();
+    let before = fs::read(&file).unwrap();
+    for (k, v, says) in
+        [(&b"\x00format"[..], &[0, 0, 0, 2][..], "layout"), (b"\x00revision", &[0, 0, 0, 0, 0, 0, 0, 9], "revision")]
+    {
+        let mut batch = Batch::default();
+        batch.put(k.to_vec(), v.to_vec());
+        let e = b.apply(&batch).expect_err(says);
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+        assert_eq!(fs::read(&file).unwrap(), before);
+        assert_eq!(b.snapshot().unwrap().get(k).unwrap(), None);
+    }
+    assert!(b.check().unwrap().is_empty());
+}
+
+/// `check` on a file laid out by hand but holding the same data finds
+/// nothing; a file holding other data, or at another revision, is reported
+/// with what differs.
+#[test]
+fn check_compares_what_the_file_holds_not_its_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.json");
+    let b = FileBackend::open(&file, &JsonFormat, SyncMode::Off).unwrap();
+    let mut batch = Batch::default();
+    batch.put(b"\x00other".to_vec(), b"x".to_vec());
+    batch.put(vec![0x10, 0x01], vec![1, 0, 0, 0]); // the root fragment of running: no data
+    let mut data = vec![0x10, 0x01];
+    data.extend_from_slice(b"m:c\x00\x01");
+    batch.put(data, vec![1, 0, 0, 1, 1, b'l', 1, b's', 1, b'v', 0]);
+    b.apply(&batch).unwrap();
+    assert!(b.check().unwrap().is_empty());
+    let text = fs::read_to_string(&file).unwrap();
+    // Laid out by hand: other whitespace, the same records.
+    fs::write(&file, text.replace(":{", ": {").replace(',', ",\n  ")).unwrap();
+    assert!(b.check().unwrap().is_empty(), "{:?}", b.check());
+    // Other data.
+    fs::write(&file, text.replace("\"l\":\"v\"", "\"l\":\"w\"")).unwrap();
+    let problems = b.check().unwrap();
+    assert!(
+        problems.len() == 1 && problems[0].contains("other data") && problems[0].contains("running /m:c"),
+        "{problems:?}"
+    );
+    // Another revision.
+    fs::write(&file, text.replace("\"revision\":1", "\"revision\":7")).unwrap();
+    let problems = b.check().unwrap();
+    assert!(problems.len() == 1 && problems[0].contains("revision 7"), "{problems:?}");
 }

@@ -280,7 +280,14 @@ fn open_env(dir: &Path, sync: SyncMode, map_size: usize) -> Result<Inner> {
 fn check_not_truncated(dir: &Path, env: &Env, file_len: usize) -> Result<()> {
     let info = env.info();
     let page = env.stat().page_size as usize;
-    let needed = (info.last_page_number + 1) * page;
+    // A damaged meta page may claim any page count: overflow is damage too.
+    let Some(needed) = info.last_page_number.checked_add(1).and_then(|n| n.checked_mul(page)) else {
+        return Err(StoreError::corrupted(format!(
+            "lmdb store {}: {DATA_FILE} is damaged (its meta page claims {} pages of {page} bytes)",
+            dir.display(),
+            info.last_page_number as u128 + 1
+        )));
+    };
     // Another process may have grown the file since `file_len` was taken: its
     // length now (after the meta page was read, so never shorter than that
     // meta page needs, unless truncated) decides.

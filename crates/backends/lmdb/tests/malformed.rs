@@ -127,3 +127,25 @@ fn map_grows_past_its_initial_size() {
     let after = b.disk_size().unwrap();
     assert!(after < before / 10, "compaction shrinks the file: {before} -> {after}");
 }
+
+/// A meta page whose last page number is so large that the file size it needs
+/// does not fit in a machine word is damage (not an overflow that wraps to a
+/// size the file passes, letting LMDB write over its meta pages).
+#[test]
+fn meta_page_with_an_impossible_page_count_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    make_store(dir.path(), 10);
+    let f = dir.path().join("data.mdb");
+    let mut bytes = fs::read(&f).unwrap();
+    // 64-bit LMDB meta page: 16-byte page header, magic, version, address,
+    // map size, two 48-byte database records, then the last page number.
+    let page = 4096;
+    assert_eq!(&bytes[16..20], &0xBEEFC0DEu32.to_le_bytes(), "LMDB meta page magic");
+    for meta in [0, page] {
+        bytes[meta + 136..meta + 144].copy_from_slice(&u64::MAX.to_le_bytes());
+    }
+    fs::write(&f, &bytes).unwrap();
+    let e = open_err(dir.path());
+    assert_eq!(e.kind(), ErrorKind::Corrupted, "{e}");
+    assert!(e.to_string().contains("data.mdb"), "{e}");
+}

@@ -213,7 +213,7 @@ fn pinned_children<'a>(ctx: &ItemRef<'a>, step: &Step) -> Option<Vec<ItemRef<'a>
 fn has_position(e: &Expr) -> bool {
     match e {
         Expr::Position(_) => true,
-        Expr::Or(l, r) | Expr::And(l, r) => has_position(l) || has_position(r),
+        Expr::Or(v) | Expr::And(v) => v.iter().any(has_position),
         Expr::Cmp(..) | Expr::Exists(_) => false,
     }
 }
@@ -280,8 +280,8 @@ fn compare(ctx: &ItemRef<'_>, a: &Operand, op: CmpOp, b: &Operand) -> bool {
 /// Whether predicate `e` holds for `ctx`, the `pos`th (1-based) node of its set.
 fn holds(ctx: &ItemRef<'_>, e: &Expr, pos: usize) -> bool {
     match e {
-        Expr::Or(l, r) => holds(ctx, l, pos) || holds(ctx, r, pos),
-        Expr::And(l, r) => holds(ctx, l, pos) && holds(ctx, r, pos),
+        Expr::Or(v) => v.iter().any(|e| holds(ctx, e, pos)),
+        Expr::And(v) => v.iter().all(|e| holds(ctx, e, pos)),
         Expr::Cmp(a, op, b) => compare(ctx, a, *op, b),
         Expr::Exists(steps) => !walk(ctx, steps).is_empty(),
         Expr::Position(n) => pos as u64 == *n,

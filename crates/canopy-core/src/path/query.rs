@@ -78,8 +78,11 @@ pub enum Operand {
 /// A predicate expression.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
-    Or(Box<Expr>, Box<Expr>),
-    And(Box<Expr>, Box<Expr>),
+    /// Two or more operands, none itself an `Or`: long chains stay flat, so
+    /// no code recurses once per operand.
+    Or(Vec<Expr>),
+    /// Two or more operands, none itself an `And`.
+    And(Vec<Expr>),
     Cmp(Operand, CmpOp, Operand),
     /// `[path]`: true when the relative path selects at least one node.
     Exists(Vec<Step>),
@@ -284,14 +287,11 @@ enum KeyRef<'a> {
     SelfNode,
 }
 
-/// The operands of a conjunction (`a and (b and c)` → `a`, `b`, `c`).
+/// The operands of a conjunction (`a and (b and c)` → `a`, `b`, `c`: the
+/// parser keeps them flat).
 fn conjuncts(e: &Expr) -> Vec<&Expr> {
     match e {
-        Expr::And(l, r) => {
-            let mut v = conjuncts(l);
-            v.extend(conjuncts(r));
-            v
-        }
+        Expr::And(v) => v.iter().collect(),
         _ => vec![e],
     }
 }
@@ -375,7 +375,7 @@ fn expr_min_depth(e: &Expr, d: i64) -> i64 {
         _ => d,
     };
     match e {
-        Expr::Or(l, r) | Expr::And(l, r) => expr_min_depth(l, d).min(expr_min_depth(r, d)),
+        Expr::Or(v) | Expr::And(v) => v.iter().map(|e| expr_min_depth(e, d)).min().unwrap_or(d),
         Expr::Cmp(a, _, b) => operand_min(a).min(operand_min(b)),
         Expr::Exists(steps) => path_min(steps),
         Expr::Position(_) => d,

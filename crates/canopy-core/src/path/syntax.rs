@@ -60,6 +60,15 @@ pub(crate) fn parse(input: &str) -> Result<(Query, Vec<StepSpan>)> {
     Ok((Query { absolute, steps }, spans))
 }
 
+/// One operand alone, else the operator over all of them.
+fn flat(mut operands: Vec<Expr>, op: fn(Vec<Expr>) -> Expr) -> Expr {
+    if operands.len() == 1 {
+        operands.pop().expect("one operand")
+    } else {
+        op(operands)
+    }
+}
+
 struct Parser<'a> {
     s: &'a str,
     b: &'a [u8],
@@ -136,6 +145,9 @@ impl Parser<'_> {
                 _ if steps.is_empty() && !absolute => (false, ""),
                 _ => break,
             };
+            if steps.len() == super::MAX_STEPS {
+                return self.err(sep, format!("a path has at most {} steps", super::MAX_STEPS));
+            }
             self.ws();
             let start = self.pos;
             let step = self.step(descendant, after)?;
@@ -263,30 +275,43 @@ impl Parser<'_> {
         Ok(())
     }
 
+    /// `and ("or" and)*`, as one flat [`Expr::Or`] (a parenthesized `or`
+    /// among the operands is spliced in: the meaning is the same).
     fn or_expr(&mut self, what: &str) -> Result<Expr> {
+        let mut operands = Vec::new();
         let mut e = self.and_expr(what)?;
         loop {
+            match e {
+                Expr::Or(v) => operands.extend(v),
+                e => operands.push(e),
+            }
             self.ws();
             if !self.at_keyword("or") {
-                return Ok(e);
+                break;
             }
             self.pos += 2;
-            let r = self.and_expr("a condition after `or`")?;
-            e = Expr::Or(Box::new(e), Box::new(r));
+            e = self.and_expr("a condition after `or`")?;
         }
+        Ok(flat(operands, Expr::Or))
     }
 
+    /// `primary ("and" primary)*`, as one flat [`Expr::And`].
     fn and_expr(&mut self, what: &str) -> Result<Expr> {
+        let mut operands = Vec::new();
         let mut e = self.primary(what)?;
         loop {
+            match e {
+                Expr::And(v) => operands.extend(v),
+                e => operands.push(e),
+            }
             self.ws();
             if !self.at_keyword("and") {
-                return Ok(e);
+                break;
             }
             self.pos += 3;
-            let r = self.primary("a condition after `and`")?;
-            e = Expr::And(Box::new(e), Box::new(r));
+            e = self.primary("a condition after `and`")?;
         }
+        Ok(flat(operands, Expr::And))
     }
 
     fn primary(&mut self, what: &str) -> Result<Expr> {
@@ -444,30 +469,27 @@ fn write_steps(out: &mut String, steps: &[Step], absolute: bool) {
     }
 }
 
-/// Writes `e`; `Or` is left-associative and binds looser than `And`, so
-/// parentheses go around an `Or` inside an `And` and around a right operand of
-/// the same operator (which the parser would otherwise nest to the left).
+/// Writes `e`; `and` binds tighter than `or`, so parentheses go around an
+/// `Or` among the operands of an `And` (the operands of a flat `Or` or `And`
+/// are never of the same operator).
 fn write_expr(out: &mut String, e: &Expr) {
-    let paren = |out: &mut String, e: &Expr, needed: bool| {
-        if needed {
-            out.push('(');
-            write_expr(out, e);
-            out.push(')');
-        } else {
-            write_expr(out, e);
+    let operands = |out: &mut String, v: &[Expr], sep: &str| {
+        for (i, e) in v.iter().enumerate() {
+            if i > 0 {
+                out.push_str(sep);
+            }
+            if matches!(e, Expr::Or(_)) && sep == " and " {
+                out.push('(');
+                write_expr(out, e);
+                out.push(')');
+            } else {
+                write_expr(out, e);
+            }
         }
     };
     match e {
-        Expr::Or(l, r) => {
-            paren(out, l, false);
-            out.push_str(" or ");
-            paren(out, r, matches!(**r, Expr::Or(..)));
-        }
-        Expr::And(l, r) => {
-            paren(out, l, matches!(**l, Expr::Or(..)));
-            out.push_str(" and ");
-            paren(out, r, matches!(**r, Expr::Or(..) | Expr::And(..)));
-        }
+        Expr::Or(v) => operands(out, v, " or "),
+        Expr::And(v) => operands(out, v, " and "),
         Expr::Cmp(l, op, r) => {
             write_operand(out, l);
             out.push_str(match op {
@@ -545,13 +567,46 @@ mod tests {
     #[test]
     fn and_binds_tighter_than_or() {
         let p = &q("/l[a='1' or b='2' and c='3']").steps[0].predicates[0];
-        let want =
-            Expr::Or(Box::new(eq("a", "1")), Box::new(Expr::And(Box::new(eq("b", "2")), Box::new(eq("c", "3")))));
+        let want = Expr::Or(vec![eq("a", "1"), Expr::And(vec![eq("b", "2"), eq("c", "3")])]);
         assert_eq!(*p, want);
         let p = &q("/l[(a='1' or b='2') and c='3']").steps[0].predicates[0];
-        let want =
-            Expr::And(Box::new(Expr::Or(Box::new(eq("a", "1")), Box::new(eq("b", "2")))), Box::new(eq("c", "3")));
+        let want = Expr::And(vec![Expr::Or(vec![eq("a", "1"), eq("b", "2")]), eq("c", "3")]);
         assert_eq!(*p, want);
+        // Chains are flat, parenthesized or not.
+        let p = &q("/l[a='1' and (b='2' and c='3') and d='4']").steps[0].predicates[0];
+        assert_eq!(*p, Expr::And(vec![eq("a", "1"), eq("b", "2"), eq("c", "3"), eq("d", "4")]));
+    }
+
+    #[test]
+    fn long_and_or_chains_parse_flat_and_evaluate_without_deep_recursion() {
+        // 20,000 operands each: one level of nesting, whatever the count.
+        let and = format!("/l[{}]", vec!["k='1'"; 20_000].join(" and "));
+        let or = format!("/l[{}]", vec!["k='1'"; 20_000].join(" or "));
+        for text in [and, or] {
+            let parsed = q(&text);
+            match &parsed.steps[0].predicates[0] {
+                Expr::And(v) | Expr::Or(v) => assert_eq!(v.len(), 20_000),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(Query::parse(&parsed.to_string()).unwrap(), parsed);
+        }
+        // On a small stack: parsing, printing, evaluating and dropping.
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(|| {
+                // Every operand is false: all of them are evaluated.
+                let text = format!("/m:l[{}]", vec!["k='1'"; 20_000].join(" or "));
+                let query = Query::parse(&text).unwrap();
+                let mut tree = crate::Container::default();
+                tree.children.insert("m:l".into(), crate::Node::Container(crate::Container::default()));
+                assert!(query.evaluate(&tree).is_empty());
+                let _ = query.instance_prefix(&|_| None);
+                assert!(query.to_string().len() > text.len() / 2);
+                drop(query);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 
     #[test]
@@ -595,7 +650,7 @@ mod tests {
             ("/l[k='a''\"']", "/l[k='a''\"']"),
             ("/l[a='1' or (b='2' and c='3')]", "/l[a='1' or b='2' and c='3']"),
             ("/l[(a='1' or b='2') and c='3']", "/l[(a='1' or b='2') and c='3']"),
-            ("/l[a='1' or (b='2' or c='3')]", "/l[a='1' or (b='2' or c='3')]"),
+            ("/l[a='1' or (b='2' or c='3')]", "/l[a='1' or b='2' or c='3']"),
             ("/l[ 5 <= k ][2]", "/l[5<=k][2]"),
             ("a/../.[x]", "a/../.[x]"),
         ] {
@@ -650,6 +705,27 @@ mod tests {
         assert!(matches!(Query::parse(&deep), Err(Error::Path { reason, .. }) if reason.contains("nested")));
         let deep = format!("/a{}", "[b".repeat(10_000));
         assert!(Query::parse(&deep).is_err());
+    }
+
+    #[test]
+    fn paths_longer_than_the_step_limit_are_errors_at_the_step_too_many() {
+        use crate::path::MAX_STEPS;
+        let ok = "/m:a".to_string() + &"/b".repeat(MAX_STEPS - 1);
+        assert_eq!(ok.parse::<crate::Path>().unwrap().segments.len(), MAX_STEPS);
+        let long = "/m:a".to_string() + &"/b".repeat(60_000);
+        let at = ok.len();
+        for e in [long.parse::<crate::Path>().unwrap_err(), Query::parse(&long).unwrap_err()] {
+            match e {
+                Error::Path { pos, reason, .. } => {
+                    assert_eq!(pos, at);
+                    assert!(reason.contains("at most 128 steps"), "{reason}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // Relative paths in predicates too.
+        let rel = format!("/m:a[{}='x']", "b/".repeat(200) + "c");
+        assert!(matches!(Query::parse(&rel), Err(Error::Path { pos, .. }) if pos == 5 + 2 * MAX_STEPS - 1));
     }
 
     proptest! {
