@@ -93,8 +93,6 @@ impl<'a> Loader<'a> {
         let mut prefix = self.data.clone();
         prefix.extend_from_slice(rel);
         let dl = self.data.len();
-        let mut items: Vec<(Vec<u8>, Option<Decoded>)> = Vec::new();
-        let mut err = None;
         // Keys read before under `rel` (usually a few: the path to it), so
         // that each scanned key is checked against them, not hashed.
         let seen_under: Vec<&[u8]> =
@@ -102,31 +100,15 @@ impl<'a> Loader<'a> {
         let seen = &self.seen;
         let few = seen_under.len() <= 16;
         let ranges: Vec<&[u8]> = self.ranges.iter().filter(|r| r.starts_with(rel)).map(Vec::as_slice).collect();
-        let snap = self.snap;
-        snap.scan_prefix(&prefix, false, &mut |k, v| {
-            let rel_k = &k[dl..];
+        let mut items = scan_fragments(self.snap, &prefix, dl, &|rel_k| {
             // Read before (and perhaps changed since): keep the tree's version.
             let read = match few {
                 true => seen_under.contains(&rel_k),
                 false => seen.contains(rel_k),
             };
-            if read || ranges.iter().any(|r| rel_k.starts_with(r)) {
-                return Ok(true);
-            }
-            match fragment::decode(v) {
-                Ok(d) => {
-                    items.push((rel_k.to_vec(), Some(d)));
-                    Ok(true)
-                }
-                Err(e) => {
-                    err = Some(corrupt(rel_k, e));
-                    Ok(false)
-                }
-            }
-        })?;
-        if let Some(e) = err {
-            return Err(in_datastore(&self.data, e).into());
-        }
+            read || ranges.iter().any(|r| rel_k.starts_with(r))
+        })
+        .map_err(|e| in_datastore(&self.data, e))?;
         self.ranges.push(rel.to_vec());
         let n = items.len();
         if let Some(pos) = items.iter().position(|(k, _)| k.is_empty()) {
@@ -275,6 +257,42 @@ pub(crate) fn in_datastore(data: &[u8], e: StoreError) -> StoreError {
     }
 }
 
+/// A fragment read by a range scan: its relative key and the fragment (taken
+/// when it is built into a tree).
+type Scanned = (Vec<u8>, Option<Decoded>);
+
+/// The fragments under `prefix`, decoded, with their keys relative to the
+/// datastore (the first `dl` bytes cut), but for those `skip` names.
+fn scan_fragments(
+    snap: &dyn Snapshot,
+    prefix: &[u8],
+    dl: usize,
+    skip: &dyn Fn(&[u8]) -> bool,
+) -> canopy_store::Result<Vec<Scanned>> {
+    let mut items = Vec::new();
+    let mut err = None;
+    snap.scan_prefix(prefix, false, &mut |k, v| {
+        let rel_k = &k[dl..];
+        if skip(rel_k) {
+            return Ok(true);
+        }
+        match fragment::decode(v) {
+            Ok(d) => {
+                items.push((rel_k.to_vec(), Some(d)));
+                Ok(true)
+            }
+            Err(e) => {
+                err = Some(corrupt(rel_k, e));
+                Ok(false)
+            }
+        }
+    })?;
+    match err {
+        Some(e) => Err(e),
+        None => Ok(items),
+    }
+}
+
 /// `e` with the fragment at relative key `rel` named in front.
 pub(crate) fn corrupt(rel: &[u8], e: StoreError) -> StoreError {
     StoreError::corrupted(format!("fragment {}: {e}", describe_key(rel)))
@@ -381,24 +399,7 @@ pub(crate) fn entry_direct(
     let mut prefix = keys::data_prefix(ds);
     let dl = prefix.len();
     prefix.extend_from_slice(&rel);
-    let mut items: Vec<(Vec<u8>, Option<Decoded>)> = Vec::new();
-    let mut err = None;
-    snap.scan_prefix(&prefix, false, &mut |k, v| {
-        let rel_k = &k[dl..];
-        match fragment::decode(v) {
-            Ok(d) => {
-                items.push((rel_k.to_vec(), Some(d)));
-                Ok(true)
-            }
-            Err(e) => {
-                err = Some(corrupt(rel_k, e));
-                Ok(false)
-            }
-        }
-    })?;
-    if let Some(e) = err {
-        return Err(e.into());
-    }
+    let mut items = scan_fragments(snap, &prefix, dl, &|_| false).map_err(|e| in_datastore(&prefix[..dl], e))?;
     // The entry's own key sorts before its descendants'.
     if items.first().is_none_or(|(k, _)| k.len() != rel.len()) {
         return Ok(Some(None));

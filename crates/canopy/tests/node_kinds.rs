@@ -23,6 +23,16 @@ fn urls(dir: &std::path::Path) -> Vec<String> {
     v
 }
 
+/// Runs `case` on a fresh store of every kind (`tag` keeps memory stores apart).
+fn each_store(tag: &str, case: impl Fn(&str, Store)) {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, url) in urls(dir.path()).into_iter().enumerate() {
+        let url = url.replace("kinds", &format!("kinds{tag}{i}"));
+        let store = Store::open(&url).unwrap();
+        case(&url, store);
+    }
+}
+
 fn leaf(s: &str) -> Value {
     Value::String(s.into())
 }
@@ -45,48 +55,39 @@ fn refused(url: &str, what: &str, r: canopy::Result<canopy::Commit>) {
 
 #[test]
 fn a_list_name_is_not_a_container_or_leaf() {
-    let dir = tempfile::tempdir().unwrap();
-    for (i, url) in urls(dir.path()).into_iter().enumerate() {
-        let url = url.replace("kinds", &format!("kinds{i}"));
-        let store = Store::open(&url).unwrap();
+    each_store("", |url, store| {
         let s = store.running();
         s.set("/m:c/l[k='1']/v", leaf("a")).unwrap();
-        refused(&url, "a container step through the list", s.set("/m:c/l/v", leaf("b")));
-        refused(&url, "a leaf named like the list", s.set("/m:c/l", leaf("5")));
+        refused(url, "a container step through the list", s.set("/m:c/l/v", leaf("b")));
+        refused(url, "a leaf named like the list", s.set("/m:c/l", leaf("5")));
         let e = s.get_item("/m:c/l[k='1']/v").unwrap();
         assert!(e.is_some(), "{url}: the entry survived");
-        healthy(&url, store);
-    }
+        healthy(url, store);
+    });
 }
 
 #[test]
 fn a_declared_list_without_entries_is_still_a_list() {
-    let dir = tempfile::tempdir().unwrap();
-    for (i, url) in urls(dir.path()).into_iter().enumerate() {
-        let url = url.replace("kinds", &format!("kindsd{i}"));
-        let store = Store::open(&url).unwrap();
+    each_store("d", |url, store| {
         store.declare_list("/m:c/l", ListInfo::keyed(["k"])).unwrap();
         let s = store.running();
         s.set("/m:c/x", leaf("x")).unwrap();
-        refused(&url, "a container named like a declared list", s.set("/m:c/l/v", leaf("b")));
-        refused(&url, "a leaf named like a declared list", s.set("/m:c/l", leaf("5")));
+        refused(url, "a container named like a declared list", s.set("/m:c/l/v", leaf("b")));
+        refused(url, "a leaf named like a declared list", s.set("/m:c/l", leaf("5")));
         s.set("/m:c/l[k='1']/v", leaf("a")).unwrap();
-        healthy(&url, store);
-    }
+        healthy(url, store);
+    });
 }
 
 #[test]
 fn a_container_name_does_not_take_entries() {
-    let dir = tempfile::tempdir().unwrap();
-    for (i, url) in urls(dir.path()).into_iter().enumerate() {
-        let url = url.replace("kinds", &format!("kindsc{i}"));
-        let store = Store::open(&url).unwrap();
+    each_store("c", |url, store| {
         let s = store.running();
         s.set("/m:c/l/v", leaf("a")).unwrap();
-        refused(&url, "an entry under a container's name", s.set("/m:c/l[k='1']/v", leaf("b")));
+        refused(url, "an entry under a container's name", s.set("/m:c/l[k='1']/v", leaf("b")));
         s.set("/m:c/n", leaf("n")).unwrap();
-        refused(&url, "an entry under a leaf's name", s.set("/m:c/n[k='1']/v", leaf("b")));
+        refused(url, "an entry under a leaf's name", s.set("/m:c/n[k='1']/v", leaf("b")));
         assert!(s.get_item("/m:c/l/v").unwrap().is_some(), "{url}");
-        healthy(&url, store);
-    }
+        healthy(url, store);
+    });
 }
