@@ -2,13 +2,15 @@
 # Installs what a fresh Debian machine lacks to build and test canopy.
 # Idempotent and quiet: does nothing when everything is present. LMDB is
 # bundled (the lmdb-master-sys crate builds it), so besides the Rust toolchain
-# the system needs are a C compiler, cmake and PCRE2 (for libyang).
+# the system needs are a C and C++ compiler, cmake and PCRE2 (for libyang).
 set -euo pipefail
 
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 packages=()
 command -v cc >/dev/null 2>&1 || packages+=(gcc libc6-dev)
+# The fuzz targets link libFuzzer (libfuzzer-sys builds it): a C++ compiler.
+command -v c++ >/dev/null 2>&1 || packages+=(g++)
 # libyang (YANG schemas) is bundled too and built with cmake; it needs PCRE2.
 command -v cmake >/dev/null 2>&1 || packages+=(cmake)
 [ -f /usr/include/pcre2.h ] || packages+=(libpcre2-dev)
