@@ -346,6 +346,9 @@ fn put_child(
                     parent.children.insert(name.clone(), value);
                 }
                 Some(existing) if replace => {
+                    if !matches!(value, Node::List(_)) {
+                        refuse_list_name(path, schema)?;
+                    }
                     let value = normalise_like(path, existing, value)?;
                     diff::diff_node(path, existing, &value, out);
                     *existing = value;

@@ -4,7 +4,7 @@
 //! entries. Stored data stays readable and `check` stays clean on every
 //! backend, cached and not.
 
-use canopy::{ListInfo, Store, Value};
+use canopy::{Edit, ListInfo, Node, Operation, Store, Value};
 
 fn urls(dir: &std::path::Path) -> Vec<String> {
     let d = dir.display();
@@ -60,6 +60,13 @@ fn a_list_name_is_not_a_container_or_leaf() {
         s.set("/m:c/l[k='1']/v", leaf("a")).unwrap();
         refused(url, "a container step through the list", s.set("/m:c/l/v", leaf("b")));
         refused(url, "a leaf named like the list", s.set("/m:c/l", leaf("5")));
+        let replace = Edit {
+            op: Operation::Replace,
+            path: "/m:c/l".parse().unwrap(),
+            value: Some(Node::leaf(leaf("5"))),
+            insert: None,
+        };
+        refused(url, "a leaf replacing the list", s.apply(&[replace]));
         let e = s.get_item("/m:c/l[k='1']/v").unwrap();
         assert!(e.is_some(), "{url}: the entry survived");
         healthy(url, store);
