@@ -167,6 +167,7 @@ fn apply_inner(
                     return Err(Error::invalid("/", "the root takes an object"));
                 };
                 if edit.op == Operation::Replace {
+                    container_list_names(&Path::root(), &c, &mut String::new(), schema)?;
                     diff::diff_container(&Path::root(), root, &c, out);
                     *root = c;
                 } else {
@@ -346,9 +347,7 @@ fn put_child(
                     parent.children.insert(name.clone(), value);
                 }
                 Some(existing) if replace => {
-                    if !matches!(value, Node::List(_)) {
-                        refuse_list_name(path, schema)?;
-                    }
+                    refuse_list_names_in(path, &value, schema)?;
                     let value = normalise_like(path, existing, value)?;
                     diff::diff_node(path, existing, &value, out);
                     *existing = value;
@@ -608,9 +607,7 @@ fn merge_node(path: &Path, existing: &mut Node, value: Node, out: &mut Vec<Chang
         (existing, value) => {
             // Without a schema a node may change kind; the merge then replaces
             // it. Not a known list, which stays a list.
-            if !matches!(value, Node::List(_)) {
-                refuse_list_name(path, schema)?;
-            }
+            refuse_list_names_in(path, &value, schema)?;
             diff::diff_node(path, existing, &value, out);
             *existing = value;
             Ok(())
@@ -644,16 +641,52 @@ fn merge_container(
 /// A new node about to be created at `path`: lists take the schema's info when
 /// it knows the list.
 fn normalise_new(path: &Path, value: Node, schema: &dyn Schema) -> Result<Node> {
+    refuse_list_names_in(path, &value, schema)?;
     match value {
         Node::List(l) => match schema.list_info(&path.schema_path()) {
             Some(info) if info != l.info => relist(path, *l, info),
             _ => Ok(Node::List(l)),
         },
-        v => {
-            refuse_list_name(path, schema)?;
-            Ok(v)
-        }
+        v => Ok(v),
     }
+}
+
+/// [`refuse_list_name`] for `value` at `path` and every node inside it.
+fn refuse_list_names_in(path: &Path, value: &Node, schema: &dyn Schema) -> Result<()> {
+    if !matches!(value, Node::List(_)) {
+        refuse_list_name(path, schema)?;
+    }
+    let mut sp = path.schema_path();
+    inner_list_names(path, value, &mut sp, schema)
+}
+
+fn inner_list_names(path: &Path, node: &Node, sp: &mut String, schema: &dyn Schema) -> Result<()> {
+    match node {
+        Node::Container(c) => container_list_names(path, c, sp, schema),
+        Node::List(l) if schema.lists_below(sp) => {
+            l.entries().try_for_each(|e| container_list_names(path, e, sp, schema))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The children of container or entry `c`, at schema path `sp`, checked as
+/// [`refuse_list_names_in`] says.
+fn container_list_names(path: &Path, c: &Container, sp: &mut String, schema: &dyn Schema) -> Result<()> {
+    if !schema.lists_below(sp) {
+        return Ok(());
+    }
+    for (name, child) in c.children.iter() {
+        let len = sp.len();
+        sp.push('/');
+        sp.push_str(name);
+        if !matches!(child, Node::List(_)) && schema.kind(sp) == Some(crate::schema::NodeKind::List) {
+            return Err(Error::invalid(path, format!("`{sp}` is a list: the value holds another kind of node there")));
+        }
+        inner_list_names(path, child, sp, schema)?;
+        sp.truncate(len);
+    }
+    Ok(())
 }
 
 /// A node other than a list may not be created where the schema (or a

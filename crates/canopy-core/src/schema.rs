@@ -26,6 +26,14 @@ pub trait Schema: Send + Sync {
     /// Keys and ordering of the list at this schema path, if known.
     fn list_info(&self, schema_path: &str) -> Option<ListInfo>;
 
+    /// Whether a list is known strictly below this schema path, so that a
+    /// value written there may hold a node that must be a list. The default
+    /// says yes (the value is checked node by node).
+    fn lists_below(&self, schema_path: &str) -> bool {
+        let _ = schema_path;
+        true
+    }
+
     /// The value a path gives as text: key `key` of the entry at `at` (`[k='1']`),
     /// or, with `key` `None`, the leaf-list entry at `at` (`[.='v']`). A schema
     /// types it (a `uint32` key is a number); without one it is a string.
@@ -50,6 +58,11 @@ impl Schema for Schemaless {
 
     fn list_info(&self, schema_path: &str) -> Option<ListInfo> {
         self.lists.get(schema_path).cloned()
+    }
+
+    fn lists_below(&self, schema_path: &str) -> bool {
+        let below = format!("{schema_path}/");
+        self.lists.range(below.clone()..).next().is_some_and(|(k, _)| k.starts_with(&below))
     }
 }
 

@@ -639,6 +639,11 @@ impl Schema for Typed<'_> {
         self.lists.list_info(schema_path)
     }
 
+    fn lists_below(&self, schema_path: &str) -> bool {
+        // With YANG, normalisation has typed every node of a value already.
+        self.yang.is_none() && self.lists.lists_below(schema_path)
+    }
+
     fn path_value(&self, at: &Path, key: Option<&str>, text: &str) -> Value {
         match self.yang {
             Some(y) => y.path_value(at, key, text),

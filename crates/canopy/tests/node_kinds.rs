@@ -81,6 +81,19 @@ fn a_declared_list_without_entries_is_still_a_list() {
         s.set("/m:c/x", leaf("x")).unwrap();
         refused(url, "a container named like a declared list", s.set("/m:c/l/v", leaf("b")));
         refused(url, "a leaf named like a declared list", s.set("/m:c/l", leaf("5")));
+        // The same, inside a value written higher up.
+        let mut c = canopy::Container::default();
+        c.children.insert("l".into(), Node::leaf(leaf("5")));
+        let mut top = canopy::Container::default();
+        top.children.insert("m:c".into(), Node::Container(c.clone()));
+        for (what, op, at, value) in [
+            ("a merge of a container holding it", Operation::Merge, "/m:c", Node::Container(c.clone())),
+            ("a replace of a container holding it", Operation::Replace, "/m:c", Node::Container(c)),
+            ("a replace of the whole datastore holding it", Operation::Replace, "/", Node::Container(top)),
+        ] {
+            let e = Edit { op, path: at.parse().unwrap(), value: Some(value), insert: None };
+            refused(url, what, s.apply(&[e]));
+        }
         s.set("/m:c/l[k='1']/v", leaf("a")).unwrap();
         healthy(url, store);
     });
