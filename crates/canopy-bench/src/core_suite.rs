@@ -32,13 +32,23 @@ pub struct Figures {
 
 /// The seed's data set: item i is `k1=i, k2='str'+i, l='l'+i`.
 pub fn perf_json(n: usize) -> String {
+    perf_list_json("lst", n, |i| format!("{{\"k1\":{i},\"k2\":\"str{i}\",\"l\":\"l{i}\"}}"))
+}
+
+/// The seed's user-ordered list: item i is `k=i, l='l'+i`.
+pub fn perf_usr_json(n: usize) -> String {
+    perf_list_json("usr-lst", n, |i| format!("{{\"k\":{i},\"l\":\"l{i}\"}}"))
+}
+
+/// `{"perf:cont":{LIST:[item(0),…]}}`.
+fn perf_list_json(list: &str, n: usize, item: impl Fn(usize) -> String) -> String {
     let mut s = String::with_capacity(n * 40 + 32);
-    s.push_str("{\"perf:cont\":{\"lst\":[");
+    s.push_str(&format!("{{\"perf:cont\":{{\"{list}\":["));
     for i in 0..n {
         if i > 0 {
             s.push(',');
         }
-        s.push_str(&format!("{{\"k1\":{i},\"k2\":\"str{i}\",\"l\":\"l{i}\"}}"));
+        s.push_str(&item(i));
     }
     s.push_str("]}}");
     s

@@ -61,8 +61,16 @@ impl Schema for Schemaless {
     }
 
     fn lists_below(&self, schema_path: &str) -> bool {
-        let below = format!("{schema_path}/");
-        self.lists.range(below.clone()..).next().is_some_and(|(k, _)| k.starts_with(&below))
+        // The first name after `schema_path` itself: its descendants sort
+        // right behind it (`/` follows the end of the string).
+        let below = |k: &String| {
+            k.len() > schema_path.len() && k.starts_with(schema_path) && k.as_bytes()[schema_path.len()] == b'/'
+        };
+        use std::ops::Bound;
+        self.lists
+            .range::<str, _>((Bound::Excluded(schema_path), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(schema_path))
+            .any(|(k, _)| below(k))
     }
 }
 
@@ -76,5 +84,25 @@ pub struct Violation {
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.path, self.reason)
+    }
+}
+
+#[cfg(test)]
+mod lists_below_tests {
+    use super::*;
+
+    #[test]
+    fn lists_below_sees_only_descendants() {
+        let mut s = Schemaless::default();
+        for p in ["/m:c/lst", "/m:c/lst-x", "/m:c/lst/sub", "/m:d"] {
+            s.lists.insert(p.into(), ListInfo::keyed(["k"]));
+        }
+        assert!(s.lists_below(""));
+        assert!(s.lists_below("/m:c"));
+        assert!(s.lists_below("/m:c/lst"));
+        assert!(!s.lists_below("/m:c/lst-x"));
+        assert!(!s.lists_below("/m:c/lst/sub"));
+        assert!(!s.lists_below("/m:c/ls"));
+        assert!(!s.lists_below("/m:d"));
     }
 }

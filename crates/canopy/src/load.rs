@@ -162,13 +162,6 @@ impl<'a> Loader<'a> {
                         .is_some_and(Node::is_inline);
                     if stored && !inline {
                         stored = self.fragment(root, &rel)?;
-                        // A list has no record of its own, only its entries
-                        // (below `rel`): read it, so that an edit naming it
-                        // as a container or leaf sees the list and is refused
-                        // instead of storing a node of the same name beside it.
-                        if !stored && self.any_under(&rel)? {
-                            self.range(root, &rel)?;
-                        }
                     }
                 }
                 Selector::Keys(keys) => {

@@ -527,7 +527,11 @@ impl Store {
     /// uncached, from what `ds` reads when that is a stored datastore; `None`
     /// when this read cannot serve the path.
     fn entry_direct(&self, ds: Datastore, stored: bool, path: &Path) -> Result<Option<Option<Container>>> {
-        if self.cache.is_some() || (ds == Datastore::Operational && !stored) {
+        // Decided from the path's shape before anything is read, so that
+        // paths this read cannot serve (a leaf, a position) pay nothing.
+        let entry = matches!(path.last().map(|s| &s.selector), Some(Selector::Keys(_)))
+            && path.segments.iter().all(|s| matches!(s.selector, Selector::None | Selector::Keys(_)));
+        if !entry || self.cache.is_some() || (ds == Datastore::Operational && !stored) {
             return Ok(None);
         }
         subscribe::check_not_calling(self.conn.id)?;

@@ -111,3 +111,15 @@ fn a_container_name_does_not_take_entries() {
         healthy(url, store);
     });
 }
+
+#[test]
+fn a_keyless_list_from_plain_json_is_still_a_list() {
+    each_store("k", |url, store| {
+        let s = store.running();
+        s.import(r#"{"m:c":{"l":[{"k":"1"},{"k":"2"}]}}"#.as_bytes(), Operation::Merge).unwrap();
+        refused(url, "a container step through a keyless list", s.set("/m:c/l/v", leaf("b")));
+        refused(url, "a leaf named like a keyless list", s.set("/m:c/l", leaf("5")));
+        assert_eq!(s.count("/m:c/l").unwrap(), 2, "{url}");
+        healthy(url, store);
+    });
+}

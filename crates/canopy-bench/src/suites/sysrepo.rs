@@ -86,19 +86,6 @@ fn hash_path(n: usize) -> String {
     format!("/perf:cont/lst[k1='{m}'][k2='str{m}']/l")
 }
 
-fn usr_json(n: usize) -> String {
-    let mut s = String::with_capacity(n * 24 + 32);
-    s.push_str("{\"perf:cont\":{\"usr-lst\":[");
-    for i in 0..n {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str(&format!("{{\"k\":{i},\"l\":\"l{i}\"}}"));
-    }
-    s.push_str("]}}");
-    s
-}
-
 /// A store with the `perf` YANG module: keys, ordering and types from the
 /// schema, every commit validated.
 fn open_store(url: &str) -> Result<Store> {
@@ -709,7 +696,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     cached.running().import(json.as_bytes(), Operation::Merge)?;
     let usr_dir = cx.fresh_dir()?;
     let usr = open_store(&cx.url(&usr_dir, "commit", false))?;
-    usr.running().import(usr_json(n).as_bytes(), Operation::Merge)?;
+    usr.running().import(crate::core_suite::perf_usr_json(n).as_bytes(), Operation::Merge)?;
     ensure!(lst_count(&main)? == n && lst_count(&cached)? == n, "setup: the stores do not hold {n} entries");
     ensure!(usr.running().count("/perf:cont/usr-lst")? == n, "setup: usr-lst does not hold {n} entries");
     let pairs = raw_pairs(n, false);
