@@ -536,10 +536,7 @@ impl Store {
         }
         subscribe::check_not_calling(self.conn.id)?;
         let snap = self.backend.snapshot()?;
-        let ds = match ds {
-            Datastore::Candidate => self.control_at(&*snap)?.read_ds(ds),
-            d => d,
-        };
+        let ds = self.stored_ds(&*snap, ds)?;
         let schema = self.schema_at(&*snap)?;
         let yang = self.yang_at(&*snap)?;
         let checked = match yang.as_deref() {
@@ -559,13 +556,19 @@ impl Store {
         f: impl FnOnce(Cow<'_, Container>, &Schemaless, Option<&YangSchema>) -> T,
     ) -> Result<T> {
         let ds = match ds {
-            Datastore::Candidate => {
-                let snap = self.backend.snapshot()?;
-                self.control_at(&*snap)?.read_ds(ds)
-            }
+            Datastore::Candidate => self.stored_ds(&*self.backend.snapshot()?, ds)?,
             d => d,
         };
         self.with_tree(ds, query, f)
+    }
+
+    /// The datastore whose records `ds` reads in `snap`: the candidate reads
+    /// running until it is edited.
+    fn stored_ds(&self, snap: &dyn Snapshot, ds: Datastore) -> Result<Datastore> {
+        Ok(match ds {
+            Datastore::Candidate => self.control_at(snap)?.read_ds(ds),
+            d => d,
+        })
     }
 
     /// With a YANG schema, an instance path read must name schema nodes.
