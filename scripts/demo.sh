@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Installs what this machine lacks (a no-op when everything is there).
+scripts/setup.sh
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+
 echo "== building canopy (release)"
 cargo build --release --quiet -p canopy-cli
 canopy_bin="${CARGO_TARGET_DIR:-target}/release/canopy"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build and test canopy.
-# Idempotent and quiet: does nothing when everything is present. LMDB is
+# Idempotent, quiet and quick: does nothing when everything is present.
+# scripts/demo.sh and scripts/test.sh (the README's two commands) run it first,
+# so a newcomer never runs it by hand. LMDB is
 # bundled (the lmdb-master-sys crate builds it), so besides the Rust toolchain
 # the system needs are a C and C++ compiler, cmake and PCRE2 (for libyang).
 set -euo pipefail
@@ -16,9 +18,13 @@ command -v cmake >/dev/null 2>&1 || packages+=(cmake)
 [ -f /usr/include/pcre2.h ] || packages+=(libpcre2-dev)
 # curl only to fetch rustup when there is no toolchain.
 command -v cargo >/dev/null 2>&1 || command -v curl >/dev/null 2>&1 || packages+=(curl ca-certificates)
-# pip fetches the IETF YANG modules the tests use (below).
-command -v python3 >/dev/null 2>&1 || packages+=(python3)
-python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
+# pip fetches the IETF YANG modules the tests use (below), once.
+pyang_version=2.7.1
+modules="${CANOPY_CACHE:-$HOME/.cache/canopy}/pyang-$pyang_version/modules"
+if [ ! -d "$modules/ietf" ]; then
+    command -v python3 >/dev/null 2>&1 || packages+=(python3)
+    python3 -m pip --version >/dev/null 2>&1 || packages+=(python3-pip)
+fi
 if [ ${#packages[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -40,8 +46,6 @@ cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
 # Published YANG modules (ietf-interfaces, ietf-ip, ietf-routing, ...) for the
 # tests with real modules: the pyang wheel ships them. Kept in a cache outside
 # the repository; scripts/test.sh points the tests at it.
-pyang_version=2.7.1
-modules="${CANOPY_CACHE:-$HOME/.cache/canopy}/pyang-$pyang_version/modules"
 if [ ! -d "$modules/ietf" ]; then
     echo "setup: fetching the YANG modules of pyang $pyang_version" >&2
     tmp=$(mktemp -d)

@@ -5,6 +5,11 @@ cd "$(dirname "$0")/.."
 
 step() { echo "== $*" >&2; }
 
+# Installs what this machine lacks (a no-op when everything is there).
+step "scripts/setup.sh"
+scripts/setup.sh
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+
 # The published YANG modules scripts/setup.sh fetched, for the tests with
 # real modules (they say they are skipped when this is unset, and fail in CI).
 modules="${CANOPY_CACHE:-$HOME/.cache/canopy}/pyang-2.7.1/modules"
