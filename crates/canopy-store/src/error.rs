@@ -21,6 +21,8 @@ pub enum ErrorKind {
     Unsupported,
     /// A store URL or option that does not parse.
     InvalidUrl,
+    /// The disk (or the user's quota) is full: nothing was stored.
+    NoSpace,
 }
 
 /// A storage error.
@@ -45,11 +47,28 @@ impl StoreError {
     }
 
     pub fn io(context: impl std::fmt::Display, e: std::io::Error) -> StoreError {
+        if let Some(full) = StoreError::no_space(&context, e.raw_os_error()) {
+            return full;
+        }
         let kind = match e.kind() {
             std::io::ErrorKind::NotFound => ErrorKind::NotFound,
             std::io::ErrorKind::PermissionDenied => ErrorKind::Unavailable,
             _ => ErrorKind::Io,
         };
         StoreError::new(kind, format!("{context}: {e}"))
+    }
+
+    /// [`ErrorKind::NoSpace`] for the operating system's error numbers of a
+    /// full disk (`ENOSPC`) or quota (`EDQUOT`), saying so in words; `None` for
+    /// other errors.
+    pub fn no_space(context: &impl std::fmt::Display, errno: Option<i32>) -> Option<StoreError> {
+        const ENOSPC: i32 = 28;
+        const EDQUOT: i32 = 122;
+        let what = match errno? {
+            ENOSPC => "no space left on device",
+            EDQUOT => "disk quota exceeded",
+            _ => return None,
+        };
+        Some(StoreError::new(ErrorKind::NoSpace, format!("{context}: {what}")))
     }
 }

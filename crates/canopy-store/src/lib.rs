@@ -10,6 +10,7 @@
 pub mod backend;
 pub mod conformance;
 pub mod error;
+pub mod files;
 pub mod fragment;
 pub mod keys;
 pub mod memory;

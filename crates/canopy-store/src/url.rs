@@ -92,6 +92,52 @@ impl StoreUrl {
             }),
         }
     }
+
+    /// The `mode` parameter: the permissions of files the store creates
+    /// (default `0600`; directories get search bits where the mode reads).
+    ///
+    /// # Errors
+    /// `InvalidUrl` for a mode that is not octal read/write bits with the
+    /// owner's read and write.
+    pub fn file_mode(&self) -> Result<crate::files::FileMode> {
+        match self.params.get("mode") {
+            None => Ok(crate::files::FileMode::default()),
+            Some(s) => s.parse().map_err(|e: String| {
+                StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{}`: {e}", self.text))
+            }),
+        }
+    }
+
+    /// The `lock_timeout` parameter: how long a writer waits for another
+    /// process's lock (`5s` by default; `250ms`, `2s`, `0` to not wait).
+    ///
+    /// # Errors
+    /// `InvalidUrl` for a duration that does not parse.
+    pub fn lock_timeout(&self, default: std::time::Duration) -> Result<std::time::Duration> {
+        let Some(s) = self.params.get("lock_timeout") else { return Ok(default) };
+        parse_duration(s).ok_or_else(|| {
+            StoreError::new(
+                ErrorKind::InvalidUrl,
+                format!(
+                    "invalid store URL `{}`: lock_timeout `{s}`: expected a duration such as 5s, 250ms or 0",
+                    self.text
+                ),
+            )
+        })
+    }
+}
+
+/// `250ms`, `5s`, `1.5s` or a bare number of seconds.
+fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num.parse().ok()?;
+    (v.is_finite() && v >= 0.0 && v * scale < 86_400.0).then(|| std::time::Duration::from_secs_f64(v * scale))
 }
 
 #[cfg(test)]
@@ -114,5 +160,16 @@ mod tests {
         }
         assert!(StoreUrl::parse("lmdb:x?sync=maybe").unwrap().sync_mode().is_err());
         assert!(StoreUrl::parse("lmdb:x?syncc=off").unwrap().check_params(&["sync"]).is_err());
+        let d = std::time::Duration::from_secs(5);
+        let timeout = |u: &str| StoreUrl::parse(u).unwrap().lock_timeout(d);
+        assert_eq!(timeout("json:x").unwrap(), d);
+        assert_eq!(timeout("json:x?lock_timeout=250ms").unwrap(), std::time::Duration::from_millis(250));
+        assert_eq!(timeout("json:x?lock_timeout=2").unwrap(), std::time::Duration::from_secs(2));
+        assert_eq!(timeout("json:x?lock_timeout=0").unwrap(), std::time::Duration::ZERO);
+        for bad in ["json:x?lock_timeout=-1s", "json:x?lock_timeout=soon", "json:x?lock_timeout=1e9"] {
+            assert_eq!(timeout(bad).unwrap_err().kind(), ErrorKind::InvalidUrl, "{bad}");
+        }
+        assert_eq!(StoreUrl::parse("lmdb:x?mode=0640").unwrap().file_mode().unwrap().0, 0o640);
+        assert!(StoreUrl::parse("lmdb:x?mode=0777").unwrap().file_mode().is_err());
     }
 }

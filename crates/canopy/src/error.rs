@@ -54,6 +54,7 @@ impl Error {
                     | ErrorKind::Conflict
                     | ErrorKind::Corrupted
                     | ErrorKind::Unavailable
+                    | ErrorKind::NoSpace
             ),
         }
     }

@@ -56,7 +56,7 @@ fn edits_for(n: u64) -> Vec<Edit> {
 fn crash_child() {
     let (Ok(url), Ok(start)) = (std::env::var(CHILD_STORE), std::env::var(CHILD_START)) else { return };
     let start: u64 = start.parse().expect("start number");
-    let store = open_waiting(&url).unwrap_or_else(|e| panic!("child: open {url}: {e}"));
+    let store = Store::open(&url).unwrap_or_else(|e| panic!("child: open {url}: {e}"));
     println!("ready");
     for n in start.. {
         if let Err(e) = store.running().apply(&edits_for(n)) {
@@ -138,21 +138,6 @@ fn run_child(url: &str, start: u64, delay: Duration, from_spawn: bool) -> Run {
     Run { committed, alive_ms }
 }
 
-/// Opens a store, waiting briefly while a whole-file store's lock is held:
-/// a process that another test thread is starting holds it for a moment (a
-/// fork keeps the parent's files open until it executes).
-fn open_waiting(url: &str) -> canopy::Result<Store> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match Store::open(url) {
-            Err(e) if e.to_string().contains("in use by another process") && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20))
-            }
-            other => return other,
-        }
-    }
-}
-
 /// The counter leaf: the last transaction stored (0: none yet).
 fn stored_last(store: &Store) -> u64 {
     match store.running().get_item("/c:state/last").unwrap() {
@@ -166,7 +151,7 @@ fn stored_last(store: &Store) -> u64 {
 /// after transaction `prev_last`), which it advances to the stored last.
 /// Returns the stored last.
 fn verify(url: &str, run: &Run, start: u64, reference: &mut Container) -> u64 {
-    let store = open_waiting(url).unwrap_or_else(|e| panic!("open after the kill: {e}"));
+    let store = Store::open(url).unwrap_or_else(|e| panic!("open after the kill: {e}"));
     let problems = store.check().unwrap();
     assert!(problems.is_empty(), "check after the kill: {problems:#?}");
     let expected: Vec<u64> = (start..start + run.committed.len() as u64).collect();

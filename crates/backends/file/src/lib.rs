@@ -18,9 +18,20 @@
 //!   may lose recent commits, and on a file system that does not order the
 //!   rename after the data it may leave a truncated file, which is refused at
 //!   open (never loaded half).
-//! * One process writes: opening takes an exclusive lock (`flock`) on
-//!   `PATH.lock` and holds it while the store is open; another process gets
-//!   `Unavailable`. Handles opened in one process on one path share one state.
+//! * Several processes share a store as sysrepo's JSON files are shared. A
+//!   commit takes an exclusive `flock` on `PATH.lock` for as long as it writes,
+//!   waiting for another process's commit up to `lock_timeout` (default 5 s,
+//!   `?lock_timeout=250ms`), then works on the current file: when another
+//!   process replaced it since this one read it, it is read again first, and a
+//!   batch built on an older revision is refused with `Conflict` (the engine
+//!   rebuilds it). Readers take no lock: they never wait for a writer, which
+//!   prepares its new state beside the one they read and renames it in.
+//!   A snapshot first checks, without reading the file, whether another
+//!   process replaced it (the file's identity and the revision the last writer
+//!   left in `PATH.lock`) and reloads it then.
+//! * Handles opened in one process on one path share one state.
+//! * Files are created `0600` and directories `0700` unless the URL gives a
+//!   `mode` (`?mode=0640`).
 //! * The revision is stored in the file, not as a key of the map.
 
 pub mod json;
@@ -28,12 +39,15 @@ pub mod snapshot;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::time::{Duration, Instant};
 
-use canopy_store::backend::{Backend, Batch, BatchOp, Snapshot, SyncMode};
+use canopy_store::backend::{Backend, Batch, BatchOp, Snapshot, SyncMode, Visit, WriteView};
 use canopy_store::error::{ErrorKind, Result, StoreError};
+use canopy_store::files::FileMode;
 use canopy_store::memory::MapSnapshot;
 use canopy_store::StoreUrl;
 
@@ -65,9 +79,39 @@ pub struct FileBackend {
     shared: Arc<Shared>,
 }
 
+/// How long a commit waits for another process's lock unless the URL says.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
 struct State {
     map: Arc<Map>,
     revision: u64,
+    /// What the file looked like when `map` was read from it or written to it.
+    seen: Seen,
+}
+
+/// Enough about the store file to tell, without reading it, whether another
+/// process replaced it: the file's identity (a new file is renamed in at
+/// every commit) and the revision the last writer left in the lock file
+/// (which also catches an inode number reused within one timestamp tick).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+struct Seen {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    lock_revision: u64,
+}
+
+impl Seen {
+    fn of(m: &fs::Metadata, lock_revision: u64) -> Seen {
+        Seen {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            lock_revision,
+        }
+    }
 }
 
 /// The state of one store file, shared by every handle in the process.
@@ -75,13 +119,18 @@ struct Shared {
     path: PathBuf,
     format: &'static dyn Format,
     sync: SyncMode,
-    /// Readers clone the map under the read lock; `apply` holds the write lock
-    /// until the file is written, so nobody sees a batch that may be undone.
+    mode: FileMode,
+    lock_timeout: Duration,
+    /// Readers clone the map's `Arc` under the read lock, held only for that;
+    /// a commit swaps in its new map once the file holds it.
     state: RwLock<State>,
-    /// Holds the exclusive `flock` on `PATH.lock` while the store is open.
-    _lock: fs::File,
+    /// One commit (or reload) of this process at a time; taken before the
+    /// file lock, and before `state`.
+    writer: Mutex<()>,
+    /// `PATH.lock`: the `flock` every process's commit holds while it writes,
+    /// and the revision (8 bytes, big-endian) its last commit left.
+    lock: fs::File,
 }
-
 /// Stores open in this process, by canonical path.
 static OPEN: Mutex<Vec<(PathBuf, Weak<Shared>)>> = Mutex::new(Vec::new());
 
@@ -96,13 +145,14 @@ fn poisoned() -> StoreError {
 }
 
 impl FileBackend {
-    /// Opens the store a URL names: `snapshot:PATH?sync=commit|off` or
-    /// `json:PATH?sync=commit|off`.
+    /// Opens the store a URL names:
+    /// `snapshot:PATH?sync=commit|off&lock_timeout=5s&mode=0600` or the same
+    /// with `json:`.
     ///
     /// # Errors
     /// `InvalidUrl` for an unknown scheme or parameter; see [`FileBackend::open`].
     pub fn open_url(url: &StoreUrl) -> Result<FileBackend> {
-        url.check_params(&["sync"])?;
+        url.check_params(&["sync", "lock_timeout", "mode"])?;
         let format: &'static dyn Format = match url.scheme.as_deref() {
             Some("snapshot") => &snapshot::SnapshotFormat,
             Some("json") => &json::JsonFormat,
@@ -113,23 +163,37 @@ impl FileBackend {
                 ))
             }
         };
-        FileBackend::open(Path::new(&url.location), format, url.sync_mode()?)
+        let options = Options {
+            sync: url.sync_mode()?,
+            lock_timeout: url.lock_timeout(DEFAULT_LOCK_TIMEOUT)?,
+            mode: url.file_mode()?,
+        };
+        FileBackend::open_with(Path::new(&url.location), format, options)
+    }
+
+    /// Opens the store in file `path` with the default lock timeout and mode.
+    ///
+    /// # Errors
+    /// As [`FileBackend::open_with`].
+    pub fn open(path: &Path, format: &'static dyn Format, sync: SyncMode) -> Result<FileBackend> {
+        FileBackend::open_with(path, format, Options { sync, ..Options::default() })
     }
 
     /// Opens the store in file `path`, creating it (and its directory) when absent.
     ///
     /// # Errors
-    /// `Unavailable` when another process holds the store, when `path` is a
-    /// directory, or when this process has it open in another format or sync
-    /// mode; the format's `Corrupted` / `Unsupported` for a file it refuses;
-    /// I/O errors.
-    pub fn open(path: &Path, format: &'static dyn Format, sync: SyncMode) -> Result<FileBackend> {
+    /// `Unavailable` when `path` is a directory, when this process has it open
+    /// in another format or sync mode, or when another process holds its lock
+    /// longer than the lock timeout while it is created; the format's
+    /// `Corrupted` / `Unsupported` for a file it refuses; I/O errors.
+    pub fn open_with(path: &Path, format: &'static dyn Format, options: Options) -> Result<FileBackend> {
+        let Options { sync, lock_timeout, mode } = options;
         let ctx = || format!("{} store {}", format.name(), path.display());
         if path.is_dir() {
             return Err(StoreError::new(ErrorKind::Unavailable, format!("{}: is a directory", ctx())));
         }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|e| StoreError::io(ctx(), e))?;
+            mode.create_dir_all(parent).map_err(|e| StoreError::io(ctx(), e))?;
         }
         let lock_path = sibling(path, ".lock");
         let canonical = fs::canonicalize(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))
@@ -151,44 +215,74 @@ impl FileBackend {
             }
             return Ok(FileBackend { shared });
         }
-        let lock = fs::OpenOptions::new()
+        let lock = mode
+            .options()
             .create(true)
             .truncate(false)
+            .read(true)
             .write(true)
             .open(&lock_path)
             .map_err(|e| StoreError::io(format!("{}: lock file", ctx()), e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                return Err(StoreError::new(
-                    ErrorKind::Unavailable,
-                    format!("{}: in use by another process (it holds {})", ctx(), lock_path.display()),
-                ))
-            }
-            Err(fs::TryLockError::Error(e)) => return Err(StoreError::io(format!("{}: lock", ctx()), e)),
-        }
         let shared = Arc::new(Shared {
             path: path.to_path_buf(),
             format,
             sync,
-            state: RwLock::new(State { map: Arc::new(Map::new()), revision: 0 }),
-            _lock: lock,
+            mode,
+            lock_timeout,
+            state: RwLock::new(State { map: Arc::new(Map::new()), revision: 0, seen: Seen::default() }),
+            writer: Mutex::new(()),
+            lock,
         });
-        // A temporary file is left only by a commit that did not finish.
-        let _ = fs::remove_file(shared.tmp_path());
-        match fs::read(path) {
-            Ok(bytes) => {
-                let (map, revision) = format.decode(&bytes).map_err(|e| shared.context(e))?;
-                *shared.state.write().map_err(|_| poisoned())? = State { map: Arc::new(map), revision };
+        {
+            let _writer = shared.writer.lock().map_err(|_| poisoned())?;
+            // A temporary file is left only by a commit that did not finish;
+            // removed when no other process is writing one (the next commit
+            // replaces it anyway).
+            if let Ok(()) = shared.lock.try_lock() {
+                let _ = fs::remove_file(shared.tmp_path());
+                let _ = shared.lock.unlock();
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match shared.write_file(&Map::new(), 0)? {
-                Written::Durable => {}
-                Written::Unflushed(e) => return Err(StoreError::io(format!("{}: flush the directory", ctx()), e)),
-            },
-            Err(e) => return Err(StoreError::io(ctx(), e)),
+            // Reading takes no lock: files are only ever replaced whole.
+            if !shared.reload(true)? {
+                let _flock = shared.flock()?;
+                // Another process may have created it meanwhile.
+                if !shared.reload(true)? {
+                    match shared.write_file(&Map::new(), 0)? {
+                        (Written::Durable, seen) => shared.state.write().map_err(|_| poisoned())?.seen = seen,
+                        (Written::Unflushed(e), _) => {
+                            return Err(StoreError::io(format!("{}: flush the directory", ctx()), e))
+                        }
+                    }
+                }
+            }
         }
         open.push((canonical, Arc::downgrade(&shared)));
         Ok(FileBackend { shared })
+    }
+}
+
+/// How a whole-file store is opened (the URL's parameters).
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    pub sync: SyncMode,
+    /// How long a commit waits for another process's lock.
+    pub lock_timeout: Duration,
+    /// The permissions of the files (and directories) the store creates.
+    pub mode: FileMode,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { sync: SyncMode::Commit, lock_timeout: DEFAULT_LOCK_TIMEOUT, mode: FileMode::default() }
+    }
+}
+
+/// Holds `PATH.lock` exclusively; unlocks when dropped.
+struct FileLock<'a>(&'a fs::File);
+
+impl Drop for FileLock<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
     }
 }
 
@@ -202,33 +296,133 @@ impl Shared {
         StoreError::new(e.kind(), format!("{} store {}: {e}", self.format.name(), self.path.display()))
     }
 
-    /// Replaces the file atomically by one holding `map` at `revision`.
-    /// [`Written::Unflushed`] when the file was replaced but the directory
-    /// could not be flushed: the new state is the file's.
-    fn write_file(&self, map: &Map, revision: u64) -> Result<Written> {
+    /// Takes the file lock, waiting for another process's commit up to the
+    /// lock timeout.
+    fn flock(&self) -> Result<FileLock<'_>> {
+        let start = Instant::now();
+        let mut pause = Duration::from_micros(200);
+        loop {
+            match self.lock.try_lock() {
+                Ok(()) => return Ok(FileLock(&self.lock)),
+                Err(fs::TryLockError::WouldBlock) => {}
+                Err(fs::TryLockError::Error(e)) => {
+                    return Err(
+                        self.context(StoreError::io(format!("lock {}", sibling(&self.path, ".lock").display()), e))
+                    )
+                }
+            }
+            let waited = start.elapsed();
+            if waited >= self.lock_timeout {
+                return Err(StoreError::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "{} store {}: another process held its lock ({}) for {} ms, longer than lock_timeout={} ms \
+                         (raise it with ?lock_timeout=10s)",
+                        self.format.name(),
+                        self.path.display(),
+                        sibling(&self.path, ".lock").display(),
+                        waited.as_millis(),
+                        self.lock_timeout.as_millis()
+                    ),
+                ));
+            }
+            std::thread::sleep(pause.min(self.lock_timeout - waited));
+            pause = (pause * 2).min(Duration::from_millis(10));
+        }
+    }
+
+    /// The revision the last writer left in the lock file (0 when none has).
+    fn lock_revision(&self) -> u64 {
+        let mut b = [0u8; 8];
+        match self.lock.read_at(&mut b, 0) {
+            Ok(8) => u64::from_be_bytes(b),
+            _ => 0,
+        }
+    }
+
+    /// What the store file looks like now; `None` when it does not exist.
+    fn look(&self) -> Result<Option<Seen>> {
+        match fs::metadata(&self.path) {
+            Ok(m) => Ok(Some(Seen::of(&m, self.lock_revision()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.context(StoreError::io("stat", e))),
+        }
+    }
+
+    /// Reads the file again if another process replaced it since this one
+    /// read or wrote it (`force`: in any case); `false` when there is no file.
+    /// The caller holds `writer`.
+    fn reload(&self, force: bool) -> Result<bool> {
+        let lock_revision = self.lock_revision();
+        let mut f = match fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(self.context(StoreError::io("open", e))),
+        };
+        let io = |e| self.context(StoreError::io("read", e));
+        // The identity of the file actually read (it may be replaced meanwhile).
+        let seen = Seen::of(&f.metadata().map_err(io)?, lock_revision);
+        if !force && self.state.read().map_err(|_| poisoned())?.seen == seen {
+            return Ok(true);
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(seen.size).unwrap_or(0));
+        f.read_to_end(&mut bytes).map_err(io)?;
+        let (map, revision) = self.format.decode(&bytes).map_err(|e| self.context(e))?;
+        *self.state.write().map_err(|_| poisoned())? = State { map: Arc::new(map), revision, seen };
+        Ok(true)
+    }
+
+    /// Reloads when another process replaced the file: the check costs a
+    /// `stat` and an 8-byte read. While a commit of this process is under
+    /// way (it reloads itself), the state as it is is read.
+    fn refresh(&self) -> Result<()> {
+        let now = self.look()?;
+        if now == Some(self.state.read().map_err(|_| poisoned())?.seen) {
+            return Ok(());
+        }
+        match self.writer.try_lock() {
+            Ok(_writer) => self.reload(false).map(|_| ()),
+            Err(std::sync::TryLockError::WouldBlock) => Ok(()),
+            Err(std::sync::TryLockError::Poisoned(_)) => Err(poisoned()),
+        }
+    }
+
+    /// Replaces the file atomically by one holding `map` at `revision`, and
+    /// leaves the revision in the lock file. [`Written::Unflushed`] when the
+    /// file was replaced but the directory could not be flushed: the new
+    /// state is the file's. The caller holds the file lock.
+    fn write_file(&self, map: &Map, revision: u64) -> Result<(Written, Seen)> {
         let bytes = self.format.encode(map, revision).map_err(|e| self.context(e))?;
         let tmp = self.tmp_path();
         let io =
             |what: &str, e| StoreError::io(format!("{} store {}: {what}", self.format.name(), self.path.display()), e);
         let written = (|| {
-            let mut f = fs::File::create(&tmp)?;
+            let mut f = self.mode.options().write(true).create(true).truncate(true).open(&tmp)?;
+            self.mode.fix(&f)?;
             f.write_all(&bytes)?;
             if self.sync == SyncMode::Commit {
                 f.sync_all()?;
             }
-            Ok(())
+            f.metadata()
         })();
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            return Err(io("write the new file", e));
-        }
+        let meta = match written {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(io("write the new file", e));
+            }
+        };
         fs::rename(&tmp, &self.path).map_err(|e| io("replace the file", e))?;
+        // Readers in other processes that see the new file reload it anyway;
+        // this catches a new file that looks like the old one.
+        let _ = self.lock.write_at(&revision.to_be_bytes(), 0);
+        let seen = Seen::of(&meta, revision);
         if self.sync == SyncMode::Commit {
             if let Err(e) = self.sync_dir() {
-                return Ok(Written::Unflushed(e));
+                return Ok((Written::Unflushed(e), seen));
             }
         }
-        Ok(Written::Durable)
+        Ok((Written::Durable, seen))
     }
 
     fn sync_dir(&self) -> std::io::Result<()> {
@@ -240,46 +434,60 @@ impl Shared {
         fs::File::open(dir)?.sync_all()
     }
 
+    /// Commits `batch`: under this process's writer mutex and the file lock,
+    /// on the file as it is now. Readers keep the old map until the new file
+    /// is in place.
     fn apply(&self, batch: &Batch) -> Result<u64> {
-        let mut state = self.state.write().map_err(|_| poisoned())?;
-        if let Some(expect) = batch.expect_revision {
-            if expect != state.revision {
+        let _writer = self.writer.lock().map_err(|_| poisoned())?;
+        let _flock = self.flock()?;
+        self.reload(false)?;
+        self.commit_locked(&batch.ops, batch.expect_revision)
+    }
+
+    /// [`Shared::apply`] once the caller holds `writer` and the file lock and
+    /// has reloaded the file.
+    fn commit_locked(&self, ops: &[BatchOp], expect_revision: Option<u64>) -> Result<u64> {
+        let (base, current) = {
+            let state = self.state.read().map_err(|_| poisoned())?;
+            (state.map.clone(), state.revision)
+        };
+        if let Some(expect) = expect_revision {
+            if expect != current {
                 return Err(StoreError::new(
                     ErrorKind::Conflict,
                     format!(
-                        "{} store {}: the store changed (revision {}, expected {expect})",
+                        "{} store {}: the store changed (revision {current}, expected {expect})",
                         self.format.name(),
                         self.path.display(),
-                        state.revision
                     ),
                 ));
             }
         }
-        let revision = state.revision + 1;
-        let map = Arc::make_mut(&mut state.map);
-        let undo = apply_ops(map, &batch.ops);
-        match self.write_file(map, revision) {
-            Ok(Written::Durable) => {
-                state.revision = revision;
-                Ok(revision)
-            }
+        let revision = current + 1;
+        // The readers hold `base`: the new state is built beside it.
+        let mut map = Map::clone(&base);
+        drop(base);
+        apply_ops(&mut map, ops);
+        let (written, seen) = self.write_file(&map, revision)?;
+        let old = std::mem::replace(
+            &mut *self.state.write().map_err(|_| poisoned())?,
+            State { map: Arc::new(map), revision, seen },
+        );
+        // Freed outside the lock.
+        drop(old);
+        match written {
+            Written::Durable => Ok(revision),
             // The file holds the new state: so does the store in memory, or
             // a "failed" commit would come back at the next open.
-            Ok(Written::Unflushed(e)) => {
-                state.revision = revision;
-                Err(StoreError::io(
-                    format!(
-                        "{} store {}: committed revision {revision} (the file holds it), but flushing its directory                          failed, so the commit may not survive a machine crash",
-                        self.format.name(),
-                        self.path.display()
-                    ),
-                    e,
-                ))
-            }
-            Err(e) => {
-                undo_ops(map, undo);
-                Err(e)
-            }
+            Written::Unflushed(e) => Err(StoreError::io(
+                format!(
+                    "{} store {}: committed revision {revision} (the file holds it), but flushing its directory \
+                     failed, so the commit may not survive a machine crash",
+                    self.format.name(),
+                    self.path.display()
+                ),
+                e,
+            )),
         }
     }
 }
@@ -317,41 +525,23 @@ fn describe_record(k: &[u8]) -> String {
     }
 }
 
-/// What a key held before a batch changed it.
-type Undo = Vec<(Vec<u8>, Option<Vec<u8>>)>;
-
-fn apply_ops(map: &mut Map, ops: &[BatchOp]) -> Undo {
-    let mut undo = Vec::new();
+fn apply_ops(map: &mut Map, ops: &[BatchOp]) {
     for op in ops {
         match op {
             BatchOp::Put(k, v) => {
-                let old = map.insert(k.clone(), v.clone());
-                undo.push((k.clone(), old));
+                map.insert(k.clone(), v.clone());
             }
             BatchOp::Delete(k) => {
-                if let Some(old) = map.remove(k) {
-                    undo.push((k.clone(), Some(old)));
-                }
+                map.remove(k);
             }
             BatchOp::DeletePrefix(p) => {
                 let removed: Vec<Vec<u8>> =
                     map.range(p.clone()..).take_while(|(k, _)| k.starts_with(p)).map(|(k, _)| k.clone()).collect();
                 for k in removed {
-                    let old = map.remove(&k);
-                    undo.push((k, old));
+                    map.remove(&k);
                 }
             }
         }
-    }
-    undo
-}
-
-fn undo_ops(map: &mut Map, undo: Undo) {
-    for (k, old) in undo.into_iter().rev() {
-        match old {
-            Some(v) => map.insert(k, v),
-            None => map.remove(&k),
-        };
     }
 }
 
@@ -361,12 +551,28 @@ impl Backend for FileBackend {
     }
 
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        self.shared.refresh()?;
         let state = self.shared.state.read().map_err(|_| poisoned())?;
         Ok(Box::new(MapSnapshot { map: state.map.clone(), revision: state.revision }))
     }
 
     fn apply(&self, batch: &Batch) -> Result<u64> {
         self.shared.apply(batch)
+    }
+
+    /// Takes the file lock (waiting up to the lock timeout) for the whole
+    /// transaction, as sysrepo's JSON files are locked: the view reads the
+    /// current file, and other processes' commits wait for this one instead
+    /// of being rebuilt.
+    fn begin_write(&self) -> Result<Box<dyn WriteView + '_>> {
+        let shared = &*self.shared;
+        let writer = shared.writer.lock().map_err(|_| poisoned())?;
+        let flock = shared.flock()?;
+        shared.reload(false)?;
+        let state = shared.state.read().map_err(|_| poisoned())?;
+        let snap = MapSnapshot { map: state.map.clone(), revision: state.revision };
+        drop(state);
+        Ok(Box::new(LockedWrite { shared, snap, _flock: flock, _writer: writer }))
     }
 
     fn sync_mode(&self) -> SyncMode {
@@ -377,31 +583,47 @@ impl Backend for FileBackend {
         fs::metadata(&self.shared.path).map(|m| m.len()).map_err(|e| self.shared.context(StoreError::io("size", e)))
     }
 
-    /// Re-reads the file and checks that it decodes, and that it holds what
-    /// the state in memory holds: the same revision, and the same records as
-    /// the file the state encodes to (compared decoded, since formats may
-    /// renumber what the engine does not see, such as order keys, and a file
-    /// edited by hand may be laid out differently and still hold the same).
+    /// Re-reads the file (under the file lock, so no other process replaces
+    /// it meanwhile) and checks that it decodes. When it is the file this
+    /// process last read or wrote, it must also hold what the state in memory
+    /// holds: the same revision and the same records (compared decoded, since
+    /// formats may renumber what the engine does not see, such as order keys,
+    /// and a file laid out by hand may hold the same records). A file another
+    /// process (or a person) has replaced since is taken up, as a snapshot
+    /// would.
     fn check(&self) -> Result<Vec<String>> {
-        let state = self.shared.state.read().map_err(|_| poisoned())?;
-        let bytes = fs::read(&self.shared.path).map_err(|e| self.shared.context(StoreError::io("read", e)))?;
-        let expected = self.shared.format.encode(&state.map, state.revision).map_err(|e| self.shared.context(e))?;
-        let name = || format!("{} store {}", self.shared.format.name(), self.shared.path.display());
-        let (map, revision) = match self.shared.format.decode(&bytes) {
-            Err(e) => return Ok(vec![self.shared.context(e).to_string()]),
+        let shared = &self.shared;
+        let _writer = shared.writer.lock().map_err(|_| poisoned())?;
+        let _flock = shared.flock()?;
+        let lock_revision = shared.lock_revision();
+        let read = |e| shared.context(StoreError::io("read", e));
+        let mut f = fs::File::open(&shared.path).map_err(read)?;
+        let seen = Seen::of(&f.metadata().map_err(read)?, lock_revision);
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes).map_err(read)?;
+        let (map, revision) = match shared.format.decode(&bytes) {
+            Err(e) => return Ok(vec![shared.context(e).to_string()]),
             Ok(decoded) => decoded,
         };
+        let mut state = shared.state.write().map_err(|_| poisoned())?;
+        if state.seen != seen {
+            *state = State { map: Arc::new(map), revision, seen };
+            return Ok(Vec::new());
+        }
+        let name = || format!("{} store {}", shared.format.name(), shared.path.display());
         if revision != state.revision {
             return Ok(vec![format!(
-                "{}: the file is at revision {revision}, the store in memory at revision {} (was the file replaced?)",
+                "{}: the file is at revision {revision}, the store in memory at revision {} (was the file changed in \
+                 place?)",
                 name(),
                 state.revision
             )]);
         }
+        let expected = shared.format.encode(&state.map, state.revision).map_err(|e| shared.context(e))?;
         if bytes == expected {
             return Ok(Vec::new());
         }
-        let (want, _) = self.shared.format.decode(&expected).map_err(|e| self.shared.context(e))?;
+        let (want, _) = shared.format.decode(&expected).map_err(|e| shared.context(e))?;
         Ok(match first_difference(&map, &want) {
             None => Vec::new(), // the same records, laid out another way
             Some(k) => vec![format!(
@@ -417,6 +639,42 @@ impl Backend for FileBackend {
         let io = |e| self.shared.context(StoreError::io("flush", e));
         fs::File::open(&self.shared.path).and_then(|f| f.sync_all()).map_err(io)?;
         self.shared.sync_dir().map_err(io)
+    }
+}
+
+/// A transaction holding the store's locks from its first read to its commit.
+struct LockedWrite<'a> {
+    shared: &'a Shared,
+    snap: MapSnapshot,
+    // Released in this order: the file lock, then the process's writer.
+    _flock: FileLock<'a>,
+    _writer: MutexGuard<'a, ()>,
+}
+
+impl Snapshot for LockedWrite<'_> {
+    fn revision(&self) -> u64 {
+        self.snap.revision()
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.snap.get(key)
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
+        self.snap.scan(start, end, reverse, visit)
+    }
+}
+
+impl WriteView for LockedWrite<'_> {
+    fn commit(self: Box<Self>, batch: &Batch) -> Result<u64> {
+        let revision = self.snap.revision();
+        match batch.expect_revision {
+            Some(r) if r != revision => Err(StoreError::new(
+                ErrorKind::Conflict,
+                format!("the batch was built on revision {r}, not on the revision read ({revision})"),
+            )),
+            _ => self.shared.commit_locked(&batch.ops, Some(revision)),
+        }
     }
 }
 

@@ -139,8 +139,8 @@ fn records_the_file_implies_are_refused_on_write() {
 }
 
 /// `check` on a file laid out by hand but holding the same data finds
-/// nothing; a file holding other data, or at another revision, is reported
-/// with what differs.
+/// nothing; a file replaced since (by another process or a person) is taken
+/// up, by `check` as by a snapshot, and what it holds is what is read.
 #[test]
 fn check_compares_what_the_file_holds_not_its_layout() {
     let dir = tempfile::tempdir().unwrap();
@@ -151,22 +151,30 @@ fn check_compares_what_the_file_holds_not_its_layout() {
     batch.put(vec![0x10, 0x01], vec![1, 0, 0, 0]); // the root fragment of running: no data
     let mut data = vec![0x10, 0x01];
     data.extend_from_slice(b"m:c\x00\x01");
-    batch.put(data, vec![1, 0, 0, 1, 1, b'l', 1, b's', 1, b'v', 0]);
+    batch.put(data.clone(), vec![1, 0, 0, 1, 1, b'l', 1, b's', 1, b'v', 0]);
     b.apply(&batch).unwrap();
     assert!(b.check().unwrap().is_empty());
     let text = fs::read_to_string(&file).unwrap();
     // Laid out by hand: other whitespace, the same records.
-    fs::write(&file, text.replace(":{", ": {").replace(',', ",\n  ")).unwrap();
+    replace(&file, &text.replace(":{", ": {").replace(',', ",\n  "));
     assert!(b.check().unwrap().is_empty(), "{:?}", b.check());
-    // Other data.
-    fs::write(&file, text.replace("\"l\":\"v\"", "\"l\":\"w\"")).unwrap();
+    // Other data, written by hand: taken up.
+    replace(&file, &text.replace("\"l\":\"v\"", "\"l\":\"w\""));
+    assert!(b.check().unwrap().is_empty(), "{:?}", b.check());
+    assert_eq!(b.snapshot().unwrap().get(&data).unwrap(), Some(vec![1, 0, 0, 1, 1, b'l', 1, b's', 1, b'w', 0]));
+    // Another revision: taken up, and the next commit follows it.
+    replace(&file, &text.replace("\"revision\":1", "\"revision\":7"));
+    assert_eq!(b.snapshot().unwrap().revision(), 7);
+    assert_eq!(b.apply(&Batch::default()).unwrap(), 8);
+    // A file that no longer decodes is reported, and the state kept.
+    fs::write(&file, "{\"canopy:store\": ").unwrap();
     let problems = b.check().unwrap();
-    assert!(
-        problems.len() == 1 && problems[0].contains("other data") && problems[0].contains("running /m:c"),
-        "{problems:?}"
-    );
-    // Another revision.
-    fs::write(&file, text.replace("\"revision\":1", "\"revision\":7")).unwrap();
-    let problems = b.check().unwrap();
-    assert!(problems.len() == 1 && problems[0].contains("revision 7"), "{problems:?}");
+    assert!(problems.len() == 1 && problems[0].contains("store.json"), "{problems:?}");
+}
+
+/// Replaces `file` as a writer would: a new file renamed over it.
+fn replace(file: &std::path::Path, text: &str) {
+    let tmp = file.with_extension("hand");
+    fs::write(&tmp, text).unwrap();
+    fs::rename(&tmp, file).unwrap();
 }

@@ -151,28 +151,75 @@ fn files_of_other_kinds_are_refused_and_left_alone() {
     }
 }
 
+/// Another process's commit holds `PATH.lock` while it writes: a commit here
+/// waits for it up to the lock timeout and then says which lock it waited
+/// for; reads never wait; once the lock is free the commit goes through.
 #[test]
-fn a_second_process_is_refused_while_the_store_is_open() {
+fn a_commit_waits_for_another_process_and_reads_do_not() {
+    use canopy_file::Options;
+    use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("store.snap");
-    // Another open file description holding the lock, as another process would.
-    let lock = fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.path().join("store.snap.lock"));
-    lock.as_ref().unwrap().lock().unwrap();
-    let e = open_err(&file);
-    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
-    assert!(e.to_string().contains("in use by another process"), "{e}");
-    drop(lock);
-    let a = open(&file).unwrap();
-    let other = fs::File::open(dir.path().join("store.snap.lock")).unwrap();
-    assert!(other.try_lock().is_err(), "an open store holds its lock");
-    // A second handle in this process shares the first one's state.
-    let b = open(&file).unwrap();
+    let options = Options { sync: SyncMode::Off, lock_timeout: Duration::from_millis(300), ..Options::default() };
+    let a = FileBackend::open_with(&file, &SnapshotFormat, options).unwrap();
     let mut batch = Batch::default();
     batch.put(b"\x10x".to_vec(), b"1".to_vec());
-    a.apply(&batch).unwrap();
-    assert_eq!(b.snapshot().unwrap().get(b"\x10x").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(a.apply(&batch).unwrap(), 1);
+    // Another open file description holding the lock, as another process would.
+    let other = fs::OpenOptions::new().write(true).open(dir.path().join("store.snap.lock")).unwrap();
+    other.lock().unwrap();
+    let start = Instant::now();
+    assert_eq!(a.snapshot().unwrap().get(b"\x10x").unwrap(), Some(b"1".to_vec()));
+    assert!(start.elapsed() < Duration::from_millis(300), "a read waited for the lock");
+    let e = a.apply(&batch).unwrap_err();
+    assert!(start.elapsed() >= Duration::from_millis(300), "gave up after {:?}", start.elapsed());
+    assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+    assert!(e.to_string().contains("store.snap.lock") && e.to_string().contains("lock_timeout=300 ms"), "{e}");
+    assert_eq!(a.snapshot().unwrap().revision(), 1, "nothing was stored");
+    // Released while a commit waits: the commit goes through.
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        other.unlock().unwrap();
+        other
+    });
+    assert_eq!(a.apply(&batch).unwrap(), 2);
+    let other = release.join().unwrap();
+    assert!(other.try_lock().is_ok(), "the store holds its lock only while it commits");
+    other.unlock().unwrap();
+    // A second handle in this process shares the first one's state; another
+    // sync mode is refused.
+    let b = open(&file).unwrap();
+    assert_eq!(b.snapshot().unwrap().revision(), 2);
     let e = FileBackend::open(&file, &SnapshotFormat, SyncMode::Commit).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
+}
+
+/// A file another process renamed in is read again before the next read and
+/// before the next commit, which is refused when it was built on the older
+/// revision.
+#[test]
+fn a_file_replaced_by_another_process_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.snap");
+    let a = open(&file).unwrap();
+    let mut batch = Batch::default();
+    batch.put(b"\x10x".to_vec(), b"1".to_vec());
+    assert_eq!(a.apply(&batch).unwrap(), 1);
+    // Another process's commit: revision 2 with another value, renamed in.
+    let mut map = canopy_file::Map::new();
+    map.insert(b"\x10x".to_vec(), b"2".to_vec());
+    let tmp = dir.path().join("other.tmp");
+    fs::write(&tmp, canopy_file::snapshot::encode(&map, 2).unwrap()).unwrap();
+    fs::rename(&tmp, &file).unwrap();
+    let snap = a.snapshot().unwrap();
+    assert_eq!((snap.revision(), snap.get(b"\x10x").unwrap()), (2, Some(b"2".to_vec())));
+    drop(snap);
+    let mut stale = Batch { expect_revision: Some(1), ..Batch::default() };
+    stale.put(b"\x10y".to_vec(), b"1".to_vec());
+    assert_eq!(a.apply(&stale).unwrap_err().kind(), ErrorKind::Conflict);
+    stale.expect_revision = Some(2);
+    assert_eq!(a.apply(&stale).unwrap(), 3);
+    assert_eq!(a.snapshot().unwrap().get(b"\x10x").unwrap(), Some(b"2".to_vec()));
 }
 
 #[test]

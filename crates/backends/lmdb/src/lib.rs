@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, Weak};
 
 use canopy_store::backend::{Backend, Batch, BatchOp, Snapshot, SyncMode};
 use canopy_store::error::{ErrorKind, Result, StoreError};
+use canopy_store::files::FileMode;
 use canopy_store::keys::{FORMAT, FORMAT_VERSION, REVISION};
 use canopy_store::StoreUrl;
 use heed::types::Bytes;
@@ -98,24 +99,35 @@ impl LmdbBackend {
     /// # Errors
     /// `InvalidUrl` for unknown parameters; see [`LmdbBackend::open`].
     pub fn open_url(url: &StoreUrl) -> Result<LmdbBackend> {
-        url.check_params(&["sync"])?;
-        LmdbBackend::open(Path::new(&url.location), url.sync_mode()?)
+        url.check_params(&["sync", "mode"])?;
+        LmdbBackend::open_with_mode(Path::new(&url.location), url.sync_mode()?, url.file_mode()?)
     }
 
-    /// Opens or creates the store in directory `dir`.
+    /// Opens or creates the store in directory `dir`, new files `0600` and a
+    /// new directory `0700`.
+    ///
+    /// # Errors
+    /// As [`LmdbBackend::open_with_mode`].
+    pub fn open(dir: &Path, sync: SyncMode) -> Result<LmdbBackend> {
+        LmdbBackend::open_with_mode(dir, sync, FileMode::default())
+    }
+
+    /// Opens or creates the store in directory `dir`; a directory and files
+    /// it creates get `mode` (LMDB creates its files `0600`; they are changed
+    /// when `mode` says otherwise).
     ///
     /// # Errors
     /// `Corrupted` for a damaged or foreign `data.mdb` (including a truncated
     /// one), `Unsupported` for a store of a newer layout, `Unavailable` when the
     /// directory cannot be used or the store is already open in this process.
-    pub fn open(dir: &Path, sync: SyncMode) -> Result<LmdbBackend> {
+    pub fn open_with_mode(dir: &Path, sync: SyncMode, mode: FileMode) -> Result<LmdbBackend> {
         if dir.exists() && !dir.is_dir() {
             return Err(StoreError::new(
                 ErrorKind::Unavailable,
                 format!("lmdb store {}: not a directory", dir.display()),
             ));
         }
-        fs::create_dir_all(dir).map_err(|e| StoreError::io(format!("lmdb store {}", dir.display()), e))?;
+        mode.create_dir_all(dir).map_err(|e| StoreError::io(format!("lmdb store {}", dir.display()), e))?;
         let canonical =
             fs::canonicalize(dir).map_err(|e| StoreError::io(format!("lmdb store {}", dir.display()), e))?;
         let mut open = OPEN.lock().map_err(|_| poisoned())?;
@@ -130,7 +142,17 @@ impl LmdbBackend {
             return Ok(LmdbBackend { shared });
         }
         let file_len = fs::metadata(dir.join(DATA_FILE)).map(|m| m.len() as usize).unwrap_or(0);
+        let new_files: Vec<PathBuf> =
+            [DATA_FILE, "lock.mdb"].iter().map(|f| dir.join(f)).filter(|p| !p.exists()).collect();
         let inner = open_env(dir, sync, page_round((file_len * 2).max(MIN_MAP)))?;
+        if mode != FileMode::default() {
+            for f in &new_files {
+                let set = fs::File::open(f).and_then(|file| mode.fix(&file));
+                set.map_err(|e| {
+                    StoreError::io(format!("lmdb store {}: set the mode of {}", dir.display(), f.display()), e)
+                })?;
+            }
+        }
         check_not_truncated(dir, &inner.env, file_len)?;
         let shared = Arc::new(Shared {
             dir: dir.to_path_buf(),
@@ -475,6 +497,10 @@ impl Shared {
         let closing = inner.env.prepare_for_closing();
         closing.wait();
         let result = copied.map_err(|e| lmdb_err(&self.dir, "compact", e)).and_then(|f| {
+            // The copy keeps data.mdb's permissions, not the umask's.
+            if let Ok(m) = fs::metadata(self.dir.join(DATA_FILE)) {
+                f.set_permissions(m.permissions()).map_err(|e| StoreError::io("compact: set the copy's mode", e))?;
+            }
             f.sync_all().map_err(|e| StoreError::io("compact: sync the copy", e))?;
             fs::rename(&tmp, self.dir.join(DATA_FILE)).map_err(|e| StoreError::io("compact: replace data.mdb", e))?;
             fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io("compact: sync dir", e))

@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use canopy_store::backend::{prefix_end, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit, WriteView};
 use canopy_store::error::{ErrorKind, Result, StoreError};
+use canopy_store::files::FileMode;
 use canopy_store::keys::{FORMAT, FORMAT_VERSION, REVISION};
 use canopy_store::StoreUrl;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -148,30 +149,42 @@ fn read_revision(conn: &Connection) -> rusqlite::Result<std::result::Result<u64,
 }
 
 impl SqliteBackend {
-    /// Opens the store a URL names (`sqlite:FILE?sync=commit|off`).
+    /// Opens the store a URL names (`sqlite:FILE?sync=commit|off&mode=0600`).
     ///
     /// # Errors
     /// `InvalidUrl` for unknown parameters; see [`SqliteBackend::open`].
     pub fn open_url(url: &StoreUrl) -> Result<SqliteBackend> {
-        url.check_params(&["sync"])?;
-        SqliteBackend::open(Path::new(&url.location), url.sync_mode()?)
+        url.check_params(&["sync", "mode"])?;
+        SqliteBackend::open_with_mode(Path::new(&url.location), url.sync_mode()?, url.file_mode()?)
     }
 
-    /// Opens or creates the store in database file `path` (creating its directory).
+    /// Opens or creates the store in database file `path` (creating its
+    /// directory), new files `0600`.
+    ///
+    /// # Errors
+    /// As [`SqliteBackend::open_with_mode`].
+    pub fn open(path: &Path, sync: SyncMode) -> Result<SqliteBackend> {
+        SqliteBackend::open_with_mode(path, sync, FileMode::default())
+    }
+
+    /// Opens or creates the store in database file `path`, creating missing
+    /// directories and the file with `mode` (SQLite gives its `-wal` and
+    /// `-shm` files the database file's permissions).
     ///
     /// # Errors
     /// `Corrupted` for a file that is not SQLite, is truncated, or is the database
     /// of another program; `Unavailable` when the file cannot be opened or stays
     /// locked by another process; `Unsupported` when WAL mode is not available.
-    pub fn open(path: &Path, sync: SyncMode) -> Result<SqliteBackend> {
+    pub fn open_with_mode(path: &Path, sync: SyncMode, file_mode: FileMode) -> Result<SqliteBackend> {
         let ctx = || format!("sqlite store {}", path.display());
         if path.is_dir() {
             return Err(StoreError::new(ErrorKind::Unavailable, format!("{}: is a directory", ctx())));
         }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|e| StoreError::io(ctx(), e))?;
+            file_mode.create_dir_all(parent).map_err(|e| StoreError::io(ctx(), e))?;
         }
         check_file(path)?;
+        file_mode.precreate(path).map_err(|e| StoreError::io(ctx(), e))?;
         let mut writer = connect(path, OpenFlags::SQLITE_OPEN_CREATE)?;
         init_table(&mut writer).map_err(|e| match e {
             Init::Sql(e) => sqlite_err(path, "open", e),

@@ -1,0 +1,146 @@
+//! What a new user meets around the data: several processes on one store,
+//! a full disk, file permissions, long refusals, progress on a terminal.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn canopy(store: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_canopy"));
+    cmd.arg("--store").arg(store).args(args).env_remove("CANOPY_STORE").env_remove("CANOPY_CHECK_CHILD");
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+fn run(store: &str, args: &[&str]) -> Output {
+    let out = canopy(store, args).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Four processes running `canopy set` at once on a whole-file store all
+/// commit: a second process waits for the lock and then works on the
+/// current file (sysrepo's JSON files serve several processes too).
+#[test]
+fn four_processes_share_a_whole_file_store() {
+    const PROCESSES: usize = 4;
+    const SETS: usize = 25;
+    for scheme in ["json", "snapshot"] {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("{scheme}:{}", dir.path().join("store").display());
+        let workers: Vec<_> = (0..PROCESSES)
+            .map(|p| {
+                let url = url.clone();
+                std::thread::spawn(move || {
+                    let mut failed = Vec::new();
+                    for i in 0..SETS {
+                        let out = run(&url, &["set", &format!("/m:c/p{p}/v{i}"), &i.to_string()]);
+                        if !out.status.success() {
+                            failed.push(text(&out.stderr));
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        let failed: Vec<String> = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+        assert!(failed.is_empty(), "{scheme}: {} of {} commits failed: {:?}", failed.len(), PROCESSES * SETS, failed);
+        let out = run(&url, &["export", "--compact"]);
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for p in 0..PROCESSES {
+            let leaves = doc["m:c"][format!("p{p}")].as_object().map_or(0, |o| o.len());
+            assert_eq!(leaves, SETS, "{scheme}: process {p}'s leaves in {doc}");
+        }
+        // One revision a commit, after the one that set the new store up.
+        let out = run(&url, &["info"]);
+        assert!(text(&out.stdout).contains(&format!("revision: {}", PROCESSES * SETS + 1)), "{}", text(&out.stdout));
+    }
+}
+
+/// A process holding a whole-file store's lock makes a commit wait for the
+/// lock timeout and fail naming the lock; reads go on meanwhile.
+#[test]
+fn a_held_lock_times_out_with_a_clear_error_and_reads_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("store.json");
+    let url = format!("json:{}?lock_timeout=200ms", file.display());
+    assert!(run(&url, &["set", "/m:c/v", "1"]).status.success());
+    let lock = std::fs::OpenOptions::new().write(true).open(dir.path().join("store.json.lock")).unwrap();
+    lock.lock().unwrap();
+    let out = run(&url, &["get", "/m:c/v", "--compact"]);
+    assert_eq!(text(&out.stdout).trim(), r#"{"m:c":{"v":1}}"#, "{}", text(&out.stderr));
+    let out = run(&url, &["set", "/m:c/v", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("store.json.lock") && err.contains("lock_timeout=200 ms"), "{err}");
+    lock.unlock().unwrap();
+    assert!(run(&url, &["set", "/m:c/v", "2"]).status.success());
+}
+
+fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// `canopy ARGS` under umask 022, as most shells run it.
+fn run_umask_022(store: &str, args: &[&str]) -> Output {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("umask 022; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_canopy"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .env_remove("CANOPY_STORE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{store} {args:?}: {}", text(&out.stderr));
+    out
+}
+
+/// Every file a store creates is 0600 and every directory 0700 whatever the
+/// umask (configuration often holds secrets), unless `?mode=` says otherwise;
+/// compaction keeps the mode.
+#[test]
+fn store_files_are_private_unless_the_url_says_otherwise() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    for (mode, file_mode, dir_mode) in [("", 0o600, 0o700), ("mode=0640", 0o640, 0o750)] {
+        let q = |sep: &str| if mode.is_empty() { String::new() } else { format!("{sep}{mode}") };
+        let base = d.join(if mode.is_empty() { "default" } else { "asked" });
+        let lmdb = base.join("new/lmdb");
+        let stores = [
+            (format!("lmdb:{}{}", lmdb.display(), q("?")), vec![lmdb.join("data.mdb"), lmdb.join("lock.mdb")]),
+            (
+                format!("sqlite:{}{}", base.join("sq/x.db").display(), q("?sync=off&")),
+                // SQLite gives its -wal and -shm files (removed at close) the database file's mode.
+                vec![base.join("sq/x.db")],
+            ),
+            (
+                format!("json:{}{}", base.join("js/x.json").display(), q("?")),
+                vec![base.join("js/x.json"), base.join("js/x.json.lock")],
+            ),
+            (
+                format!("snapshot:{}{}", base.join("sn/x.snap").display(), q("?")),
+                vec![base.join("sn/x.snap"), base.join("sn/x.snap.lock")],
+            ),
+        ];
+        for (url, files) in &stores {
+            run_umask_022(url, &["set", "/m:c/secret", "s3cret"]);
+            run_umask_022(url, &["compact"]);
+            for f in files {
+                assert!(f.exists(), "{url}: {} missing", f.display());
+                assert_eq!(mode_of(f), file_mode, "{url}: {}", f.display());
+            }
+            let dir = files[0].parent().unwrap();
+            assert_eq!(mode_of(dir), dir_mode, "{url}: {}", dir.display());
+        }
+        assert_eq!(mode_of(lmdb.parent().unwrap()), dir_mode, "directories created on the way");
+    }
+    let out = run(&format!("lmdb:{}?mode=0777", d.join("bad").display()), &["info"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("mode `0777`"), "{}", text(&out.stderr));
+}
