@@ -189,10 +189,46 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) if broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            let message = format!("{e:#}").replace('\n', " ");
-            eprintln!("canopy: {message}");
+            match violations(&e) {
+                Some(all) if all.len() > 1 => eprint!("{}", list_violations(all, MAX_LISTED)),
+                _ => eprintln!("canopy: {}", format!("{e:#}").replace('\n', " ")),
+            }
             ExitCode::from(exit_status(&e))
         }
+    }
+}
+
+/// How many problems of a refused transaction the CLI lists: a screenful.
+const MAX_LISTED: usize = 20;
+
+/// The problems of a transaction the schema refused, if that is the error.
+fn violations(e: &anyhow::Error) -> Option<&[canopy::Violation]> {
+    e.chain().find_map(|c| match c.downcast_ref::<canopy::Error>() {
+        Some(canopy::Error::Invalid(v)) => Some(v.as_slice()),
+        _ => None,
+    })
+}
+
+/// A refusal as people read it: a heading, then one problem per line (path,
+/// then reason), at most `max` of them, then how many more there are.
+fn list_violations(all: &[canopy::Violation], max: usize) -> String {
+    use std::fmt::Write as _;
+    let mut out = format!("canopy: the schema refuses the transaction ({} problems); nothing was stored\n", all.len());
+    for v in all.iter().take(max) {
+        let reason = v.reason.replace('\n', " ");
+        let _ = writeln!(out, "  {}: {}", v.path, shorten(&reason, 240));
+    }
+    if all.len() > max {
+        let _ = writeln!(out, "  ... and {} more", all.len() - max);
+    }
+    out
+}
+
+/// `text` cut to at most `max` characters, marked where it was cut.
+fn shorten(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => text.into(),
+        Some((at, _)) => format!("{}...", &text[..at]).into(),
     }
 }
 
@@ -542,4 +578,29 @@ fn parse_insert(text: &str) -> Result<Insert> {
             .into())
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn violation(i: usize) -> canopy::Violation {
+        canopy::Violation { path: format!("/m:c/l[k='{i}']/v"), reason: format!("value {i} is not a uint8") }
+    }
+
+    #[test]
+    fn a_long_refusal_is_a_screenful_of_lines() {
+        let all: Vec<_> = (0..113).map(violation).collect();
+        let text = list_violations(&all, MAX_LISTED);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + MAX_LISTED + 1, "{text}");
+        assert!(lines[0].contains("113 problems"), "{}", lines[0]);
+        assert_eq!(lines[1], "  /m:c/l[k='0']/v: value 0 is not a uint8");
+        assert_eq!(lines[MAX_LISTED + 1], "  ... and 93 more");
+        let few = list_violations(&all[..3], MAX_LISTED);
+        assert_eq!(few.lines().count(), 4, "{few}");
+        assert!(!few.contains("more"), "{few}");
+        let long = canopy::Violation { path: "/p".into(), reason: "x".repeat(5000) };
+        assert!(list_violations(&[long.clone(), long], MAX_LISTED).lines().all(|l| l.len() < 300));
+    }
 }

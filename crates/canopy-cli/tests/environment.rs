@@ -144,3 +144,88 @@ fn store_files_are_private_unless_the_url_says_otherwise() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("mode `0777`"), "{}", text(&out.stderr));
 }
+
+/// A small tmpfs mounted for a test, unmounted when dropped.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    /// `None` where this process may not mount (not root, no mount
+    /// namespace): then the test says so, and fails under CI, which runs as root.
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(SmallDisk { dir });
+        }
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root and must be able to mount a tmpfs");
+        eprintln!("skipped: cannot mount a tmpfs here (not root?)");
+        None
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// An import that fills the disk fails with "no space left on device" naming
+/// the store, exit status 1 (an environment error, not an internal one), and
+/// loses nothing that was committed before; every backend.
+#[test]
+fn a_full_disk_says_so_and_loses_nothing() {
+    let doc: serde_json::Value = serde_json::json!({
+        "m:c": (0..20_000).map(|i| (format!("v{i}"), serde_json::Value::String("x".repeat(100))))
+            .collect::<serde_json::Map<_, _>>()
+    });
+    let src = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(src.path(), doc.to_string()).unwrap();
+    for scheme in ["lmdb", "sqlite", "json", "snapshot"] {
+        let Some(disk) = SmallDisk::mount("768k") else { return };
+        let url = format!("{scheme}:{}", disk.dir.path().join("store").display());
+        assert!(run(&url, &["set", "/m:c/kept", "1"]).status.success(), "{scheme}");
+        let out = run(&url, &["import", src.path().to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{scheme}: {err}");
+        assert!(err.contains("no space left on device") && err.contains(&url[scheme.len() + 1..]), "{scheme}: {err}");
+        assert_eq!(err.lines().count(), 1, "{scheme}: {err}");
+        let out = run(&url, &["get", "/m:c", "--compact"]);
+        assert_eq!(text(&out.stdout).trim(), r#"{"m:c":{"kept":1}}"#, "{scheme}: {}", text(&out.stderr));
+    }
+}
+
+/// A refused import lists one problem per line (path, then reason), a
+/// screenful at most, then how many more; exit status 1.
+#[test]
+fn a_refused_import_lists_its_problems_a_screenful_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = dir.path().join("m.yang");
+    std::fs::write(
+        &module,
+        "module m { namespace \"urn:m\"; prefix m;
+           container c { list l { key k; leaf k { type string; } leaf v { type uint8; } } } }",
+    )
+    .unwrap();
+    let store = dir.path().join("store").display().to_string();
+    assert!(run(&store, &["schema", "add", module.to_str().unwrap()]).status.success());
+    let entries: Vec<serde_json::Value> =
+        (0..113).map(|i| serde_json::json!({"k": format!("e{i}"), "v": 300 + i})).collect();
+    let doc = dir.path().join("doc.json");
+    std::fs::write(&doc, serde_json::json!({"m:c": {"l": entries}}).to_string()).unwrap();
+    let out = run(&store, &["import", doc.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(lines.len() <= 25, "{} lines: {err}", lines.len());
+    assert!(lines[0].starts_with("canopy: ") && lines[0].contains("113 problems"), "{err}");
+    assert!(lines[1].starts_with("  /m:c/l[k='e") && lines[1].contains("]/v: "), "{err}");
+    assert!(lines.last().unwrap().contains("and 93 more"), "{err}");
+    assert!(lines.iter().all(|l| l.len() < 300), "{err}");
+}

@@ -66,6 +66,32 @@ struct Shared {
 static OPEN: Mutex<Vec<(PathBuf, Weak<Shared>)>> = Mutex::new(Vec::new());
 
 fn lmdb_err(dir: &Path, what: &str, e: heed::Error) -> StoreError {
+    let errno = match &e {
+        heed::Error::Io(io) => io.raw_os_error(),
+        heed::Error::Mdb(MdbError::Other(code)) => Some(*code),
+        _ => None,
+    };
+    let context = format!("lmdb store {}: {what}", dir.display());
+    if let Some(full) = StoreError::no_space(&context, errno) {
+        return full;
+    }
+    // LMDB reports a write cut short by a full disk as EIO: say which it was
+    // when the filesystem has (almost) no room left.
+    const EIO: i32 = 5;
+    if errno == Some(EIO) {
+        if let Ok(free) = free_bytes(dir) {
+            if free < NEARLY_FULL {
+                return StoreError::new(
+                    ErrorKind::NoSpace,
+                    format!(
+                        "{context}: no space left on device (LMDB reported an I/O error with {free} bytes free on the \
+                         filesystem of {}); the transaction was not stored",
+                        dir.display()
+                    ),
+                );
+            }
+        }
+    }
     let kind = match &e {
         heed::Error::Mdb(MdbError::Invalid)
         | heed::Error::Mdb(MdbError::Corrupted)
@@ -82,6 +108,15 @@ fn lmdb_err(dir: &Path, what: &str, e: heed::Error) -> StoreError {
         _ => "",
     };
     StoreError::new(kind, format!("lmdb store {}: {what}: {e}{hint}", dir.display()))
+}
+
+/// Below this much free space an I/O error of a write is taken for a full disk.
+const NEARLY_FULL: u64 = 1 << 20;
+
+/// The bytes an unprivileged user may still write on `dir`'s filesystem.
+fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    let st = rustix::fs::statvfs(dir)?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 fn poisoned() -> StoreError {

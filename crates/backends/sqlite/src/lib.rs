@@ -74,6 +74,12 @@ fn poisoned() -> StoreError {
 }
 
 fn sqlite_err(path: &Path, what: &str, e: rusqlite::Error) -> StoreError {
+    if e.sqlite_error_code() == Some(ErrorCode::DiskFull) {
+        // SQLite rolled the transaction back: nothing of it was stored.
+        const ENOSPC: i32 = 28;
+        return StoreError::no_space(&format!("sqlite store {}: {what}", path.display()), Some(ENOSPC))
+            .expect("ENOSPC is a full disk");
+    }
     let kind = match e.sqlite_error_code() {
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => ErrorKind::Corrupted,
         Some(
