@@ -13,6 +13,9 @@ use canopy_store::keys::Datastore;
 use canopy_store::SyncMode;
 use clap::{Parser, Subcommand};
 
+mod progress;
+use progress::{Progress, Unit};
+
 #[derive(Parser)]
 #[command(name = "canopy", version, about = "Read and edit a canopy store of hierarchical configuration data.")]
 struct Cli {
@@ -297,7 +300,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         };
     }
     if let Command::Copy { from, to } = &cli.command {
-        let report = canopy::copy(&Store::open(from)?, &Store::open(to)?)?;
+        let (source, dest) = (Store::open(from)?, Store::open(to)?);
+        let progress = Progress::new(&format!("copying to {to}"), source.backend().approx_len()?, Unit::Records);
+        let report = canopy::copy_with_progress(&source, &dest, &mut |n| progress.set(n))?;
+        drop(progress);
         eprintln!(
             "copied {} keys ({} fragments) of revision {} in {} batches; {to} is at revision {}",
             report.keys, report.fragments, report.source_revision, report.batches, report.revision
@@ -332,7 +338,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 writeln!(out, "{}\t{}\t{kind}", m.name, m.revision.as_deref().unwrap_or("-"))?;
             }
         }
-        Command::Export { path, compact } => print_json(&session, &path, ReadOptions::default(), !compact)?,
+        Command::Export { path, compact } => {
+            let progress = Progress::new("exporting", None, Unit::Bytes);
+            let mut out = progress.writer(io::stdout().lock());
+            session.get_json(&path, ReadOptions::default(), !compact, &mut out)?;
+            if compact {
+                writeln!(out)?;
+            }
+            out.flush()?;
+        }
         Command::Count { query } => println!("{}", session.count(&query)?),
         Command::Set { path, value } => {
             let t = value.trim_start();
@@ -396,7 +410,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             report(&import(&writer, &file, op, &lists)?);
         }
         Command::Compact => {
+            let progress = Progress::spinner(&format!("compacting {url}"));
             store.compact()?;
+            drop(progress);
             eprintln!("compacted {url}");
         }
         Command::Info => {
@@ -432,7 +448,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
         },
         Command::Check => {
-            let problems = store.check()?;
+            let progress = Progress::new("checking", store.backend().approx_len()?, Unit::Records);
+            let problems = store.check_with_progress(&mut |n| progress.set(n))?;
+            drop(progress);
             if problems.is_empty() {
                 println!("ok");
             } else {
@@ -521,15 +539,18 @@ impl<R: Read> Read for Tracked<R> {
 /// Imports FILE (or stdin) as a stream.
 fn import(session: &Session<'_>, file: &str, op: Operation, lists: &[(String, ListInfo)]) -> Result<Commit> {
     let cannot = |e: io::Error| UserError(format!("cannot read {}: {e}", input_name(file)));
-    let input: Box<dyn Read> = if file == "-" {
-        Box::new(io::stdin().lock())
+    let (input, size): (Box<dyn Read>, Option<u64>) = if file == "-" {
+        (Box::new(io::stdin().lock()), None)
     } else {
         let f = File::open(file).map_err(cannot)?;
-        if f.metadata().map_err(cannot)?.is_dir() {
+        let meta = f.metadata().map_err(cannot)?;
+        if meta.is_dir() {
             return Err(UserError(format!("cannot read {file}: it is a directory")).into());
         }
-        Box::new(BufReader::new(f))
+        (Box::new(f), meta.is_file().then_some(meta.len()))
     };
+    let progress = Progress::new(&format!("importing {}", input_name(file)), size, Unit::Bytes);
+    let input = BufReader::with_capacity(1 << 16, progress.reader(input));
     let mut tracked = Tracked { inner: input, failed: None };
     match session.import_declared(&mut tracked, op, lists) {
         Err(e) => match tracked.failed {

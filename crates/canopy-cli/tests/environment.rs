@@ -229,3 +229,52 @@ fn a_refused_import_lists_its_problems_a_screenful_at_a_time() {
     assert!(lines.last().unwrap().contains("and 93 more"), "{err}");
     assert!(lines.iter().all(|l| l.len() < 300), "{err}");
 }
+
+/// Runs `canopy ARGS` on a pseudo-terminal (util-linux `script`) and returns
+/// everything the terminal received.
+fn on_terminal(store: &str, args: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let typescript = dir.path().join("typescript");
+    let command = format!("{} --store {store} {args} >/dev/null", env!("CARGO_BIN_EXE_canopy"));
+    let status = Command::new("script")
+        .args(["-qec", &command])
+        .arg(&typescript)
+        .env_remove("CANOPY_STORE")
+        .stdout(Stdio::null())
+        .status()
+        .expect("util-linux `script` runs commands on a pseudo-terminal");
+    assert!(status.success(), "{command}");
+    std::fs::read_to_string(&typescript).unwrap()
+}
+
+/// Import, export, copy, compact and check show their progress on a
+/// terminal, and print nothing of it when stderr is not one.
+#[test]
+fn long_work_shows_progress_on_a_terminal_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("doc.json");
+    let entries: serde_json::Map<_, _> =
+        (0..5000).map(|i| (format!("v{i}"), serde_json::Value::String("x".repeat(50)))).collect();
+    std::fs::write(&doc, serde_json::json!({ "m:c": entries }).to_string()).unwrap();
+    let store = dir.path().join("a").display().to_string();
+    let copy = dir.path().join("b").display().to_string();
+
+    // Not a terminal: the one line a write prints, nothing else.
+    let out = run(&store, &["import", doc.to_str().unwrap()]);
+    assert_eq!(text(&out.stderr), "committed revision 1: 1 change\n");
+    for args in [&["export"][..], &["check"], &["compact"]] {
+        let out = run(&store, args);
+        assert!(out.status.success(), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(!err.contains("ing "), "{args:?} printed progress without a terminal: {err:?}");
+    }
+
+    let seen = on_terminal(&store, &format!("import {}", doc.display()));
+    assert!(seen.contains("importing ") && seen.contains("KiB"), "{seen}");
+    assert!(seen.contains("no changes (revision 1)"), "{seen}");
+    assert!(on_terminal(&store, "export").contains("exporting"));
+    assert!(on_terminal(&store, "check").contains("checking ["));
+    assert!(on_terminal(&store, "compact").contains("compacting "));
+    let seen = on_terminal(&store, &format!("copy --from {store} --to {copy}"));
+    assert!(seen.contains("copying to ") && seen.contains("copied "), "{seen}");
+}

@@ -239,6 +239,15 @@ pub trait Backend: Send + Sync {
         Ok(0)
     }
 
+    /// How many keys the store holds, when the backend knows without a scan
+    /// (for progress bars); `None` when it would have to count.
+    ///
+    /// # Errors
+    /// The backend's, when it cannot be read.
+    fn approx_len(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
     /// Rewrites the store so that space freed by deletes returns to the
     /// filesystem. Data and revision are unchanged.
     ///

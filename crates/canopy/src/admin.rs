@@ -95,6 +95,15 @@ impl Store {
 /// [`Error::Usage`] when `to` holds data; backend errors of either store; a
 /// `Corrupted` error when the destination's count differs after the copy.
 pub fn copy(from: &Store, to: &Store) -> Result<CopyReport> {
+    copy_with_progress(from, to, &mut |_| {})
+}
+
+/// [`copy`], telling `progress` the keys copied so far after every batch
+/// (compare with `from.backend().approx_len()` for a total).
+///
+/// # Errors
+/// As [`copy`].
+pub fn copy_with_progress(from: &Store, to: &Store, progress: &mut dyn FnMut(u64)) -> Result<CopyReport> {
     let start = to.backend().snapshot()?;
     let mut holds_data = false;
     start.scan(&[], None, false, &mut |k, _| {
@@ -128,12 +137,14 @@ pub fn copy(from: &Store, to: &Store) -> Result<CopyReport> {
         report.fragments += u64::from(fragment_prefixes.iter().any(|p| k.starts_with(p)));
         if batch.ops.len() == COPY_BATCH {
             flush(&mut batch, &mut report)?;
+            progress(report.keys);
         }
         Ok(true)
     })?;
     if !batch.is_empty() {
         flush(&mut batch, &mut report)?;
     }
+    progress(report.keys);
     drop(source);
 
     let written = count_keys(&*to.backend().snapshot()?)?;

@@ -15,12 +15,16 @@ use canopy_store::treeio::describe_key;
 /// At most this many problems are listed; the rest are counted.
 const MAX_LISTED: usize = 100;
 
+/// Progress is reported every this many records.
+const PROGRESS_EVERY: u64 = 4096;
+
 /// Checks every record of the store; returns the problems found.
 /// `yang_lists`: the lists of the store's YANG schema (their keys are not
 /// stored as learned lists), or why the schema could not be read.
 pub(crate) fn check(
     backend: &dyn Backend,
     yang_lists: std::result::Result<BTreeMap<String, ListInfo>, String>,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<String>> {
     let mut problems = backend.check()?;
     let snap = backend.snapshot()?;
@@ -55,8 +59,13 @@ pub(crate) fn check(
     // seen just before it on the chain of open ancestors.
     let mut ancestors: Vec<Vec<u8>> = Vec::new();
     let mut fragments = 0u64;
+    let mut records = 0u64;
     let mut found: Vec<String> = Vec::new();
     snap.scan(&[0x00], None, false, &mut |k, v| {
+        records += 1;
+        if records % PROGRESS_EVERY == 0 {
+            progress(records);
+        }
         match k.first() {
             Some(0x00) => {
                 if !(k == keys::FORMAT
@@ -81,6 +90,7 @@ pub(crate) fn check(
         }
         Ok(found.len() <= MAX_LISTED)
     })?;
+    progress(records);
     for f in found {
         report(&mut problems, f);
     }

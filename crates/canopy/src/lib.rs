@@ -28,7 +28,7 @@ mod stream;
 pub mod subscribe;
 mod yang;
 
-pub use admin::{copy, CopyReport, StoreInfo, COPY_BATCH};
+pub use admin::{copy, copy_with_progress, CopyReport, StoreInfo, COPY_BATCH};
 pub use canopy_core::diff::{Change, Place, Subtree};
 pub use canopy_core::edit::{Edit, Operation};
 pub use canopy_core::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};

@@ -289,11 +289,20 @@ impl Store {
     /// # Errors
     /// Errors that stop the check itself (the store cannot be read at all).
     pub fn check(&self) -> Result<Vec<String>> {
+        self.check_with_progress(&mut |_| {})
+    }
+
+    /// [`Store::check`], telling `progress` how many records it has read so
+    /// far, every few thousand (compare with `backend().approx_len()`).
+    ///
+    /// # Errors
+    /// As [`Store::check`].
+    pub fn check_with_progress(&self, progress: &mut dyn FnMut(u64)) -> Result<Vec<String>> {
         let yang_lists = match self.yang_schema() {
             Ok(y) => Ok(y.map(|y| y.lists()).unwrap_or_default()),
             Err(e) => Err(e.to_string()),
         };
-        crate::check::check(self.backend(), yang_lists)
+        crate::check::check(self.backend(), yang_lists, progress)
     }
 
     /// Runs `edits` as one transaction on `ds`. When another process commits

@@ -579,6 +579,10 @@ impl Backend for FileBackend {
         self.shared.sync
     }
 
+    fn approx_len(&self) -> Result<Option<u64>> {
+        Ok(Some(self.shared.state.read().map_err(|_| poisoned())?.map.len() as u64))
+    }
+
     fn disk_size(&self) -> Result<u64> {
         fs::metadata(&self.shared.path).map(|m| m.len()).map_err(|e| self.shared.context(StoreError::io("size", e)))
     }

@@ -609,6 +609,15 @@ impl Backend for LmdbBackend {
         self.shared.disk_size()
     }
 
+    /// LMDB keeps the entry count in its database record: no scan.
+    fn approx_len(&self) -> Result<Option<u64>> {
+        let g = self.shared.read()?;
+        let inner = g.as_ref().expect("open");
+        let txn = inner.env.read_txn().map_err(|e| lmdb_err(&self.shared.dir, "count", e))?;
+        let n = inner.db.len(&txn).map_err(|e| lmdb_err(&self.shared.dir, "count", e))?;
+        Ok(Some(n))
+    }
+
     fn compact(&self) -> Result<()> {
         self.shared.compact()
     }
