@@ -63,7 +63,7 @@ pub(crate) fn check(
     let mut found: Vec<String> = Vec::new();
     snap.scan(&[0x00], None, false, &mut |k, v| {
         records += 1;
-        if records % PROGRESS_EVERY == 0 {
+        if records.is_multiple_of(PROGRESS_EVERY) {
             progress(records);
         }
         match k.first() {
