@@ -314,7 +314,8 @@ impl Report {
         s
     }
 
-    /// Every sample, as JSON.
+    /// Every sample, as JSON, and the seed's figures for the suite (`seed`,
+    /// null when it has none).
     pub fn to_json(&self) -> Json {
         json!({
             "suite": self.suite,
@@ -333,6 +334,15 @@ impl Report {
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "notes": self.notes,
+            "seed": seeds::for_suite(&self.suite).map(|sd| json!({
+                "document": sd.document,
+                "series": sd.series.iter().map(|x| json!({
+                    "system": x.system,
+                    "row": x.row,
+                    "unit": x.unit.name(),
+                    "points": x.points.iter().map(|&(size, v)| json!([size, v])).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            })),
         })
     }
 

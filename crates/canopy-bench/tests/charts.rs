@@ -1,6 +1,7 @@
 //! The SVG charts: each panel draws canopy's backends as solid lines and the
 //! seed systems' published figures for the same row as dashed ones, inside
-//! the panel's axes; the document is well-formed and escaped.
+//! the panel's axes; the document is well-formed and escaped. The JSON report
+//! carries the same seed figures.
 
 use std::time::Duration;
 
@@ -192,4 +193,17 @@ fn rows_without_seed_figures_draw_backends_only() {
     assert!(!svg.contains("seed"), "{svg}");
     assert!(svg.contains("a &lt;row&gt; &amp; &quot;more&quot;"));
     assert_eq!(svg, report("nosuch", &[10, 100], &["a <row> & \"more\""], 0.001).to_svg(), "deterministic");
+}
+
+#[test]
+fn json_carries_the_seed_figures() {
+    let json = report("sysrepo", &[1000], &sysrepo_rows(), 0.001).to_json();
+    let seed = &json["seed"];
+    assert!(seed["document"].as_str().unwrap().starts_with("seed 000"));
+    let series = seed["series"].as_array().unwrap();
+    assert_eq!(series.len(), 66);
+    let get_tree = series.iter().find(|s| s["system"] == "MONGO DS" && s["row"] == "get tree").unwrap();
+    assert_eq!(get_tree["unit"], "s");
+    assert_eq!(get_tree["points"][2], serde_json::json!([100_000, 0.419329]));
+    assert!(report("nosuch", &[1], &["x"], 0.001).to_json()["seed"].is_null());
 }
