@@ -5,12 +5,14 @@
 //! a physical limit on the machine.
 //!
 //! [`runner::main`] is `canopy bench`; [`suites`] holds the five workloads;
-//! [`report`] renders markdown, JSON and SVG.
+//! [`report`] renders markdown, JSON and SVG; [`seeds`] holds the seed
+//! documents' own figures that the charts draw beside canopy's.
 
 pub mod core_suite;
 pub mod probe;
 pub mod raw;
 pub mod report;
 pub mod runner;
+pub mod seeds;
 pub mod suites;
 pub mod timing;

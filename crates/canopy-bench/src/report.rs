@@ -2,10 +2,10 @@
 //! table, JSON with every sample, and an SVG chart of time against data size.
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use serde_json::{json, Value as Json};
 
+use crate::seeds::{self, Series, Unit};
 use crate::timing::{fmt, Sample};
 
 /// Which figure of a timed row the tables print.
@@ -314,7 +314,8 @@ impl Report {
         s
     }
 
-    /// Every sample, as JSON.
+    /// Every sample, as JSON, and the seed's figures for the suite (`seed`,
+    /// null when it has none).
     pub fn to_json(&self) -> Json {
         json!({
             "suite": self.suite,
@@ -333,14 +334,24 @@ impl Report {
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "notes": self.notes,
+            "seed": seeds::for_suite(&self.suite).map(|sd| json!({
+                "document": sd.document,
+                "series": sd.series.iter().map(|x| json!({
+                    "system": x.system,
+                    "row": x.row,
+                    "unit": x.unit.name(),
+                    "points": x.points.iter().map(|&(size, v)| json!([size, v])).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            })),
         })
     }
 
-    /// Time against data size, one panel per timed row, one line per backend,
-    /// both axes logarithmic.
+    /// Time against data size, one panel per timed row, both axes
+    /// logarithmic: a solid line per backend and, where the suite's seed
+    /// document has figures for the row, a dashed line per seed system, so the
+    /// comparison the page is about is on the chart.
     pub fn to_svg(&self) -> String {
         let backends = self.backends();
-        let sizes = self.sizes();
         let mut names: Vec<String> = Vec::new();
         for t in &self.tables {
             for r in &t.rows {
@@ -349,21 +360,43 @@ impl Report {
                 }
             }
         }
+        let seed = seeds::for_suite(&self.suite);
+        // The seed's time figures for the rows drawn, and the systems that have some.
+        let seed_rows: Vec<&Series> = seed.map_or(Vec::new(), |sd| {
+            sd.series.iter().filter(|x| x.unit == Unit::Seconds && names.iter().any(|n| n == x.row)).collect()
+        });
+        let systems: Vec<&str> = seed
+            .map_or(Vec::new(), |sd| sd.systems())
+            .into_iter()
+            .filter(|sys| seed_rows.iter().any(|x| x.system == *sys))
+            .collect();
+        // The x axis covers the sizes run and the sizes the seed measured.
+        let mut sizes = self.sizes();
+        sizes.extend(seed_rows.iter().flat_map(|x| x.points.iter().map(|p| p.0)));
+        sizes.sort_unstable();
+        sizes.dedup();
+
         const COLS: usize = 3;
         const W: f64 = 380.0;
         const H: f64 = 250.0;
         const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
+        const SEED_COLORS: [&str; 5] = ["#7f7f7f", "#bcbd22", "#17becf", "#222222", "#e377c2"];
         let rows = names.len().div_ceil(COLS).max(1);
-        let legend_h = 40.0;
+        let legend_h = if systems.is_empty() { 40.0 } else { 56.0 };
         let (tw, th) = (W * COLS as f64, H * rows as f64 + legend_h);
         let mut s = format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{tw}\" height=\"{th}\" viewBox=\"0 0 {tw} {th}\" \
              font-family=\"sans-serif\" font-size=\"10\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
         );
+        let dashed_by = match seed {
+            Some(sd) if !systems.is_empty() => format!("; dashed: {}", sd.document),
+            _ => String::new(),
+        };
         let _ = writeln!(
             s,
-            "<text x=\"10\" y=\"16\" font-size=\"13\">canopy bench {}: time against data size (log-log)</text>",
-            esc(&self.suite)
+            "<text x=\"10\" y=\"16\" font-size=\"13\">canopy bench {}: time against data size (log-log){}</text>",
+            esc(&self.suite),
+            esc(&dashed_by)
         );
         for (i, b) in backends.iter().enumerate() {
             let x = 10.0 + i as f64 * 110.0;
@@ -371,11 +404,29 @@ impl Report {
             let _ = writeln!(
                 s,
                 "<line x1=\"{x}\" y1=\"30\" x2=\"{}\" y2=\"30\" stroke=\"{c}\" stroke-width=\"2\"/>\
-                 <text x=\"{}\" y=\"34\">{}</text>",
+                 <circle cx=\"{}\" cy=\"30\" r=\"2.5\" fill=\"{c}\"/><text x=\"{}\" y=\"34\">{}</text>",
                 x + 20.0,
+                x + 10.0,
                 x + 24.0,
                 esc(b)
             );
+        }
+        let mut x = 10.0;
+        for (i, sys) in systems.iter().enumerate() {
+            let c = SEED_COLORS[i % SEED_COLORS.len()];
+            let label = format!("seed: {sys}");
+            let _ = writeln!(
+                s,
+                "<line x1=\"{x}\" y1=\"46\" x2=\"{}\" y2=\"46\" stroke=\"{c}\" stroke-width=\"1.5\" \
+                 stroke-dasharray=\"5,3\"/><circle cx=\"{}\" cy=\"46\" r=\"2.5\" fill=\"white\" stroke=\"{c}\"/>\
+                 <text x=\"{}\" y=\"50\">{}</text>",
+                x + 20.0,
+                x + 10.0,
+                x + 24.0,
+                esc(&label)
+            );
+            // About 5.5 px a character at font size 10.
+            x += 40.0 + 5.5 * label.chars().count() as f64;
         }
         let (xmin, xmax) = match (sizes.first(), sizes.last()) {
             (Some(&a), Some(&b)) => ((a.max(1) as f64).log10(), (b.max(1) as f64).log10()),
@@ -385,7 +436,16 @@ impl Report {
             let ox = (p % COLS) as f64 * W;
             let oy = legend_h + (p / COLS) as f64 * H;
             let (px, py, pw, ph) = (ox + 55.0, oy + 22.0, W - 75.0, H - 62.0);
-            let mut points: Vec<(usize, Vec<(f64, f64)>)> = Vec::new();
+            let mut lines: Vec<Line> = Vec::new();
+            for (si, sys) in systems.iter().enumerate() {
+                let Some(series) = seed_rows.iter().find(|x| x.system == *sys && x.row == name) else { continue };
+                lines.push(Line {
+                    label: format!("seed: {sys}"),
+                    color: SEED_COLORS[si % SEED_COLORS.len()],
+                    seed: true,
+                    points: series.points.iter().map(|&(size, v)| ((size.max(1) as f64).log10(), v.log10())).collect(),
+                });
+            }
             for (bi, b) in backends.iter().enumerate() {
                 let mut pts = Vec::new();
                 for &size in &sizes {
@@ -397,16 +457,20 @@ impl Report {
                         }
                     }
                 }
-                points.push((bi, pts));
+                lines.push(Line { label: b.clone(), color: COLORS[bi % COLORS.len()], seed: false, points: pts });
             }
-            let all: Vec<f64> = points.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).collect();
-            let _ = writeln!(s, "<text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>", ox + 10.0, oy + 14.0, esc(name));
+            let all: Vec<f64> = lines.iter().flat_map(|l| l.points.iter().map(|q| q.1)).collect();
+            let _ = writeln!(s, "<g class=\"panel\"><title>{}</title>", esc(name));
+            // A name longer than the panel is set smaller (about 0.55 em a character).
+            let font = (11.0f64).min(((W - 20.0) / (0.55 * name.chars().count() as f64) * 10.0).floor() / 10.0);
+            let _ =
+                writeln!(s, "<text x=\"{}\" y=\"{}\" font-size=\"{font}\">{}</text>", ox + 10.0, oy + 14.0, esc(name));
             let _ = writeln!(
                 s,
                 "<rect x=\"{px}\" y=\"{py}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#999\"/>"
             );
             if all.is_empty() {
-                let _ = writeln!(s, "<text x=\"{}\" y=\"{}\">n/a</text>", px + pw / 2.0 - 8.0, py + ph / 2.0);
+                let _ = writeln!(s, "<text x=\"{}\" y=\"{}\">n/a</text>\n</g>", px + pw / 2.0 - 8.0, py + ph / 2.0);
                 continue;
             }
             let ymin = all.iter().copied().fold(f64::INFINITY, f64::min).floor();
@@ -424,31 +488,85 @@ impl Report {
                     px + pw,
                     px - 3.0,
                     y + 3.0,
-                    fmt(Duration::from_secs_f64(10f64.powf(d)))
+                    decade_label(d as i32)
                 );
                 d += 1.0;
             }
             for &size in &sizes {
                 let x = sx((size.max(1) as f64).log10());
-                let _ = writeln!(s, "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{size}</text>", py + ph + 13.0);
+                let _ = writeln!(
+                    s,
+                    "<text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+                    py + ph + 13.0,
+                    size_label(size)
+                );
             }
-            for (bi, pts) in &points {
-                let c = COLORS[bi % COLORS.len()];
-                if pts.len() > 1 {
-                    let path: Vec<String> = pts.iter().map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y))).collect();
+            // Seeds first, so canopy's lines lie on top.
+            for l in lines.iter().filter(|l| !l.points.is_empty()) {
+                let c = l.color;
+                let (class, dash, fill) =
+                    if l.seed { ("seed", " stroke-dasharray=\"5,3\"", "white") } else { ("backend", "", c) };
+                let _ = writeln!(s, "<g class=\"{class}\"><title>{}</title>", esc(&l.label));
+                let at: Vec<(f64, f64)> = l.points.iter().map(|&(x, y)| (sx(x), sy(y))).collect();
+                if at.len() > 1 {
+                    let path: Vec<String> = at.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
                     let _ = writeln!(
                         s,
-                        "<polyline points=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\"/>",
+                        "<polyline points=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\"{dash}/>",
                         path.join(" ")
                     );
+                } else if l.seed {
+                    // One size only: a dashed tick across the marker.
+                    let (x, y) = at[0];
+                    let _ = writeln!(
+                        s,
+                        "<line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{c}\" \
+                         stroke-width=\"1.5\"{dash}/>",
+                        x - 14.0,
+                        x + 14.0
+                    );
                 }
-                for (x, y) in pts {
-                    let _ = writeln!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{c}\"/>", sx(*x), sy(*y));
+                for (x, y) in &at {
+                    let _ =
+                        writeln!(s, "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"2.5\" fill=\"{fill}\" stroke=\"{c}\"/>");
                 }
+                s.push_str("</g>\n");
             }
+            s.push_str("</g>\n");
         }
         s.push_str("</svg>\n");
         s
+    }
+}
+
+/// One line of a chart panel, in log10 of size and figure.
+struct Line {
+    label: String,
+    color: &'static str,
+    /// A seed system's published figures (dashed, hollow markers), not a backend's.
+    seed: bool,
+    points: Vec<(f64, f64)>,
+}
+
+/// 10^`d` seconds on the chart's y axis: 100 ns, 1 µs, 10 ms, 1 s, 1000 s.
+fn decade_label(d: i32) -> String {
+    let (unit, shift) = match d {
+        0.. => ("s", 0),
+        -3..=-1 => ("ms", 3),
+        -6..=-4 => ("µs", 6),
+        _ => ("ns", 9),
+    };
+    format!("{} {unit}", 10f64.powi(d + shift))
+}
+
+/// A data set size on the chart's x axis: 2, 200, 2k, 200k, 2M, 2506.
+fn size_label(n: u64) -> String {
+    if n >= 1_000_000 && n.is_multiple_of(1_000_000) {
+        format!("{}M", n / 1_000_000)
+    } else if n >= 1000 && n.is_multiple_of(1000) {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
     }
 }
 

@@ -1,11 +1,13 @@
 //! Every suite runs at its smallest size on every embedded backend and reports
 //! sane figures: every row present in the seed's order, times and sizes
 //! positive, rows that cannot run yet saying what they miss. What was stored
-//! is checked inside the suites (they fail on a wrong count). No timing
+//! is checked inside the suites (they fail on a wrong count); every row the
+//! seed figures (`seeds.rs`) name is a row the suite produces. No timing
 //! assertions.
 
 use canopy_bench::report::{Cell, Report};
 use canopy_bench::runner::{self, Options, SizeSpec};
+use canopy_bench::seeds::Unit;
 
 fn options(suite: &str) -> Options {
     let probe = vec![env!("CARGO_BIN_EXE_canopy-bench").into()];
@@ -21,7 +23,38 @@ fn run(suite: &str) -> Report {
     let report = runner::run_suite(o.suites[0], &o).unwrap();
     assert_eq!(report.tables.len(), 4, "one table per backend");
     check_sane(&report);
+    check_seed_rows(&report);
     report
+}
+
+/// Every row the seed figures name is a row this suite produces, with a cell
+/// of the same unit, so a renamed row cannot silently lose its seed line.
+fn check_seed_rows(report: &Report) {
+    let seed = canopy_bench::seeds::for_suite(&report.suite).expect("every suite has seed figures");
+    for s in seed.series {
+        let cells: Vec<&Cell> =
+            report.tables.iter().flat_map(|t| t.rows.iter().filter(|r| r.name == s.row).map(|r| &r.canopy)).collect();
+        assert!(
+            !cells.is_empty(),
+            "{}: the seed's {} figures name `{}`, a row the suite does not produce",
+            report.suite,
+            s.system,
+            s.row
+        );
+        for c in cells {
+            let same = matches!(
+                (s.unit, c),
+                (_, Cell::Missing(_)) | (Unit::Seconds, Cell::Time(_)) | (Unit::Bytes, Cell::Bytes(_))
+            );
+            assert!(
+                same,
+                "{} `{}`: the seed's figures are in {}, the row's cell is {c:?}",
+                report.suite,
+                s.row,
+                s.unit.name()
+            );
+        }
+    }
 }
 
 /// Every table has the first table's rows in the same order; figures are
