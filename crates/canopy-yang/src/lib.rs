@@ -12,6 +12,7 @@
 mod ly;
 pub mod model;
 mod normalize;
+mod search;
 mod validate;
 mod values;
 
@@ -211,7 +212,7 @@ impl YangSchema {
     /// # Errors
     /// As [`YangSchema::add_files`].
     pub fn add_texts(existing: &[Module], texts: &[(String, String)], search: &[PathBuf]) -> Result<YangSchema, Error> {
-        let names: Vec<Option<String>> = texts.iter().map(|(_, t)| module_name(t)).collect();
+        let names: Vec<Option<String>> = texts.iter().map(|(_, t)| search::header(t).map(|h| h.name)).collect();
         let kept: Vec<Module> =
             existing.iter().filter(|m| !names.iter().any(|n| n.as_deref() == Some(&m.name))).cloned().collect();
         let ctx = Ctx::new().map_err(Error::Internal)?;
@@ -239,7 +240,7 @@ impl YangSchema {
         for m in &mut modules {
             m.revision = ctx.ctx.get_module_latest(&m.name).and_then(|lm| lm.revision().map(str::to_string));
             if m.revision.is_none() {
-                m.revision = first_revision(&m.text);
+                m.revision = search::header(&m.text).and_then(|h| h.revision().map(str::to_string));
             }
         }
         modules.sort_by(|a, b| a.name.cmp(&b.name));
@@ -278,27 +279,6 @@ impl YangSchema {
     pub fn kind(&self, schema_path: &str) -> Option<NodeKind> {
         self.model.by_path.get(schema_path).map(|&i| self.model.nodes[i].kind)
     }
-}
-
-/// The module name a YANG text declares (`module NAME {`), if it can be seen.
-fn module_name(text: &str) -> Option<String> {
-    let mut words = text.split(|c: char| c.is_whitespace() || c == '{').filter(|w| !w.is_empty());
-    while let Some(w) = words.next() {
-        if w == "module" || w == "submodule" {
-            return words.next().map(|n| n.trim_matches(|c| c == '"' || c == '\'').to_string());
-        }
-        if w.starts_with("//") {
-            continue;
-        }
-    }
-    None
-}
-
-fn first_revision(text: &str) -> Option<String> {
-    let i = text.find("revision ")?;
-    let rest = text[i + 9..].trim_start().trim_start_matches(['"', '\'']);
-    let r: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
-    (r.len() == 10).then_some(r)
 }
 
 /// The first libyang error as [`Error::Module`], naming the file being parsed
