@@ -55,6 +55,9 @@ pub enum Error {
     /// A module that imports or includes one that cannot be found.
     #[error("{0}")]
     NotFound(String),
+    /// Modules that need two revisions of one module (a store keeps one).
+    #[error("{0}")]
+    Conflict(String),
     /// A file that cannot be read.
     #[error("{file}: {reason}")]
     Io { file: String, reason: String },
@@ -93,16 +96,27 @@ struct Sources<'a> {
     dirs: &'a [PathBuf],
     /// The files under `dirs`, listed on the first search.
     files: Option<search::Files>,
-    /// Modules read from files, by name.
-    read: Vec<(String, search::Found)>,
+    /// Modules read from files.
+    read: Vec<Read>,
+    /// The file (or stored module) being parsed, for whom modules are read.
+    parsing: String,
     /// The modules and submodules that could not be found, in the order asked.
     missing: Vec<Missing>,
 }
 
 impl<'a> Sources<'a> {
     fn new(stored: &'a [Module], dirs: &'a [PathBuf]) -> Sources<'a> {
-        Sources { stored, dirs, files: None, read: Vec::new(), missing: Vec::new() }
+        Sources { stored, dirs, files: None, read: Vec::new(), parsing: String::new(), missing: Vec::new() }
     }
+}
+
+/// A module read from a search directory, and the file being parsed that
+/// needed it (directly or not).
+#[derive(Clone)]
+struct Read {
+    name: String,
+    found: search::Found,
+    by: String,
 }
 
 /// A module or submodule neither stored nor found in the search directories.
@@ -153,6 +167,103 @@ fn stored_revision(m: &Module) -> Option<String> {
     search::header(&m.text).and_then(|h| h.revision().map(str::to_string)).or_else(|| m.revision.clone())
 }
 
+/// Parses the implemented modules of `kept` (their imports from `kept`, then
+/// `search`), then `texts`. Returns the context, the modules to store (kept,
+/// added, and those read, with their revisions) and the modules read at
+/// another revision than one of the same name (a store keeps one).
+fn compile(
+    kept: &[Module],
+    texts: &[(String, String)],
+    search: &[PathBuf],
+) -> Result<(Ctx, Vec<Module>, Vec<Conflict>), Error> {
+    let ctx = Ctx::new().map_err(Error::Internal)?;
+    let mut src = Sources::new(kept, search);
+    for m in kept.iter().filter(|m| m.implemented) {
+        src.parsing = format!("module {}", m.name);
+        ctx.parse_module(&m.text, &mut src).map_err(|e| module_errors(&src.parsing, &m.text, e, &src))?;
+    }
+    let mut modules: Vec<Module> = kept.to_vec();
+    for (file, text) in texts {
+        src.parsing.clone_from(file);
+        let name = ctx.parse_module(text, &mut src).map_err(|e| module_errors(file, text, e, &src))?;
+        modules.retain(|m| m.name != name);
+        modules.push(Module { revision: None, implemented: true, text: text.clone(), name });
+    }
+    for m in &mut modules {
+        m.revision = search::header(&m.text).and_then(|h| h.revision().map(str::to_string));
+        if m.revision.is_none() {
+            m.revision = ctx.ctx.get_module_latest(&m.name).and_then(|lm| lm.revision().map(str::to_string));
+        }
+    }
+    let mut conflicts = Vec::new();
+    let mut read: Vec<Read> = Vec::new();
+    for r in src.read {
+        if let Some(first) = read.iter().find(|f| f.name == r.name) {
+            if first.found.revision != r.found.revision {
+                conflicts.push(Conflict::Read { first: first.clone(), second: r });
+            }
+        } else if let Some(m) = modules.iter().find(|m| m.name == r.name) {
+            if m.revision != r.found.revision {
+                let (revision, implemented) = (m.revision.clone(), m.implemented);
+                conflicts.push(Conflict::Schema { read: r.clone(), revision, implemented });
+            }
+            read.push(r);
+        } else {
+            read.push(r);
+        }
+    }
+    read.retain(|r| !modules.iter().any(|m| m.name == r.name));
+    for r in read {
+        modules.push(Module { name: r.name, revision: r.found.revision, implemented: false, text: r.found.text });
+    }
+    modules.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((ctx, modules, conflicts))
+}
+
+/// A module found in the search directories at another revision than a
+/// module of the same name the schema holds or another file read.
+enum Conflict {
+    /// A module of the schema (stored or added) at `revision`.
+    Schema { read: Read, revision: Option<String>, implemented: bool },
+    /// Two files read.
+    Read { first: Read, second: Read },
+}
+
+impl Conflict {
+    /// Whether the schema's module may be replaced by the one read: it is
+    /// only imported, so its revision is not the user's choice.
+    fn replaceable(&self) -> bool {
+        matches!(self, Conflict::Schema { implemented: false, .. })
+    }
+
+    fn error(&self) -> Error {
+        let rev = |r: &Option<String>| match r {
+            Some(r) => format!("revision {r}"),
+            None => "no revision".to_string(),
+        };
+        let (by, needs, but) = match self {
+            Conflict::Schema { read, revision, implemented } => (
+                &read.by,
+                read,
+                if *implemented {
+                    format!(", but the schema implements {} of it", rev(revision))
+                } else {
+                    format!(", but the stored modules need {} and do not load with it", rev(revision))
+                },
+            ),
+            Conflict::Read { first, second } => {
+                (&first.by, first, format!(" and {} ({})", rev(&second.found.revision), second.found.path.display()))
+            }
+        };
+        Error::Conflict(format!(
+            "{by}: needs module {} {} ({}){but}; a store keeps one revision of each module",
+            needs.name,
+            rev(&needs.found.revision),
+            needs.found.path.display()
+        ))
+    }
+}
+
 impl Importer for Sources<'_> {
     fn import(&mut self, name: &str, revision: Option<&str>, sub: Option<(&str, Option<&str>)>) -> Option<String> {
         let (name, revision, submodule) = match sub {
@@ -163,14 +274,14 @@ impl Importer for Sources<'_> {
         if let Some(m) = self.stored.iter().find(|m| m.name == name && fits(stored_revision(m).as_deref())) {
             return Some(m.text.clone());
         }
-        if let Some((_, f)) = self.read.iter().find(|(n, f)| n == name && fits(f.revision.as_deref())) {
-            return Some(f.text.clone());
+        if let Some(r) = self.read.iter().find(|r| r.name == name && fits(r.found.revision.as_deref())) {
+            return Some(r.found.text.clone());
         }
         let files = self.files.get_or_insert_with(|| search::Files::scan(self.dirs));
         match files.find(name, revision, submodule) {
             Ok(found) => {
                 let text = found.text.clone();
-                self.read.push((name.to_string(), found));
+                self.read.push(Read { name: name.to_string(), found, by: self.parsing.clone() });
                 Some(text)
             }
             Err(looked) => {
@@ -201,18 +312,29 @@ impl YangSchema {
             ctx.parse_module(&m.text, &mut src)
                 .map_err(|e| module_errors(&format!("module {}", m.name), &m.text, e, &src))?;
         }
+        Ok(YangSchema::new(ctx, modules.to_vec()))
+    }
+
+    fn new(ctx: Ctx, modules: Vec<Module>) -> YangSchema {
         let model = Model::build(&ctx);
-        Ok(YangSchema { ctx: Mutex::new(ctx), model, modules: modules.to_vec() })
+        YangSchema { ctx: Mutex::new(ctx), model, modules }
     }
 
     /// Adds the modules in `files` to `existing` ones: every file is parsed
     /// and implemented, its imports and includes are taken from `existing`,
-    /// then from `NAME.yang` / `NAME@REVISION.yang` files under `search`
-    /// (recursively). A file holding a module that exists replaces it.
+    /// then from files under `search` found as libyang finds them: by name
+    /// (`NAME.yang`, `NAME@REVISION.yang`, recursively), the one whose text
+    /// holds the revision-date asked for, else the newest. A file holding a
+    /// module that exists replaces it; an import-only module stored at
+    /// another revision than one found for a revision-date is replaced too,
+    /// if the stored modules compile with the one found.
     ///
     /// # Errors
     /// [`Error::Io`] for a file that cannot be read, [`Error::Module`] naming
-    /// the file and line of the first problem libyang reports.
+    /// the file and line of the first problem libyang reports,
+    /// [`Error::NotFound`] for a module that is not found (naming the files
+    /// looked at), [`Error::Conflict`] when two revisions of one module
+    /// would have to be stored.
     pub fn add_files(existing: &[Module], files: &[PathBuf], search: &[PathBuf]) -> Result<YangSchema, Error> {
         let mut texts = Vec::new();
         for f in files {
@@ -232,36 +354,26 @@ impl YangSchema {
         let names: Vec<Option<String>> = texts.iter().map(|(_, t)| search::header(t).map(|h| h.name)).collect();
         let kept: Vec<Module> =
             existing.iter().filter(|m| !names.iter().any(|n| n.as_deref() == Some(&m.name))).cloned().collect();
-        let ctx = Ctx::new().map_err(Error::Internal)?;
-        let mut src = Sources::new(&kept, search);
-        for m in kept.iter().filter(|m| m.implemented) {
-            ctx.parse_module(&m.text, &mut src)
-                .map_err(|e| module_errors(&format!("module {}", m.name), &m.text, e, &src))?;
+        let (ctx, modules, conflicts) = compile(&kept, texts, search)?;
+        let Some(first) = conflicts.first() else { return Ok(YangSchema::new(ctx, modules)) };
+        // A stored import-only module gives way to the revision found for a
+        // revision-date, if the stored modules still compile with it; a module
+        // that is implemented, or two revisions read, cannot be settled so.
+        if let Some(c) = conflicts.iter().find(|c| !c.replaceable()) {
+            return Err(c.error());
         }
-        let mut added = Vec::new();
-        for (file, text) in texts {
-            let name = ctx.parse_module(text, &mut src).map_err(|e| module_errors(file, text, e, &src))?;
-            added.push((name, text.clone()));
-        }
-        let model = Model::build(&ctx);
-        let mut modules: Vec<Module> = kept.clone();
-        for (name, text) in added {
-            modules.retain(|m| m.name != name);
-            modules.push(Module { revision: None, implemented: true, text, name });
-        }
-        for (name, found) in src.read {
-            if !modules.iter().any(|m| m.name == name) {
-                modules.push(Module { name, revision: found.revision, implemented: false, text: found.text });
+        let mut kept = kept.clone();
+        for c in &conflicts {
+            if let Conflict::Schema { read, .. } = c {
+                let m = kept.iter_mut().find(|m| m.name == read.name).expect("a conflict with a kept module");
+                m.text.clone_from(&read.found.text);
+                m.revision.clone_from(&read.found.revision);
             }
         }
-        for m in &mut modules {
-            m.revision = ctx.ctx.get_module_latest(&m.name).and_then(|lm| lm.revision().map(str::to_string));
-            if m.revision.is_none() {
-                m.revision = search::header(&m.text).and_then(|h| h.revision().map(str::to_string));
-            }
+        match compile(&kept, texts, search) {
+            Ok((ctx, modules, again)) if again.is_empty() => Ok(YangSchema::new(ctx, modules)),
+            _ => Err(first.error()),
         }
-        modules.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(YangSchema { ctx: Mutex::new(ctx), model, modules })
     }
 
     /// The modules of the schema, implemented and imported, by name.
@@ -314,9 +426,9 @@ fn module_errors(file: &str, text: &str, errs: Vec<LyError>, src: &Sources<'_>) 
             e.msg.strip_prefix("Parsing module \"").or_else(|| e.msg.strip_prefix("Parsing submodule \""))
         {
             let name = rest.split('"').next().unwrap_or_default();
-            if let Some((_, f)) = src.read.iter().find(|(n, _)| n == name) {
-                file = f.path.display().to_string();
-                text = f.text.clone();
+            if let Some(r) = src.read.iter().find(|r| r.name == name) {
+                file = r.found.path.display().to_string();
+                text = r.found.text.clone();
             }
         }
     }
@@ -578,6 +690,60 @@ mod tests {
                  revision 2018-03-13) nor in the search directories (looked at: {} (revision 2018-03-13))",
                 dir.join("ietf/ietf-routing.yang").display()
             )
+        );
+    }
+
+    #[test]
+    fn a_stored_module_of_another_revision_gives_way_if_nothing_pins_it() {
+        let old = dir(&[("b@2019-01-01.yang", &b("revision 2019-01-01;", "old"))]);
+        let new = dir(&[("b.yang", &b("revision 2020-01-01;", "new"))]);
+        let c = |pin: &str| {
+            let c = format!(
+                "module c {{ namespace urn:c; prefix c; import b {{ prefix b; {pin} }} leaf y {{ type b:t; }} }}"
+            );
+            YangSchema::add_texts(&[], &[("c.yang".into(), c)], &[old.path().to_path_buf()]).unwrap()
+        };
+        // c takes any revision of b: the stored b (2019) is not served for a's
+        // revision-date, and 2020 replaces it, c compiled against it.
+        let stored_c = c("");
+        assert_eq!(stored(&stored_c, "b").1, "old");
+        let s = add_a(stored_c.modules(), &new, "2020-01-01").unwrap();
+        assert_eq!(stored(&s, "b"), (Some("2020-01-01".into()), "new".into()));
+        assert_eq!(s.modules().iter().filter(|m| m.name == "b").count(), 1);
+        YangSchema::from_modules(s.modules()).unwrap();
+        // c pinned to 2019: a store keeps one revision of b, so a cannot have 2020.
+        let pinned = c("revision-date 2019-01-01;");
+        let e = add_a(pinned.modules(), &new, "2020-01-01").unwrap_err().to_string();
+        assert_eq!(
+            e.replace(&format!("{}/", new.path().display()), "DIR/"),
+            "a.yang: needs module b revision 2020-01-01 (DIR/b.yang), but the stored modules need revision \
+             2019-01-01 and do not load with it; a store keeps one revision of each module"
+        );
+        // Nor can it when the stored b is implemented.
+        let implemented = YangSchema::add_files(&[], &[old.path().join("b@2019-01-01.yang")], &[]).unwrap();
+        let e = add_a(implemented.modules(), &new, "2020-01-01").unwrap_err().to_string();
+        assert_eq!(
+            e.replace(&format!("{}/", new.path().display()), "DIR/"),
+            "a.yang: needs module b revision 2020-01-01 (DIR/b.yang), but the schema implements revision \
+             2019-01-01 of it; a store keeps one revision of each module"
+        );
+    }
+
+    #[test]
+    fn two_revisions_of_one_module_from_the_search_are_refused() {
+        let d = dir(&[
+            ("b.yang", &b("revision 2020-01-01;", "new")),
+            ("x/b@2019-01-01.yang", &b("revision 2019-01-01;", "old")),
+            ("c.yang", "module c { namespace urn:c; prefix c; import b { prefix b; revision-date 2019-01-01; } }"),
+        ]);
+        let a = "module a { namespace urn:a; prefix a;\n  import b { prefix b; revision-date 2020-01-01; }\n  import c { prefix c; }\n}";
+        let e = YangSchema::add_texts(&[], &[("a.yang".into(), a.into())], &[d.path().to_path_buf()])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e.replace(&format!("{}/", d.path().display()), "DIR/"),
+            "a.yang: needs module b revision 2020-01-01 (DIR/b.yang) and revision 2019-01-01 \
+             (DIR/x/b@2019-01-01.yang); a store keeps one revision of each module"
         );
     }
 }
