@@ -477,17 +477,7 @@ fn guess_line(text: &str, msg: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A search directory holding `files` (path below it, text).
-    fn dir(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let d = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let p = d.path().join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        d
-    }
+    use crate::search::tests::dir;
 
     /// Module `a`, importing `b` at `revision`, added with `d` searched.
     fn add_a(existing: &[Module], d: &tempfile::TempDir, revision: &str) -> Result<YangSchema, Error> {
@@ -509,9 +499,14 @@ mod tests {
         (m.revision.clone(), marker.to_string())
     }
 
+    /// The message of an error, with `d`'s path as `DIR`.
+    fn message(e: &Error, d: &tempfile::TempDir) -> String {
+        e.to_string().replace(&format!("{}/", d.path().display()), "DIR/")
+    }
+
     fn not_found(r: Result<YangSchema, Error>, d: &tempfile::TempDir) -> String {
         match r {
-            Err(Error::NotFound(m)) => m.replace(&format!("{}/", d.path().display()), "DIR/"),
+            Err(e @ Error::NotFound(_)) => message(&e, d),
             other => panic!("expected NotFound, got {other:?}"),
         }
     }
@@ -713,17 +708,17 @@ mod tests {
         YangSchema::from_modules(s.modules()).unwrap();
         // c pinned to 2019: a store keeps one revision of b, so a cannot have 2020.
         let pinned = c("revision-date 2019-01-01;");
-        let e = add_a(pinned.modules(), &new, "2020-01-01").unwrap_err().to_string();
+        let e = add_a(pinned.modules(), &new, "2020-01-01").unwrap_err();
         assert_eq!(
-            e.replace(&format!("{}/", new.path().display()), "DIR/"),
+            message(&e, &new),
             "a.yang: needs module b revision 2020-01-01 (DIR/b.yang), but the stored modules need revision \
              2019-01-01 and do not load with it; a store keeps one revision of each module"
         );
         // Nor can it when the stored b is implemented.
         let implemented = YangSchema::add_files(&[], &[old.path().join("b@2019-01-01.yang")], &[]).unwrap();
-        let e = add_a(implemented.modules(), &new, "2020-01-01").unwrap_err().to_string();
+        let e = add_a(implemented.modules(), &new, "2020-01-01").unwrap_err();
         assert_eq!(
-            e.replace(&format!("{}/", new.path().display()), "DIR/"),
+            message(&e, &new),
             "a.yang: needs module b revision 2020-01-01 (DIR/b.yang), but the schema implements revision \
              2019-01-01 of it; a store keeps one revision of each module"
         );
@@ -737,11 +732,9 @@ mod tests {
             ("c.yang", "module c { namespace urn:c; prefix c; import b { prefix b; revision-date 2019-01-01; } }"),
         ]);
         let a = "module a { namespace urn:a; prefix a;\n  import b { prefix b; revision-date 2020-01-01; }\n  import c { prefix c; }\n}";
-        let e = YangSchema::add_texts(&[], &[("a.yang".into(), a.into())], &[d.path().to_path_buf()])
-            .unwrap_err()
-            .to_string();
+        let e = YangSchema::add_texts(&[], &[("a.yang".into(), a.into())], &[d.path().to_path_buf()]).unwrap_err();
         assert_eq!(
-            e.replace(&format!("{}/", d.path().display()), "DIR/"),
+            message(&e, &d),
             "a.yang: needs module b revision 2020-01-01 (DIR/b.yang) and revision 2019-01-01 \
              (DIR/x/b@2019-01-01.yang); a store keeps one revision of each module"
         );

@@ -370,7 +370,7 @@ impl<'a> Tokens<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn revisions(text: &str) -> Vec<String> {
@@ -425,7 +425,7 @@ revision 2011-01-01;"#;
     }
 
     /// A search directory holding `files` (path below it, text).
-    fn dir(files: &[(&str, &str)]) -> tempfile::TempDir {
+    pub(crate) fn dir(files: &[(&str, &str)]) -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
         for (path, text) in files {
             let p = d.path().join(path);
