@@ -164,8 +164,10 @@ enum SchemaCommand {
         /// YANG files (`.yang`).
         #[arg(required = true, value_name = "FILE.yang")]
         files: Vec<std::path::PathBuf>,
-        /// Directory searched (recursively) for imported modules as NAME.yang
-        /// or NAME@REVISION.yang; may be given several times.
+        /// Directory searched (recursively) for imported and included modules
+        /// by name: NAME.yang or NAME@REVISION.yang, whose newest revision
+        /// statement must match an import's revision-date. May be given
+        /// several times.
         #[arg(long, value_name = "DIR")]
         search: Vec<std::path::PathBuf>,
     },

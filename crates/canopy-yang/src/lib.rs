@@ -12,11 +12,12 @@
 mod ly;
 pub mod model;
 mod normalize;
+mod search;
 mod validate;
 mod values;
 
 use std::collections::BTreeMap;
-use std::path::{Path as FsPath, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use canopy_core::schema::NodeKind;
@@ -54,6 +55,9 @@ pub enum Error {
     /// A module that imports or includes one that cannot be found.
     #[error("{0}")]
     NotFound(String),
+    /// Modules that need two revisions of one module (a store keeps one).
+    #[error("{0}")]
+    Conflict(String),
     /// A file that cannot be read.
     #[error("{file}: {reason}")]
     Io { file: String, reason: String },
@@ -85,89 +89,214 @@ impl std::fmt::Debug for YangSchema {
     }
 }
 
-/// Serves imports from stored modules, then from files under search
-/// directories (recorded, so that they can be stored).
+/// Serves imports and includes from stored modules, then from files under
+/// search directories (recorded, so that they can be stored).
 struct Sources<'a> {
     stored: &'a [Module],
     dirs: &'a [PathBuf],
-    /// Modules read from files: (name, file, text).
-    read: Vec<(String, PathBuf, String)>,
-    /// The file each served module came from, by name, for error messages.
-    missing: Vec<String>,
+    /// The files under `dirs`, listed on the first search.
+    files: Option<search::Files>,
+    /// Modules read from files.
+    read: Vec<Read>,
+    /// The file (or stored module) being parsed, for whom modules are read.
+    parsing: String,
+    /// The modules and submodules that could not be found, in the order asked.
+    missing: Vec<Missing>,
+}
+
+impl<'a> Sources<'a> {
+    fn new(stored: &'a [Module], dirs: &'a [PathBuf]) -> Sources<'a> {
+        Sources { stored, dirs, files: None, read: Vec::new(), parsing: String::new(), missing: Vec::new() }
+    }
+}
+
+/// A module read from a search directory, and the file being parsed that
+/// needed it (directly or not).
+#[derive(Clone)]
+struct Read {
+    name: String,
+    found: search::Found,
+    by: String,
+}
+
+/// A module or submodule neither stored nor found in the search directories.
+struct Missing {
+    name: String,
+    revision: Option<String>,
+    submodule: bool,
+    /// The revision of the stored module of that name, if one is stored.
+    stored: Option<Option<String>>,
+    /// The files named for it, with what they hold.
+    looked: Vec<search::Looked>,
+}
+
+/// How many files a "not found" message lists.
+const LOOKED_SHOWN: usize = 10;
+
+impl Missing {
+    /// `imports module NAME revision R, which is neither …`, saying why
+    /// each candidate did not fit.
+    fn describe(&self, dirs: &[PathBuf]) -> String {
+        let Missing { name, revision, submodule, stored, looked } = self;
+        let what = if *submodule { "includes submodule" } else { "imports module" };
+        let rev = revision.as_ref().map(|r| format!(" revision {r}")).unwrap_or_default();
+        let store = match stored {
+            Some(Some(r)) => format!("the store (it holds revision {r})"),
+            Some(None) => "the store (it holds one without a revision)".to_string(),
+            None => "the store".to_string(),
+        };
+        let dirs = if dirs.is_empty() {
+            "none given: use --search DIR".to_string()
+        } else if looked.is_empty() {
+            let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            format!("no {name}.yang or {name}@REVISION.yang under {}", dirs.join(", "))
+        } else {
+            let mut shown: Vec<String> = looked.iter().take(LOOKED_SHOWN).map(ToString::to_string).collect();
+            if looked.len() > LOOKED_SHOWN {
+                shown.push(format!("and {} more", looked.len() - LOOKED_SHOWN));
+            }
+            format!("looked at: {}", shown.join(", "))
+        };
+        format!("{what} {name}{rev}, which is neither in {store} nor in the search directories ({dirs})")
+    }
+}
+
+/// The revision of a stored module: what its text says (as libyang will
+/// check it), else what was recorded.
+fn stored_revision(m: &Module) -> Option<String> {
+    search::header(&m.text).and_then(|h| h.revision().map(str::to_string)).or_else(|| m.revision.clone())
+}
+
+/// Parses the implemented modules of `kept` (their imports from `kept`, then
+/// `search`), then `texts`. Returns the context, the modules to store (kept,
+/// added, and those read, with their revisions) and the modules read at
+/// another revision than one of the same name (a store keeps one).
+fn compile(
+    kept: &[Module],
+    texts: &[(String, String)],
+    search: &[PathBuf],
+) -> Result<(Ctx, Vec<Module>, Vec<Conflict>), Error> {
+    let ctx = Ctx::new().map_err(Error::Internal)?;
+    let mut src = Sources::new(kept, search);
+    for m in kept.iter().filter(|m| m.implemented) {
+        src.parsing = format!("module {}", m.name);
+        ctx.parse_module(&m.text, &mut src).map_err(|e| module_errors(&src.parsing, &m.text, e, &src))?;
+    }
+    let mut modules: Vec<Module> = kept.to_vec();
+    for (file, text) in texts {
+        src.parsing.clone_from(file);
+        let name = ctx.parse_module(text, &mut src).map_err(|e| module_errors(file, text, e, &src))?;
+        modules.retain(|m| m.name != name);
+        modules.push(Module { revision: None, implemented: true, text: text.clone(), name });
+    }
+    for m in &mut modules {
+        m.revision = search::header(&m.text).and_then(|h| h.revision().map(str::to_string));
+        if m.revision.is_none() {
+            m.revision = ctx.ctx.get_module_latest(&m.name).and_then(|lm| lm.revision().map(str::to_string));
+        }
+    }
+    let mut conflicts = Vec::new();
+    let mut read: Vec<Read> = Vec::new();
+    for r in src.read {
+        if let Some(first) = read.iter().find(|f| f.name == r.name) {
+            if first.found.revision != r.found.revision {
+                conflicts.push(Conflict::Read { first: first.clone(), second: r });
+            }
+        } else if let Some(m) = modules.iter().find(|m| m.name == r.name) {
+            if m.revision != r.found.revision {
+                let (revision, implemented) = (m.revision.clone(), m.implemented);
+                conflicts.push(Conflict::Schema { read: r.clone(), revision, implemented });
+            }
+            read.push(r);
+        } else {
+            read.push(r);
+        }
+    }
+    read.retain(|r| !modules.iter().any(|m| m.name == r.name));
+    for r in read {
+        modules.push(Module { name: r.name, revision: r.found.revision, implemented: false, text: r.found.text });
+    }
+    modules.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((ctx, modules, conflicts))
+}
+
+/// A module found in the search directories at another revision than a
+/// module of the same name the schema holds or another file read.
+enum Conflict {
+    /// A module of the schema (stored or added) at `revision`.
+    Schema { read: Read, revision: Option<String>, implemented: bool },
+    /// Two files read.
+    Read { first: Read, second: Read },
+}
+
+impl Conflict {
+    /// Whether the schema's module may be replaced by the one read: it is
+    /// only imported, so its revision is not the user's choice.
+    fn replaceable(&self) -> bool {
+        matches!(self, Conflict::Schema { implemented: false, .. })
+    }
+
+    fn error(&self) -> Error {
+        let rev = |r: &Option<String>| match r {
+            Some(r) => format!("revision {r}"),
+            None => "no revision".to_string(),
+        };
+        let (by, needs, but) = match self {
+            Conflict::Schema { read, revision, implemented } => (
+                &read.by,
+                read,
+                if *implemented {
+                    format!(", but the schema implements {} of it", rev(revision))
+                } else {
+                    format!(", but the stored modules need {} and do not load with it", rev(revision))
+                },
+            ),
+            Conflict::Read { first, second } => {
+                (&first.by, first, format!(" and {} ({})", rev(&second.found.revision), second.found.path.display()))
+            }
+        };
+        Error::Conflict(format!(
+            "{by}: needs module {} {} ({}){but}; a store keeps one revision of each module",
+            needs.name,
+            rev(&needs.found.revision),
+            needs.found.path.display()
+        ))
+    }
 }
 
 impl Importer for Sources<'_> {
     fn import(&mut self, name: &str, revision: Option<&str>, sub: Option<(&str, Option<&str>)>) -> Option<String> {
-        let (name, revision) = match sub {
-            Some((s, r)) => (s, r),
-            None => (name, revision),
+        let (name, revision, submodule) = match sub {
+            Some((s, r)) => (s, r, true),
+            None => (name, revision, false),
         };
-        let fits = |m: &Module| m.name == name && (revision.is_none() || m.revision.as_deref() == revision);
-        if let Some(m) = self.stored.iter().find(|m| fits(m)) {
+        let fits = |rev: Option<&str>| revision.is_none_or(|r| rev == Some(r));
+        if let Some(m) = self.stored.iter().find(|m| m.name == name && fits(stored_revision(m).as_deref())) {
             return Some(m.text.clone());
         }
-        if let Some((_, _, t)) = self.read.iter().find(|(n, _, _)| n == name) {
-            return Some(t.clone());
+        if let Some(r) = self.read.iter().find(|r| r.name == name && fits(r.found.revision.as_deref())) {
+            return Some(r.found.text.clone());
         }
-        match find_module_file(self.dirs, name, revision) {
-            Some(file) => match std::fs::read_to_string(&file) {
-                Ok(text) => {
-                    self.read.push((name.to_string(), file, text.clone()));
-                    Some(text)
-                }
-                Err(_) => None,
-            },
-            None => {
-                self.missing.push(match revision {
-                    Some(r) => format!("{name}@{r}"),
-                    None => name.to_string(),
+        let files = self.files.get_or_insert_with(|| search::Files::scan(self.dirs));
+        match files.find(name, revision, submodule) {
+            Ok(found) => {
+                let text = found.text.clone();
+                self.read.push(Read { name: name.to_string(), found, by: self.parsing.clone() });
+                Some(text)
+            }
+            Err(looked) => {
+                let stored = self.stored.iter().find(|m| m.name == name).map(stored_revision);
+                self.missing.push(Missing {
+                    name: name.to_string(),
+                    revision: revision.map(str::to_string),
+                    submodule,
+                    stored,
+                    looked,
                 });
                 None
             }
         }
     }
-}
-
-/// `NAME.yang` or `NAME@REVISION.yang` under `dirs` (searched recursively):
-/// the given revision, else the newest.
-fn find_module_file(dirs: &[PathBuf], name: &str, revision: Option<&str>) -> Option<PathBuf> {
-    let mut found: Vec<(String, PathBuf)> = Vec::new();
-    fn walk(dir: &FsPath, name: &str, found: &mut Vec<(String, PathBuf)>, depth: usize) {
-        let Ok(rd) = std::fs::read_dir(dir) else { return };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                if depth < 8 {
-                    walk(&p, name, found, depth + 1);
-                }
-                continue;
-            }
-            let Some(f) = p.file_name().and_then(|f| f.to_str()) else { continue };
-            let Some(stem) = f.strip_suffix(".yang") else { continue };
-            match stem.split_once('@') {
-                Some((n, rev)) if n == name => found.push((rev.to_string(), p.clone())),
-                None if stem == name => found.push((String::new(), p.clone())),
-                _ => {}
-            }
-        }
-    }
-    for d in dirs {
-        walk(d, name, &mut found, 0);
-    }
-    if let Some(r) = revision {
-        if let Some((_, p)) = found.iter().find(|(rev, _)| rev == r) {
-            return Some(p.clone());
-        }
-        // A file without a revision in its name may still be that revision.
-        return found
-            .into_iter()
-            .find(|(rev, p)| {
-                rev.is_empty() && std::fs::read_to_string(p).is_ok_and(|t| t.contains(&format!("revision {r}")))
-            })
-            .map(|(_, p)| p);
-    }
-    found.sort();
-    found.pop().map(|(_, p)| p)
 }
 
 impl YangSchema {
@@ -178,23 +307,34 @@ impl YangSchema {
     /// the module's name).
     pub fn from_modules(modules: &[Module]) -> Result<YangSchema, Error> {
         let ctx = Ctx::new().map_err(Error::Internal)?;
-        let mut src = Sources { stored: modules, dirs: &[], read: Vec::new(), missing: Vec::new() };
+        let mut src = Sources::new(modules, &[]);
         for m in modules.iter().filter(|m| m.implemented) {
             ctx.parse_module(&m.text, &mut src)
                 .map_err(|e| module_errors(&format!("module {}", m.name), &m.text, e, &src))?;
         }
+        Ok(YangSchema::new(ctx, modules.to_vec()))
+    }
+
+    fn new(ctx: Ctx, modules: Vec<Module>) -> YangSchema {
         let model = Model::build(&ctx);
-        Ok(YangSchema { ctx: Mutex::new(ctx), model, modules: modules.to_vec() })
+        YangSchema { ctx: Mutex::new(ctx), model, modules }
     }
 
     /// Adds the modules in `files` to `existing` ones: every file is parsed
     /// and implemented, its imports and includes are taken from `existing`,
-    /// then from `NAME.yang` / `NAME@REVISION.yang` files under `search`
-    /// (recursively). A file holding a module that exists replaces it.
+    /// then from files under `search` found as libyang finds them: by name
+    /// (`NAME.yang`, `NAME@REVISION.yang`, recursively), the one whose text
+    /// holds the revision-date asked for, else the newest. A file holding a
+    /// module that exists replaces it; an import-only module stored at
+    /// another revision than one found for a revision-date is replaced too,
+    /// if the stored modules compile with the one found.
     ///
     /// # Errors
     /// [`Error::Io`] for a file that cannot be read, [`Error::Module`] naming
-    /// the file and line of the first problem libyang reports.
+    /// the file and line of the first problem libyang reports,
+    /// [`Error::NotFound`] for a module that is not found (naming the files
+    /// looked at), [`Error::Conflict`] when two revisions of one module
+    /// would have to be stored.
     pub fn add_files(existing: &[Module], files: &[PathBuf], search: &[PathBuf]) -> Result<YangSchema, Error> {
         let mut texts = Vec::new();
         for f in files {
@@ -211,39 +351,29 @@ impl YangSchema {
     /// # Errors
     /// As [`YangSchema::add_files`].
     pub fn add_texts(existing: &[Module], texts: &[(String, String)], search: &[PathBuf]) -> Result<YangSchema, Error> {
-        let names: Vec<Option<String>> = texts.iter().map(|(_, t)| module_name(t)).collect();
+        let names: Vec<Option<String>> = texts.iter().map(|(_, t)| search::header(t).map(|h| h.name)).collect();
         let kept: Vec<Module> =
             existing.iter().filter(|m| !names.iter().any(|n| n.as_deref() == Some(&m.name))).cloned().collect();
-        let ctx = Ctx::new().map_err(Error::Internal)?;
-        let mut src = Sources { stored: &kept, dirs: search, read: Vec::new(), missing: Vec::new() };
-        for m in kept.iter().filter(|m| m.implemented) {
-            ctx.parse_module(&m.text, &mut src)
-                .map_err(|e| module_errors(&format!("module {}", m.name), &m.text, e, &src))?;
+        let (ctx, modules, conflicts) = compile(&kept, texts, search)?;
+        let Some(first) = conflicts.first() else { return Ok(YangSchema::new(ctx, modules)) };
+        // A stored import-only module gives way to the revision found for a
+        // revision-date, if the stored modules still compile with it; a module
+        // that is implemented, or two revisions read, cannot be settled so.
+        if let Some(c) = conflicts.iter().find(|c| !c.replaceable()) {
+            return Err(c.error());
         }
-        let mut added = Vec::new();
-        for (file, text) in texts {
-            let name = ctx.parse_module(text, &mut src).map_err(|e| module_errors(file, text, e, &src))?;
-            added.push((name, text.clone()));
-        }
-        let model = Model::build(&ctx);
-        let mut modules: Vec<Module> = kept.clone();
-        for (name, text) in added {
-            modules.retain(|m| m.name != name);
-            modules.push(Module { revision: None, implemented: true, text, name });
-        }
-        for (name, _, text) in src.read {
-            if !modules.iter().any(|m| m.name == name) {
-                modules.push(Module { name, revision: None, implemented: false, text });
+        let mut kept = kept.clone();
+        for c in &conflicts {
+            if let Conflict::Schema { read, .. } = c {
+                let m = kept.iter_mut().find(|m| m.name == read.name).expect("a conflict with a kept module");
+                m.text.clone_from(&read.found.text);
+                m.revision.clone_from(&read.found.revision);
             }
         }
-        for m in &mut modules {
-            m.revision = ctx.ctx.get_module_latest(&m.name).and_then(|lm| lm.revision().map(str::to_string));
-            if m.revision.is_none() {
-                m.revision = first_revision(&m.text);
-            }
+        match compile(&kept, texts, search) {
+            Ok((ctx, modules, again)) if again.is_empty() => Ok(YangSchema::new(ctx, modules)),
+            _ => Err(first.error()),
         }
-        modules.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(YangSchema { ctx: Mutex::new(ctx), model, modules })
     }
 
     /// The modules of the schema, implemented and imported, by name.
@@ -280,37 +410,12 @@ impl YangSchema {
     }
 }
 
-/// The module name a YANG text declares (`module NAME {`), if it can be seen.
-fn module_name(text: &str) -> Option<String> {
-    let mut words = text.split(|c: char| c.is_whitespace() || c == '{').filter(|w| !w.is_empty());
-    while let Some(w) = words.next() {
-        if w == "module" || w == "submodule" {
-            return words.next().map(|n| n.trim_matches(|c| c == '"' || c == '\'').to_string());
-        }
-        if w.starts_with("//") {
-            continue;
-        }
-    }
-    None
-}
-
-fn first_revision(text: &str) -> Option<String> {
-    let i = text.find("revision ")?;
-    let rest = text[i + 9..].trim_start().trim_start_matches(['"', '\'']);
-    let r: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '-').collect();
-    (r.len() == 10).then_some(r)
-}
-
 /// The first libyang error as [`Error::Module`], naming the file being parsed
 /// (or the imported module it failed in) and the line.
 fn module_errors(file: &str, text: &str, errs: Vec<LyError>, src: &Sources<'_>) -> Error {
     if let Some(m) = src.missing.first() {
         if errs.iter().any(|e| e.msg.contains("not found") || e.msg.contains("Loading")) {
-            let dirs: Vec<String> = src.dirs.iter().map(|d| d.display().to_string()).collect();
-            return Error::NotFound(format!(
-                "{file}: imports module {m}, which is neither in the store nor in the search directories ({})",
-                if dirs.is_empty() { "none given: use --search DIR".to_string() } else { dirs.join(", ") }
-            ));
+            return Error::NotFound(format!("{file}: {}", m.describe(src.dirs)));
         }
     }
     // An error inside an imported module names that module's file.
@@ -321,9 +426,9 @@ fn module_errors(file: &str, text: &str, errs: Vec<LyError>, src: &Sources<'_>) 
             e.msg.strip_prefix("Parsing module \"").or_else(|| e.msg.strip_prefix("Parsing submodule \""))
         {
             let name = rest.split('"').next().unwrap_or_default();
-            if let Some((_, f, t)) = src.read.iter().find(|(n, _, _)| n == name) {
-                file = f.display().to_string();
-                text = t.clone();
+            if let Some(r) = src.read.iter().find(|r| r.name == name) {
+                file = r.found.path.display().to_string();
+                text = r.found.text.clone();
             }
         }
     }
@@ -367,4 +472,271 @@ fn guess_line(text: &str, msg: &str) -> u64 {
         }
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::tests::dir;
+
+    /// Module `a`, importing `b` at `revision`, added with `d` searched.
+    fn add_a(existing: &[Module], d: &tempfile::TempDir, revision: &str) -> Result<YangSchema, Error> {
+        let a = format!(
+            "module a {{ namespace urn:a; prefix a;\n  import b {{ prefix b; revision-date {revision}; }}\n  leaf x {{ type b:t; }}\n}}"
+        );
+        YangSchema::add_texts(existing, &[("a.yang".into(), a)], &[d.path().to_path_buf()])
+    }
+
+    /// Module `b` with these revision statements and a marker in its description.
+    fn b(revisions: &str, marker: &str) -> String {
+        format!("module b {{ namespace urn:b; prefix b;\n  description \"{marker}\";\n  {revisions}\n  typedef t {{ type string; }}\n}}")
+    }
+
+    /// The stored module `name`: its revision and the marker its text holds.
+    fn stored(s: &YangSchema, name: &str) -> (Option<String>, String) {
+        let m = s.modules().iter().find(|m| m.name == name).unwrap_or_else(|| panic!("{name} not stored"));
+        let marker = m.text.split("description \"").nth(1).and_then(|r| r.split('"').next()).unwrap_or_default();
+        (m.revision.clone(), marker.to_string())
+    }
+
+    /// The message of an error, with `d`'s path as `DIR`.
+    fn message(e: &Error, d: &tempfile::TempDir) -> String {
+        e.to_string().replace(&format!("{}/", d.path().display()), "DIR/")
+    }
+
+    fn not_found(r: Result<YangSchema, Error>, d: &tempfile::TempDir) -> String {
+        match r {
+            Err(e @ Error::NotFound(_)) => message(&e, d),
+            other => panic!("expected NotFound, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_import_with_a_revision_date_is_found_in_a_file_named_without_it() {
+        let d = dir(&[("b.yang", &b("revision \"2020-01-01\";", "quoted"))]);
+        let s = add_a(&[], &d, "2020-01-01").unwrap();
+        assert_eq!(stored(&s, "b"), (Some("2020-01-01".into()), "quoted".into()));
+        assert!(!s.modules().iter().find(|m| m.name == "b").unwrap().implemented);
+    }
+
+    #[test]
+    fn a_module_is_its_newest_revision() {
+        let d = dir(&[("b.yang", &b("revision '2021-01-01' { description \"new\"; }\n  revision 2020-01-01;", "two"))]);
+        let s = add_a(&[], &d, "2021-01-01").unwrap();
+        assert_eq!(stored(&s, "b"), (Some("2021-01-01".into()), "two".into()));
+        // The older revision statement is history, not the module's revision.
+        assert_eq!(
+            not_found(add_a(&[], &d, "2020-01-01"), &d),
+            "a.yang: imports module b revision 2020-01-01, which is neither in the store nor in the search \
+             directories (looked at: DIR/b.yang (revision 2021-01-01))"
+        );
+    }
+
+    #[test]
+    fn a_missing_revision_names_every_file_looked_at() {
+        let d = dir(&[
+            ("b.yang", &b("revision 2023-01-23;", "plain")),
+            ("x/b@2010-09-24.yang", &b("revision 2010-09-24;", "old")),
+            ("y/b.yang", "module c { namespace urn:c; prefix c; revision 2013-07-15; }"),
+        ]);
+        assert_eq!(
+            not_found(add_a(&[], &d, "2013-07-15"), &d),
+            "a.yang: imports module b revision 2013-07-15, which is neither in the store nor in the search \
+             directories (looked at: DIR/b.yang (revision 2023-01-23), DIR/x/b@2010-09-24.yang (revision \
+             2010-09-24), DIR/y/b.yang (holds module c))"
+        );
+        let many: Vec<(String, String)> = (10..22)
+            .map(|i| (format!("d{i}/b@2000-01-{i}.yang"), b(&format!("revision 2000-01-{i};"), "many")))
+            .collect();
+        let d = dir(&many.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect::<Vec<_>>());
+        let e = not_found(add_a(&[], &d, "2013-07-15"), &d);
+        assert!(e.contains("DIR/d19/b@2000-01-19.yang (revision 2000-01-19), and 2 more)"), "{e}");
+        assert!(!e.contains("d20"), "{e}");
+        // No file named for the module; no search directory at all.
+        let d = dir(&[]);
+        let e = not_found(add_a(&[], &d, "2013-07-15"), &d);
+        assert!(e.ends_with(&format!("(no b.yang or b@REVISION.yang under {})", d.path().display())), "{e}");
+        let e = YangSchema::add_texts(
+            &[],
+            &[("a.yang".into(), "module a { namespace urn:a; prefix a; import b { prefix b; } }".into())],
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.ends_with("search directories (none given: use --search DIR)"), "{e}");
+    }
+
+    #[test]
+    fn a_file_named_for_the_revision_is_preferred_and_its_text_checked() {
+        let d = dir(&[
+            ("b.yang", &b("revision 2020-01-01;", "plain")),
+            ("x/b@2020-01-01.yang", &b("revision 2020-01-01;", "named")),
+        ]);
+        assert_eq!(stored(&add_a(&[], &d, "2020-01-01").unwrap(), "b").1, "named");
+        // A file whose name says the revision but whose text holds another is passed over…
+        let d = dir(&[
+            ("b@2020-01-01.yang", &b("revision 2019-01-01;", "misnamed")),
+            ("x/b.yang", &b("revision 2020-01-01;", "plain")),
+        ]);
+        assert_eq!(stored(&add_a(&[], &d, "2020-01-01").unwrap(), "b").1, "plain");
+        // …and named when nothing fits.
+        std::fs::remove_file(d.path().join("x/b.yang")).unwrap();
+        assert_eq!(
+            not_found(add_a(&[], &d, "2020-01-01"), &d),
+            "a.yang: imports module b revision 2020-01-01, which is neither in the store nor in the search \
+             directories (looked at: DIR/b@2020-01-01.yang (named for revision 2020-01-01, holds revision 2019-01-01))"
+        );
+    }
+
+    #[test]
+    fn submodules_are_found_the_same_way() {
+        let d = dir(&[(
+            "sub/a-sub.yang",
+            "submodule a-sub { belongs-to a { prefix a; }\n  revision \"2020-01-01\";\n  leaf y { type string; } }",
+        )]);
+        let a = "module a { namespace urn:a; prefix a; include a-sub { revision-date 2020-01-01; } }";
+        let s = YangSchema::add_texts(&[], &[("a.yang".into(), a.into())], &[d.path().to_path_buf()]).unwrap();
+        assert!(s.kind("/a:y").is_some());
+        assert_eq!(s.modules().iter().find(|m| m.name == "a-sub").unwrap().revision.as_deref(), Some("2020-01-01"));
+        let a = a.replace("2020-01-01", "2021-01-01");
+        let e = not_found(YangSchema::add_texts(&[], &[("a.yang".into(), a)], &[d.path().to_path_buf()]), &d);
+        assert_eq!(
+            e,
+            "a.yang: includes submodule a-sub revision 2021-01-01, which is neither in the store nor in the search \
+             directories (looked at: DIR/sub/a-sub.yang (revision 2020-01-01))"
+        );
+    }
+
+    /// The published modules `scripts/setup.sh` fetches (pyang's set, in
+    /// `ietf/` and `iana/`, every file named without its revision), from
+    /// `CANOPY_YANG_MODULES` as `scripts/test.sh` sets it; `None` (the test
+    /// says it is skipped) when unset, except in CI.
+    fn published() -> Option<PathBuf> {
+        match std::env::var_os("CANOPY_YANG_MODULES") {
+            Some(d) => Some(PathBuf::from(d)),
+            None if std::env::var_os("CI").is_some() => panic!("CANOPY_YANG_MODULES is not set"),
+            None => {
+                eprintln!("skipped: CANOPY_YANG_MODULES is not set (scripts/test.sh sets it)");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn published_headers_name_their_file() {
+        let Some(dir) = published() else { return };
+        let mut seen = 0;
+        for sub in ["ietf", "iana"] {
+            for e in std::fs::read_dir(dir.join(sub)).unwrap() {
+                let p = e.unwrap().path();
+                let text = std::fs::read_to_string(&p).unwrap();
+                let h = search::header(&text).unwrap_or_else(|| panic!("{}", p.display()));
+                assert_eq!(Some(h.name.as_str()), p.file_stem().and_then(|s| s.to_str()), "{}", p.display());
+                // Published modules list their newest revision first.
+                let first = text.lines().map(str::trim_start).find_map(|l| l.strip_prefix("revision ")).unwrap();
+                assert!(first.trim_start_matches(['"', '\'']).starts_with(h.revision().unwrap()), "{}", p.display());
+                seen += 1;
+            }
+        }
+        assert!(seen > 50, "{seen} modules");
+    }
+
+    #[test]
+    fn published_includes_and_imports_with_revision_dates() {
+        let Some(dir) = published() else { return };
+        let search = [dir.clone()];
+        // ietf-snmp includes eleven submodules at 2014-12-10, ietf-ipv6-unicast-routing
+        // includes ietf-ipv6-router-advertisements at 2018-03-13 (a file with two revisions).
+        let files: Vec<PathBuf> = ["ietf-snmp", "ietf-ipv6-unicast-routing"]
+            .iter()
+            .map(|n| dir.join("ietf").join(format!("{n}.yang")))
+            .collect();
+        let s = YangSchema::add_files(&[], &files, &search).unwrap();
+        let revision = |s: &YangSchema, n: &str| {
+            s.modules().iter().find(|m| m.name == n).unwrap_or_else(|| panic!("{n} not stored")).revision.clone()
+        };
+        assert_eq!(revision(&s, "ietf-snmp-usm").as_deref(), Some("2014-12-10"));
+        assert_eq!(revision(&s, "ietf-ipv6-router-advertisements").as_deref(), Some("2018-03-13"));
+        assert_eq!(revision(&s, "ietf-routing").as_deref(), Some("2018-03-13"));
+        // ietf-netconf-acm writes its revisions quoted.
+        let user = |rev: &str, module: &str, prefix: &str| {
+            format!("module user {{ namespace urn:u; prefix u; import {module} {{ prefix {prefix}; revision-date {rev}; }} }}")
+        };
+        let s = YangSchema::add_texts(
+            s.modules(),
+            &[("user.yang".into(), user("2018-02-14", "ietf-netconf-acm", "nacm"))],
+            &search,
+        )
+        .unwrap();
+        assert_eq!(revision(&s, "ietf-netconf-acm").as_deref(), Some("2018-02-14"));
+        // An older revision of ietf-routing than the set holds is not served,
+        // neither from the store nor from the file that lists it as history.
+        let e = YangSchema::add_texts(
+            s.modules(),
+            &[("user.yang".into(), user("2016-11-04", "ietf-routing", "rt"))],
+            &search,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "user.yang: imports module ietf-routing revision 2016-11-04, which is neither in the store (it holds \
+                 revision 2018-03-13) nor in the search directories (looked at: {} (revision 2018-03-13))",
+                dir.join("ietf/ietf-routing.yang").display()
+            )
+        );
+    }
+
+    #[test]
+    fn a_stored_module_of_another_revision_gives_way_if_nothing_pins_it() {
+        let old = dir(&[("b@2019-01-01.yang", &b("revision 2019-01-01;", "old"))]);
+        let new = dir(&[("b.yang", &b("revision 2020-01-01;", "new"))]);
+        let c = |pin: &str| {
+            let c = format!(
+                "module c {{ namespace urn:c; prefix c; import b {{ prefix b; {pin} }} leaf y {{ type b:t; }} }}"
+            );
+            YangSchema::add_texts(&[], &[("c.yang".into(), c)], &[old.path().to_path_buf()]).unwrap()
+        };
+        // c takes any revision of b: the stored b (2019) is not served for a's
+        // revision-date, and 2020 replaces it, c compiled against it.
+        let stored_c = c("");
+        assert_eq!(stored(&stored_c, "b").1, "old");
+        let s = add_a(stored_c.modules(), &new, "2020-01-01").unwrap();
+        assert_eq!(stored(&s, "b"), (Some("2020-01-01".into()), "new".into()));
+        assert_eq!(s.modules().iter().filter(|m| m.name == "b").count(), 1);
+        YangSchema::from_modules(s.modules()).unwrap();
+        // c pinned to 2019: a store keeps one revision of b, so a cannot have 2020.
+        let pinned = c("revision-date 2019-01-01;");
+        let e = add_a(pinned.modules(), &new, "2020-01-01").unwrap_err();
+        assert_eq!(
+            message(&e, &new),
+            "a.yang: needs module b revision 2020-01-01 (DIR/b.yang), but the stored modules need revision \
+             2019-01-01 and do not load with it; a store keeps one revision of each module"
+        );
+        // Nor can it when the stored b is implemented.
+        let implemented = YangSchema::add_files(&[], &[old.path().join("b@2019-01-01.yang")], &[]).unwrap();
+        let e = add_a(implemented.modules(), &new, "2020-01-01").unwrap_err();
+        assert_eq!(
+            message(&e, &new),
+            "a.yang: needs module b revision 2020-01-01 (DIR/b.yang), but the schema implements revision \
+             2019-01-01 of it; a store keeps one revision of each module"
+        );
+    }
+
+    #[test]
+    fn two_revisions_of_one_module_from_the_search_are_refused() {
+        let d = dir(&[
+            ("b.yang", &b("revision 2020-01-01;", "new")),
+            ("x/b@2019-01-01.yang", &b("revision 2019-01-01;", "old")),
+            ("c.yang", "module c { namespace urn:c; prefix c; import b { prefix b; revision-date 2019-01-01; } }"),
+        ]);
+        let a = "module a { namespace urn:a; prefix a;\n  import b { prefix b; revision-date 2020-01-01; }\n  import c { prefix c; }\n}";
+        let e = YangSchema::add_texts(&[], &[("a.yang".into(), a.into())], &[d.path().to_path_buf()]).unwrap_err();
+        assert_eq!(
+            message(&e, &d),
+            "a.yang: needs module b revision 2020-01-01 (DIR/b.yang) and revision 2019-01-01 \
+             (DIR/x/b@2019-01-01.yang); a store keeps one revision of each module"
+        );
+    }
 }
