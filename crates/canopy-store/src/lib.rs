@@ -14,6 +14,7 @@ pub mod files;
 pub mod fragment;
 pub mod keys;
 pub mod memory;
+pub mod metered;
 pub mod stream;
 pub mod treeio;
 pub mod url;

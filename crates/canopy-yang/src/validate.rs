@@ -83,6 +83,25 @@ impl YangSchema {
     /// # Errors
     /// Errors loading data.
     pub fn validate(&self, changes: &[Change], data: &mut dyn DataAccess) -> Result<Vec<Violation>, LoadError> {
+        self.validate_in(changes, data, false)
+    }
+
+    /// [`YangSchema::validate`] in a datastore that holds configuration only
+    /// (`config_only`: running, startup, candidate): state nodes cannot be
+    /// there, so leafrefs, instance-identifiers and must/when expressions of
+    /// state nodes are not looked for (deleting an interface does not read
+    /// every interface for state leafrefs such as `higher-layer-if`).
+    ///
+    /// # Errors
+    /// Errors loading data.
+    pub fn validate_in(
+        &self,
+        changes: &[Change],
+        data: &mut dyn DataAccess,
+        config_only: bool,
+    ) -> Result<Vec<Violation>, LoadError> {
+        // Whether instances of schema node `i` can be in this datastore.
+        let present = |i: usize| !config_only || self.model.nodes[i].config;
         let mut plan = Plan::default();
         for c in changes {
             self.plan_change(c, data.tree(), &mut plan);
@@ -90,7 +109,7 @@ impl YangSchema {
         let mut out = std::mem::take(&mut plan.found);
         // Leafrefs whose predicate keys changed are checked like those set.
         for ((_, lr), base) in std::mem::take(&mut plan.key_changes) {
-            if !self.model.nodes[lr].leafref.is_some_and(|(_, required)| required) {
+            if !self.model.nodes[lr].leafref.is_some_and(|(_, required)| required) || !present(lr) {
                 continue;
             }
             for (path, value) in self.instances(&base, lr, data)? {
@@ -101,6 +120,9 @@ impl YangSchema {
         }
         // Must/when of nodes that read a changed node.
         for ((_, owner), scope) in std::mem::take(&mut plan.readers) {
+            if !present(owner) {
+                continue;
+            }
             for (path, _) in self.instances(&scope, owner, data)? {
                 plan.exprs.entry(path.to_string()).or_insert((path, owner));
             }
@@ -108,7 +130,7 @@ impl YangSchema {
         // Instance-identifiers pointing into a deleted subtree.
         if !plan.deleted.is_empty() && !self.model.instance_ids.is_empty() {
             let set: BTreeSet<String> = plan.instances.iter().map(|(p, _)| p.to_string()).collect();
-            for &ii in &self.model.instance_ids {
+            for &ii in self.model.instance_ids.iter().filter(|&&ii| present(ii)) {
                 for (path, value) in self.instances(&Path::root(), ii, data)? {
                     let Some(v) = value else { continue };
                     if set.contains(&path.to_string()) {
@@ -138,7 +160,7 @@ impl YangSchema {
             self.check_instance(&path, &value, data, &mut out)?;
         }
         for (path, idx, value) in std::mem::take(&mut plan.targets) {
-            self.check_target_gone(&path, idx, &value, &leafref_paths, data, &mut out)?;
+            self.check_target_gone(&path, idx, &value, &leafref_paths, &present, data, &mut out)?;
         }
         self.check_exprs(&plan.exprs, data, &mut out)?;
         out.sort();
@@ -834,12 +856,13 @@ impl YangSchema {
         target: usize,
         value: &Value,
         skip: &BTreeSet<String>,
+        present: &dyn Fn(usize) -> bool,
         data: &mut dyn DataAccess,
         out: &mut Vec<Violation>,
     ) -> Result<(), LoadError> {
         let text = value.as_text().into_owned();
         for &r in self.model.referrers.get(&target).map(Vec::as_slice).unwrap_or_default() {
-            if !self.model.nodes[r].leafref.is_some_and(|(_, req)| req) {
+            if !self.model.nodes[r].leafref.is_some_and(|(_, req)| req) || !present(r) {
                 continue;
             }
             // A relative path climbs to a common ancestor: the referrers that

@@ -380,7 +380,7 @@ impl Store {
             return Ok(Commit { revision: snap.revision(), changes });
         }
         if let Some(y) = &yang {
-            crate::yang::validate(y, &changes, &mut crate::yang::Sparse { loader: &mut loader, root: &mut root })?;
+            crate::yang::validate(y, ds, &changes, &mut crate::yang::Sparse { loader: &mut loader, root: &mut root })?;
         }
         let matched = Matched::find(&self.hub, ds, &changes);
         matched.validate(self.conn.id, &changes)?;
@@ -436,7 +436,7 @@ impl Store {
             return Ok(Commit { revision: snap.revision(), changes });
         }
         if let Some(y) = &yang {
-            if let Err(e) = crate::yang::validate(y, &changes, &mut crate::yang::Whole(&cached.tree)) {
+            if let Err(e) = crate::yang::validate(y, ds, &changes, &mut crate::yang::Whole(&cached.tree)) {
                 undo(&mut cached.tree, &changes);
                 return Err(e);
             }

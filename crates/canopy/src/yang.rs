@@ -288,10 +288,11 @@ impl DataAccess for Whole<'_> {
 /// Validates a transaction's changes.
 pub(crate) fn validate(
     yang: &YangSchema,
+    ds: Datastore,
     changes: &[canopy_core::diff::Change],
     data: &mut dyn DataAccess,
 ) -> Result<()> {
-    let v = yang.validate(changes, data).map_err(|e| match e.downcast::<Error>() {
+    let v = yang.validate_in(changes, data, ds != Datastore::Operational).map_err(|e| match e.downcast::<Error>() {
         Ok(e) => *e,
         Err(e) => Error::Usage(e.to_string()),
     })?;

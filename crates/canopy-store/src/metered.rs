@@ -1,0 +1,94 @@
+//! A backend that counts what its snapshots read, around any other: tests
+//! use it to show that work is proportional to the change, not to the store
+//! (deleting one entry does not read the whole list).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::backend::{Backend, Batch, Snapshot, SyncMode, Visit, WriteView};
+use crate::error::Result;
+
+/// Keys read through a [`Metered`] backend's snapshots and write views.
+#[derive(Debug, Default)]
+pub struct Reads {
+    /// Keys visited by scans.
+    pub scanned: AtomicU64,
+    /// Point lookups.
+    pub gets: AtomicU64,
+}
+
+impl Reads {
+    /// Keys scanned plus point lookups since the last reset.
+    pub fn total(&self) -> u64 {
+        self.scanned.load(Ordering::Relaxed) + self.gets.load(Ordering::Relaxed)
+    }
+
+    pub fn reset(&self) {
+        self.scanned.store(0, Ordering::Relaxed);
+        self.gets.store(0, Ordering::Relaxed);
+    }
+}
+
+/// `inner`, counting the keys every read visits into `reads`.
+pub struct Metered<B> {
+    pub inner: B,
+    pub reads: Arc<Reads>,
+}
+
+impl<B: Backend> Metered<B> {
+    pub fn new(inner: B) -> (Metered<B>, Arc<Reads>) {
+        let reads = Arc::new(Reads::default());
+        (Metered { inner, reads: reads.clone() }, reads)
+    }
+}
+
+struct Counted<'a, S: ?Sized> {
+    inner: Box<S>,
+    reads: &'a Reads,
+}
+
+impl<S: Snapshot + ?Sized> Snapshot for Counted<'_, S> {
+    fn revision(&self) -> u64 {
+        self.inner.revision()
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.reads.gets.fetch_add(1, Ordering::Relaxed);
+        self.inner.get(key)
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
+        self.inner.scan(start, end, reverse, &mut |k, v| {
+            self.reads.scanned.fetch_add(1, Ordering::Relaxed);
+            visit(k, v)
+        })
+    }
+}
+
+impl<S: WriteView + ?Sized> WriteView for Counted<'_, S> {
+    fn commit(self: Box<Self>, batch: &Batch) -> Result<u64> {
+        self.inner.commit(batch)
+    }
+}
+
+impl<B: Backend> Backend for Metered<B> {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        Ok(Box::new(Counted { inner: self.inner.snapshot()?, reads: &self.reads }))
+    }
+
+    fn apply(&self, batch: &Batch) -> Result<u64> {
+        self.inner.apply(batch)
+    }
+
+    fn begin_write(&self) -> Result<Box<dyn WriteView + '_>> {
+        Ok(Box::new(Counted { inner: self.inner.begin_write()?, reads: &self.reads }))
+    }
+
+    fn sync_mode(&self) -> SyncMode {
+        self.inner.sync_mode()
+    }
+}
