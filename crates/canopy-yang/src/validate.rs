@@ -159,8 +159,8 @@ impl YangSchema {
         for (path, value) in std::mem::take(&mut plan.instances) {
             self.check_instance(&path, &value, data, &mut out)?;
         }
-        for (path, idx, value) in std::mem::take(&mut plan.targets) {
-            self.check_target_gone(&path, idx, &value, &leafref_paths, &present, data, &mut out)?;
+        for gone in std::mem::take(&mut plan.targets) {
+            self.check_target_gone(&gone, &leafref_paths, &present, data, &mut out)?;
         }
         self.check_exprs(&plan.exprs, data, &mut out)?;
         out.sort();
@@ -852,15 +852,14 @@ impl YangSchema {
     /// it). Those at `skip` were checked as set in this transaction.
     fn check_target_gone(
         &self,
-        path: &Path,
-        target: usize,
-        value: &Value,
+        (path, target, value): &(Path, usize, Value),
         skip: &BTreeSet<String>,
         present: &dyn Fn(usize) -> bool,
         data: &mut dyn DataAccess,
         out: &mut Vec<Violation>,
     ) -> Result<(), LoadError> {
         let text = value.as_text().into_owned();
+        let target = *target;
         for &r in self.model.referrers.get(&target).map(Vec::as_slice).unwrap_or_default() {
             if !self.model.nodes[r].leafref.is_some_and(|(_, req)| req) || !present(r) {
                 continue;
