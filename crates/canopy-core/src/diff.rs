@@ -46,6 +46,13 @@ pub enum Change {
     Meta { path: Path, old: Meta, new: Meta },
     /// A user-ordered entry moved.
     Moved { path: Path, old: Place, new: Place },
+    /// A container, a whole list or a list entry was deleted with everything
+    /// below it by one range delete, without reading what it held: nobody
+    /// asked for it (no subscriber, no validation that reads it). Like
+    /// [`Change::Deleted`] but without the old content; it cannot be undone
+    /// from the diff ([`Change::inverse`] returns it unchanged), so the engine
+    /// never produces it where it undoes from the diff (a cached tree).
+    Erased { path: Path },
 }
 
 impl Change {
@@ -56,7 +63,8 @@ impl Change {
             | Change::Deleted { path, .. }
             | Change::Modified { path, .. }
             | Change::Meta { path, .. }
-            | Change::Moved { path, .. } => path,
+            | Change::Moved { path, .. }
+            | Change::Erased { path } => path,
         }
     }
 
@@ -68,6 +76,7 @@ impl Change {
             Change::Modified { path, old, new } => Change::Modified { path, old: new, new: old },
             Change::Meta { path, old, new } => Change::Meta { path, old: new, new: old },
             Change::Moved { path, old, new } => Change::Moved { path, old: new, new: old },
+            Change::Erased { path } => Change::Erased { path },
         }
     }
 }
@@ -498,7 +507,7 @@ fn apply_one(root: &mut Container, change: &Change) -> Result<()> {
                 ll.insert(idx, v.clone());
             }
         },
-        Change::Deleted { .. } => remove_at(parent, path)?,
+        Change::Deleted { .. } | Change::Erased { .. } => remove_at(parent, path)?,
         Change::Modified { new, .. } => match parent.children.get_mut(&seg.name) {
             Some(n) if !matches!(n, Node::Container(_) | Node::List(_) | Node::LeafList(_)) => *n = new.clone(),
             _ => return Err(Error::NotFound { path: path.to_string() }),

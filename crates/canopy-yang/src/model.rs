@@ -72,6 +72,9 @@ pub struct SNode {
     /// elsewhere (a leafref target, a leafref predicate's key, a node some
     /// must or when reads): `false` lets validation skip a deleted subtree.
     pub watched_below: bool,
+    /// As `watched_below`, counting only checks of configuration nodes (what
+    /// a configuration datastore can hold).
+    pub watched_below_config: bool,
 }
 
 /// A leafref path (RFC 7950 `path-arg`) resolved against the schema.
@@ -235,6 +238,10 @@ impl Model {
                 || !n.readers.is_empty()
                 || m.key_sources.contains_key(&i);
             let mut watched = !n.readers.is_empty() || m.referrers.contains_key(&i) || m.key_sources.contains_key(&i);
+            let config = |j: &usize| m.nodes[*j].config;
+            let mut watched_config = n.readers.iter().any(config)
+                || m.referrers.get(&i).is_some_and(|r| r.iter().any(config))
+                || m.key_sources.get(&i).is_some_and(|s| s.iter().any(|(lr, _, _)| config(lr)));
             for &c in n.children.values() {
                 let cn = &m.nodes[c];
                 mandatory |= cn.config
@@ -243,8 +250,10 @@ impl Model {
                         || (cn.kind == NodeKind::Container && !cn.presence && cn.has_mandatory));
                 checked |= cn.checked_on_create;
                 watched |= cn.watched_below;
+                watched_config |= cn.watched_below_config;
             }
             m.nodes[i].watched_below = watched;
+            m.nodes[i].watched_below_config = watched_config;
             m.nodes[i].has_mandatory = mandatory;
             m.nodes[i].checked_on_create = checked || mandatory;
         }
@@ -340,6 +349,7 @@ impl Model {
             reads: None,
             readers: Vec::new(),
             watched_below: false,
+            watched_below_config: false,
             fast: if matches!(kind, NodeKind::Leaf | NodeKind::LeafList) {
                 ctx.fast_type(node)
             } else {

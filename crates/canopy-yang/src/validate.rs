@@ -168,6 +168,19 @@ impl YangSchema {
         Ok(out)
     }
 
+    /// Whether validating the deletion of the node at `schema_path` (with
+    /// everything below it) reads what it held: a leafref target, a leafref
+    /// predicate's key or a node some must/when reads is at or below it
+    /// (counting only checks of configuration nodes when `config_only`). When
+    /// not, the engine may erase the subtree unread ([`Change::Erased`]).
+    pub fn erase_needs_content(&self, schema_path: &str, config_only: bool) -> bool {
+        match self.model.by_path.get(schema_path) {
+            Some(&i) if config_only => self.model.nodes[i].watched_below_config,
+            Some(&i) => self.model.nodes[i].watched_below,
+            None => true,
+        }
+    }
+
     fn idx_of(&self, path: &Path) -> Option<usize> {
         self.model.by_path.get(&path.schema_path()).copied()
     }
@@ -211,7 +224,7 @@ impl YangSchema {
                     }
                 }
             }
-            Change::Deleted { node, .. } => {
+            Change::Deleted { .. } | Change::Erased { .. } => {
                 if matches!(n.kind, NodeKind::List | NodeKind::LeafList) {
                     let lp = canopy_core::diff::with_selector(path, Selector::None);
                     if n.min > 0 || n.max.is_some() {
@@ -228,7 +241,11 @@ impl YangSchema {
                     }
                 }
                 // Targets that went away with the subtree, and what read it.
-                self.plan_removed(path, idx, node, plan);
+                // An erased subtree was not read: the engine erases only what
+                // nothing watches ([`YangSchema::erase_needs_content`]).
+                if let Change::Deleted { node, .. } = c {
+                    self.plan_removed(path, idx, node, plan);
+                }
                 plan.deleted.push(path.clone());
             }
             Change::Modified { old, new, .. } => {

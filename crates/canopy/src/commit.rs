@@ -180,6 +180,20 @@ pub(crate) fn batch_for(
                 }
                 w.delete_prefix(rel);
             }
+            Change::Erased { .. } => {
+                // Everything under the node's key, read or not, and the order
+                // records of the user-ordered lists below it; an entry's own
+                // order record too.
+                let rel = keys::path_key(p)?;
+                let entry = matches!(p.last().map(|s| &s.selector), Some(Selector::Keys(_)));
+                if entry && user_ordered(p) {
+                    if let (Some(order), Some(lk)) = (w.stored_order(&rel)?, list_key(p)) {
+                        let ok = w.out.order_key(&lk, &order);
+                        w.order_deletes.insert(ok);
+                    }
+                }
+                w.delete_prefix(rel);
+            }
             Change::Moved { .. } if matches!(p.last().map(|s| &s.selector), Some(Selector::Keys(_))) => {
                 let rel = keys::path_key(p)?;
                 if let (Some(order), Some(lk)) = (w.stored_order(&rel)?, list_key(p)) {

@@ -9,6 +9,7 @@ use canopy_core::edit::{apply_edit_owned, canonical_path, canonical_path_cow, Ed
 use canopy_core::keycode;
 use canopy_core::path::query::Query;
 use canopy_core::path::{Path, Selector};
+use canopy_core::schema::NodeKind;
 use canopy_core::select;
 use canopy_core::tree::{Container, Insert, ListInfo, Node, NodeRef};
 use canopy_core::{Schema, Schemaless, Value};
@@ -371,7 +372,12 @@ impl Store {
         // Stored lists are all in `base`; `schema` grows with what edits teach.
         let mut loader = Loader::new(snap, ds, &base);
         let mut changes = Vec::new();
-        for e in edits {
+        let erasable = erasable(&edits, ds, &base, yang.as_deref(), &self.hub);
+        for (e, erase) in edits.into_iter().zip(erasable) {
+            if erase {
+                erase_edit(&mut loader, &mut root, &e, &schema, &mut changes)?;
+                continue;
+            }
             prepare(&mut loader, &mut root, &e, &schema)?;
             learn_edit(&mut schema, &mut learned, &e, &root);
             changes.extend(apply_edit_owned(&mut root, e, &Typed { lists: &schema, yang: yang.as_deref() })?);
@@ -877,6 +883,87 @@ pub(crate) fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path)
         }
         Selector::Position(_) | Selector::Value(_) => {}
     }
+    Ok(())
+}
+
+/// Which of a transaction's edits delete a container, a whole list or a list
+/// entry that can be erased unread (one range delete, [`Change::Erased`]):
+/// a delete or remove of such a node whose lists are all known with keys,
+/// that no other edit of the transaction touches, that no subscriber of the
+/// datastore is told about (subscribers get old values), and whose content no
+/// YANG check reads.
+fn erasable(edits: &[Edit], ds: Datastore, schema: &Schemaless, yang: Option<&YangSchema>, hub: &Hub) -> Vec<bool> {
+    let mut out = vec![false; edits.len()];
+    if hub.subscribers().iter().any(|s| s.ds == ds) {
+        return out;
+    }
+    for (i, e) in edits.iter().enumerate() {
+        if !matches!(e.op, Operation::Delete | Operation::Remove) || e.path.is_root() {
+            continue;
+        }
+        let mut sp = String::new();
+        let keyed = e.path.segments.iter().all(|seg| {
+            sp.push('/');
+            sp.push_str(&seg.name);
+            match &seg.selector {
+                Selector::None => true,
+                Selector::Keys(_) => schema.lists.get(&sp).is_some_and(|l| !l.keys.is_empty()),
+                Selector::Position(_) | Selector::Value(_) => false,
+            }
+        });
+        if !keyed {
+            continue;
+        }
+        let last_keyed = matches!(e.path.last().map(|s| &s.selector), Some(Selector::Keys(_)));
+        let fragment_node = match yang {
+            Some(y) => {
+                matches!(y.kind(&sp), Some(NodeKind::Container | NodeKind::List))
+                    && !y.erase_needs_content(&sp, ds != Datastore::Operational)
+            }
+            // Without a schema a name without keys may be a leaf (stored in
+            // its parent's fragment): only known lists and their entries.
+            None => last_keyed || schema.lists.contains_key(&sp),
+        };
+        let alone = edits.iter().enumerate().all(|(j, o)| j == i || !overlap(&o.path, &e.path));
+        out[i] = fragment_node && alone;
+    }
+    out
+}
+
+/// Whether one of two paths may lie at or under the other: their common
+/// steps name the same nodes, a step without a selector standing for any
+/// entry of its list.
+fn overlap(a: &Path, b: &Path) -> bool {
+    a.segments.iter().zip(&b.segments).all(|(x, y)| {
+        x.name == y.name
+            && (x.selector == y.selector
+                || matches!(x.selector, Selector::None)
+                || matches!(y.selector, Selector::None))
+    })
+}
+
+/// Applies an edit [`erasable`] chose: checks that the node is stored (a
+/// delete of an absent node fails), loads its ancestors (validation checks
+/// what their losing a child means) and records [`Change::Erased`].
+fn erase_edit(
+    loader: &mut Loader,
+    root: &mut Container,
+    edit: &Edit,
+    schema: &Schemaless,
+    changes: &mut Vec<Change>,
+) -> Result<()> {
+    let path = canonical_path_cow(root, &edit.path, schema).into_owned();
+    let rel = keys::path_key(&path)?;
+    if !loader.any_under(&rel)? {
+        return match edit.op {
+            Operation::Delete => Err(canopy_core::Error::NotFound { path: edit.path.to_string() }.into()),
+            _ => Ok(()),
+        };
+    }
+    if let Some(parent) = path.parent() {
+        loader.path(root, &parent)?;
+    }
+    changes.push(Change::Erased { path });
     Ok(())
 }
 

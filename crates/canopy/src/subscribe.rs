@@ -138,7 +138,8 @@ pub(crate) fn concerns(sub: &Path, change: &Change) -> bool {
     };
     match change {
         Change::Created { node, .. } | Change::Deleted { node, .. } => holds(node),
-        Change::Moved { .. } => true,
+        // What was erased is not known: it may hold what the subscription names.
+        Change::Moved { .. } | Change::Erased { .. } => true,
         Change::Modified { .. } | Change::Meta { .. } => false,
     }
 }

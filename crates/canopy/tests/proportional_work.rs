@@ -56,3 +56,90 @@ fn a_config_leafref_still_guards_its_target() {
     }
     store.running().delete("/m:c/i[name='if8']").unwrap();
 }
+
+const PLAIN: &str = r#"module m { namespace "urn:m"; prefix m;
+     container c { list i { key name; leaf name { type string; } leaf mtu { type uint16; }
+       container sub { leaf x { type string; } } } } }"#;
+
+/// Deleting a whole list, one entry or the container above is one range
+/// delete that reads nothing of what it deletes; the diff says what was
+/// erased without its content.
+#[test]
+fn deletes_erase_without_reading_what_they_delete() {
+    for (path, left) in [("/m:c/i[name='if3']", ENTRIES - 1), ("/m:c/i", 0), ("/m:c", 0)] {
+        let (store, reads) = store(PLAIN);
+        store.running().set("/m:c/i[name='if5']/sub/x", canopy::Value::String("deep".into())).unwrap();
+        reads.reset();
+        let commit = store.running().delete(path).unwrap();
+        let read = reads.total();
+        assert!(read < 50, "deleting {path} read {read} keys of {ENTRIES} entries");
+        assert_eq!(commit.changes.len(), 1, "{path}: {:?}", commit.changes);
+        assert!(
+            matches!(&commit.changes[0], canopy::Change::Erased { path: p } if p.to_string() == path),
+            "{path}: {:?}",
+            commit.changes
+        );
+        assert_eq!(store.running().count("/m:c/i").unwrap(), left, "{path}");
+        assert_eq!(store.running().count("//x").unwrap(), usize::from(left == ENTRIES - 1), "{path}");
+        assert!(store.check().unwrap().is_empty(), "{path}: {:?}", store.check());
+    }
+}
+
+/// A delete of what is not stored fails and a remove changes nothing, as on
+/// the path that reads.
+#[test]
+fn erasing_what_is_absent() {
+    let (store, _) = store(PLAIN);
+    match store.running().delete("/m:c/i[name='nope']") {
+        Err(Error::Data(canopy_core::Error::NotFound { .. })) => {}
+        other => panic!("{other:?}"),
+    }
+    let remove =
+        canopy::Edit { op: canopy::Operation::Remove, ..canopy::Edit::delete("/m:c/i[name='nope']".parse().unwrap()) };
+    assert!(store.running().apply(&[remove]).unwrap().changes.is_empty());
+}
+
+/// A subscriber gets old values: with one subscribed, the delete reads the
+/// entry and the diff holds it.
+#[test]
+fn a_subscriber_gets_what_was_deleted() {
+    struct Quiet;
+    impl canopy::Subscriber for Quiet {}
+    let (store, _) = store(PLAIN);
+    let _sub = store.subscribe(canopy::Datastore::Running, "/m:c", 0, Quiet).unwrap();
+    let commit = store.running().delete("/m:c/i[name='if3']").unwrap();
+    assert!(
+        matches!(&commit.changes[..], [canopy::Change::Deleted { node: canopy::Subtree::Entry(e), .. }] if !e.children.is_empty()),
+        "{:?}",
+        commit.changes
+    );
+}
+
+/// Erasing entries of user-ordered lists, and a container holding one,
+/// removes their order records too: the store checks clean and the list
+/// keeps its order for later inserts.
+#[test]
+fn erasing_user_ordered_entries_and_their_parents_leaves_no_order_records() {
+    let store = Store::open("memory:erase-ordered").unwrap();
+    store.declare_list("/m:c/u", canopy::ListInfo { keys: vec!["k".into()], user_ordered: true }).unwrap();
+    store.declare_list("/m:c/u/v", canopy::ListInfo { keys: vec!["n".into()], user_ordered: true }).unwrap();
+    for k in 0..10 {
+        store.running().set(&format!("/m:c/u[k='{k}']/v[n='a']/x"), canopy::Value::from_cli("1")).unwrap();
+        store.running().set(&format!("/m:c/u[k='{k}']/v[n='b']/x"), canopy::Value::from_cli("2")).unwrap();
+    }
+    let commit = store.running().delete("/m:c/u[k='4']").unwrap();
+    assert!(matches!(&commit.changes[..], [canopy::Change::Erased { .. }]), "{:?}", commit.changes);
+    assert!(store.check().unwrap().is_empty(), "{:?}", store.check());
+    let keys = |s: &Store| -> Vec<String> {
+        let mut out = Vec::new();
+        s.running().get_json("/m:c/u/k", canopy::ReadOptions::default(), false, &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        v["m:c"]["u"].as_array().unwrap().iter().map(|e| e["k"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(keys(&store), ["0", "1", "2", "3", "5", "6", "7", "8", "9"]);
+    store.running().delete("/m:c").unwrap();
+    assert!(store.check().unwrap().is_empty(), "{:?}", store.check());
+    store.running().set("/m:c/u[k='z']/v[n='a']/x", canopy::Value::from_cli("1")).unwrap();
+    assert_eq!(keys(&store), ["z"]);
+    assert!(store.check().unwrap().is_empty(), "{:?}", store.check());
+}
