@@ -278,3 +278,26 @@ fn long_work_shows_progress_on_a_terminal_only() {
     let seen = on_terminal(&store, &format!("copy --from {store} --to {copy}"));
     assert!(seen.contains("copying to ") && seen.contains("copied "), "{seen}");
 }
+
+/// A reader that goes away (`canopy get … | head`) is not an error, for a
+/// whole list streamed from the store as for other reads.
+#[test]
+fn a_closed_pipe_ends_a_streamed_read_quietly() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s").display().to_string();
+    let entries: Vec<serde_json::Value> =
+        (0..5000).map(|i| serde_json::json!({"k": format!("k{i}"), "v": "x".repeat(40)})).collect();
+    let doc = dir.path().join("doc.json");
+    std::fs::write(&doc, serde_json::json!({"m:c": {"l": entries}}).to_string()).unwrap();
+    assert!(run(&store, &["import", doc.to_str().unwrap(), "--list", "/m:c/l=k"]).status.success());
+    for path in ["/m:c/l", "/m:c"] {
+        let mut child = canopy(&store, &["get", path]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{path}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "{path}");
+    }
+}

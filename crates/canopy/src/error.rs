@@ -30,6 +30,10 @@ pub enum Error {
     /// Another connection holds the lock of the datastore written to.
     #[error("{0}")]
     Locked(String),
+    /// Writing a read's output failed (a closed pipe, a full disk): the
+    /// caller's writer, not the store.
+    #[error("writing the output: {0}")]
+    Output(#[source] std::io::Error),
     /// A change subscriber rejected the transaction; nothing was stored.
     #[error("the subscriber to {subtree} in {} rejected the transaction: {reason}", datastore.name())]
     Rejected { datastore: canopy_store::keys::Datastore, subtree: String, reason: String },
@@ -45,6 +49,7 @@ impl Error {
             | Error::Locked(_)
             | Error::Rejected { .. }
             | Error::Invalid(_)
+            | Error::Output(_)
             | Error::Schema(_) => true,
             Error::Store(e) => matches!(
                 e.kind(),

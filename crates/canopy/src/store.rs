@@ -1181,7 +1181,7 @@ impl Session<'_> {
                 _ => canopy_core::json::write_container(out, &selection(tree, &q, opts, yang), &wopts),
             }
         })?;
-        written.map_err(|e| Error::Usage(format!("writing the output: {e}")))
+        written.map_err(Error::Output)
     }
 
     /// The node at an instance path, if present.

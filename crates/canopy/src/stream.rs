@@ -6,7 +6,7 @@ use std::io::Write;
 
 use canopy_core::path::{Path, Selector};
 use canopy_core::tree::Container;
-use canopy_core::Schemaless;
+use canopy_core::{Schema, Schemaless};
 use canopy_store::fragment;
 use canopy_store::keys::{self, Datastore};
 use canopy_store::stream::JsonStream;
@@ -18,16 +18,16 @@ use crate::error::{Error, Result};
 /// (a closed pipe, say), not the store's.
 struct Output<'e, W> {
     out: W,
-    failed: &'e mut Option<String>,
+    failed: &'e mut Option<std::io::Error>,
 }
 
 impl<W: Write> Write for Output<'_, W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.out.write(buf).inspect_err(|e| *self.failed = Some(e.to_string()))
+        self.out.write(buf).inspect_err(|e| *self.failed = Some(std::io::Error::new(e.kind(), e.to_string())))
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush().inspect_err(|e| *self.failed = Some(e.to_string()))
+        self.out.flush().inspect_err(|e| *self.failed = Some(std::io::Error::new(e.kind(), e.to_string())))
     }
 }
 
@@ -38,9 +38,12 @@ pub(crate) fn streamable(path: &Path) -> bool {
 }
 
 /// Writes the node at `path` (canonical; see [`streamable`]) with its
-/// ancestors as one RFC 7951 document. Returns `Ok(false)`, having written
-/// nothing, when the path names something that is not a stored container or
-/// entry (a leaf, say): the caller then reads it the general way.
+/// ancestors as one RFC 7951 document: a container, a list entry or a whole
+/// list, entry after entry as the range scan meets them (a read's memory is
+/// one entry's, not the list's; a user-ordered list is gathered to be put in
+/// order). Returns `Ok(false)`, having written nothing, when the path names
+/// nothing stored or something that is not a container, entry or known list
+/// (a leaf, say): the caller then reads it the general way.
 pub(crate) fn write_path<W: Write>(
     snap: &dyn Snapshot,
     ds: Datastore,
@@ -53,13 +56,21 @@ pub(crate) fn write_path<W: Write>(
     let rel = keys::path_key(path)?;
     let mut key = data.clone();
     key.extend_from_slice(&rel);
-    // The target must be a stored container or entry; for the root, anything goes.
+    // The target must be a stored container or entry, or a known list with
+    // an entry; for the root, anything goes.
     let target = if path.is_root() {
         None
     } else {
         match snap.get(&key)? {
             Some(v) => Some(v),
-            None => return Ok(false),
+            None => {
+                let list = matches!(path.last().map(|s| &s.selector), Some(Selector::None))
+                    && schema.list_info(&path.schema_path()).is_some();
+                if !list || snap.first_with_prefix(&key, false)?.is_none() {
+                    return Ok(false);
+                }
+                None
+            }
         }
     };
     let mut failed = None;
@@ -72,7 +83,7 @@ pub(crate) fn write_path<W: Write>(
         JsonStream::new(Output { out, failed: &mut failed }, pretty, schema),
     );
     match (written, failed) {
-        (Err(_), Some(e)) => Err(Error::Usage(format!("writing the output: {e}"))),
+        (Err(_), Some(e)) => Err(Error::Output(e)),
         (Err(Error::Store(e)), None) => Err(crate::load::in_datastore(&data, e).into()),
         (written, _) => written,
     }
