@@ -15,8 +15,10 @@
 //! datastore's tree stays in memory and writes go through as diffs.
 
 mod admin;
+mod catalog;
 mod check;
 mod commit;
+mod connections;
 mod datastores;
 pub mod error;
 mod hub;
@@ -36,7 +38,8 @@ pub use canopy_core::Violation;
 pub use canopy_core::{json, Meta, Path, Value};
 pub use canopy_store::keys::Datastore;
 pub use canopy_yang::{Module as YangModule, WithDefaults, YangSchema};
-pub use datastores::{LockInfo, ORIGIN, ORIGIN_INTENDED, ORIGIN_UNKNOWN};
+pub use connections::LockInfo;
+pub use datastores::{ORIGIN, ORIGIN_INTENDED, ORIGIN_UNKNOWN};
 pub use error::{Error, Result};
 pub use hub::Provider;
 pub use store::{Commit, Options, ReadOptions, Session, Store};

@@ -17,8 +17,9 @@ use canopy_store::keys::{self, Datastore};
 use canopy_store::{Backend, Batch, ErrorKind, Snapshot, StoreUrl};
 use canopy_yang::{WithDefaults, YangSchema};
 
+use crate::catalog::{Catalog, Catalogs};
 use crate::commit::batch_for;
-use crate::datastores::{Conn, Control};
+use crate::connections::{Conn, Control};
 use crate::error::{Error, Result};
 use crate::hub::Hub;
 use crate::load::{node_key, Loader};
@@ -51,12 +52,9 @@ struct Cached {
 pub struct Store {
     backend: Box<dyn Backend>,
     url: String,
-    /// Learned list info and the revision it was read at.
-    schema: RwLock<(u64, Arc<Schemaless>)>,
-    /// Locks and the candidate's state, and the revision they were read at.
-    control: RwLock<(u64, Arc<Control>)>,
-    /// The YANG schema and the revision it was read at (see `crate::yang`).
-    pub(crate) yang: RwLock<Option<crate::yang::YangCache>>,
+    /// What the newest revision seen says besides its data: lists, the YANG
+    /// schema, locks and the candidate's state, as one unit.
+    catalog: Catalogs,
     /// One writer at a time in this connection; other connections and
     /// processes are caught by the revision check of each batch.
     pub(crate) writer: Mutex<()>,
@@ -115,37 +113,29 @@ impl Store {
     /// Errors reading the store's learned list info.
     pub fn from_backend(backend: Box<dyn Backend>, url: &str, options: Options) -> Result<Store> {
         init_format(&*backend)?;
-        let control = {
+        {
             let snap = backend.snapshot()?;
             let control = Control::load(&*snap)?;
             // Pushed state of ended connections is collected; best effort (a
             // read-only store keeps it, and readers skip it anyway).
             let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-            crate::datastores::collect_ended_pushers(&control, &mut batch);
-            match batch.is_empty() {
-                true => (snap.revision(), Arc::new(control)),
-                false => {
-                    drop(snap);
-                    let _ = backend.apply(&batch);
-                    let snap = backend.snapshot()?;
-                    (snap.revision(), Arc::new(Control::load(&*snap)?))
-                }
+            crate::connections::collect_ended_pushers(&control, &mut batch);
+            if !batch.is_empty() {
+                drop(snap);
+                let _ = backend.apply(&batch);
             }
-        };
+        }
         let store = Store {
             backend,
             url: url.to_string(),
-            // Read on first use (`schema_at`): no revision is u64::MAX.
-            schema: RwLock::new((u64::MAX, Arc::new(Schemaless::default()))),
-            control: RwLock::new(control),
-            yang: RwLock::new(None),
+            catalog: Catalogs::new(),
             writer: Mutex::new(()),
             cache: options.cache.then(|| RwLock::new(HashMap::new())),
             conn: Conn::new(),
             hub: crate::hub::hub_for(url),
         };
         // Learned lists and the YANG schema are read (and checked) at open.
-        store.schema_now()?;
+        store.catalog_at(&*store.backend.snapshot()?)?;
         Ok(store)
     }
 
@@ -177,37 +167,25 @@ impl Store {
         Ok(self.backend.snapshot()?.revision())
     }
 
-    /// The learned list info valid for `snap`.
-    pub(crate) fn schema_at(&self, snap: &dyn Snapshot) -> Result<Arc<Schemaless>> {
-        {
-            let g = self.schema.read().map_err(|_| poisoned())?;
-            if g.0 == snap.revision() {
-                return Ok(g.1.clone());
-            }
-        }
-        let mut s = crate::schema::load(snap)?;
-        // A YANG schema gives every list its keys and ordering.
-        if let Some(y) = self.yang_at(snap)? {
-            s.lists.extend(y.lists());
-        }
-        let s = Arc::new(s);
-        let mut g = self.schema.write().map_err(|_| poisoned())?;
-        *g = (snap.revision(), s.clone());
-        Ok(s)
+    /// The catalog of `snap`'s revision: lists, YANG schema, locks and the
+    /// candidate's state as that revision holds them.
+    pub(crate) fn catalog_at(&self, snap: &dyn Snapshot) -> Result<Arc<Catalog>> {
+        self.catalog.at(snap)
     }
 
-    /// Locks and the candidate's state valid for `snap`.
+    /// The lists known at `snap`'s revision (learned, declared, the YANG schema's).
+    pub(crate) fn schema_at(&self, snap: &dyn Snapshot) -> Result<Arc<Schemaless>> {
+        Ok(self.catalog.at(snap)?.lists.clone())
+    }
+
+    /// Locks and the candidate's state at `snap`'s revision.
     pub(crate) fn control_at(&self, snap: &dyn Snapshot) -> Result<Arc<Control>> {
-        {
-            let g = self.control.read().map_err(|_| poisoned())?;
-            if g.0 == snap.revision() {
-                return Ok(g.1.clone());
-            }
-        }
-        let c = Arc::new(Control::load(snap)?);
-        let mut g = self.control.write().map_err(|_| poisoned())?;
-        *g = (snap.revision(), c.clone());
-        Ok(c)
+        Ok(self.catalog.at(snap)?.control.clone())
+    }
+
+    /// The YANG schema at `snap`'s revision (`None`: a schemaless store).
+    pub(crate) fn yang_at(&self, snap: &dyn Snapshot) -> Result<Option<Arc<YangSchema>>> {
+        Ok(self.catalog.at(snap)?.yang.clone())
     }
 
     /// The learned list info of the current revision.
@@ -475,32 +453,23 @@ impl Store {
         }
     }
 
-    /// After a commit at `revision` made from the schema in force plus what
-    /// it learned, that schema is the one in force at `revision`.
+    /// After a data commit at `revision` made from the lists in force plus
+    /// what it learned: the catalog of `revision` is the one before with
+    /// those lists (data commits leave locks and the candidate's state alone).
     fn learned_committed(&self, revision: u64, schema: Schemaless) {
-        self.schema_committed(revision, Some(schema));
-        // Data commits leave locks and the candidate's state as they were.
-        if let Ok(mut g) = self.control.write() {
-            if g.0 + 1 == revision {
-                g.0 = revision;
-            }
-        }
+        self.catalog.committed(revision - 1, revision, Some(schema), None);
     }
 
-    /// After a commit at `revision` that changed not the YANG schema and, at
-    /// most, learned list info: made from the list info in force plus what it
-    /// learned (`Some(schema)`), or learning nothing (`None`), what was in force
-    /// before is in force at `revision`.
-    pub(crate) fn schema_committed(&self, revision: u64, schema: Option<Schemaless>) {
-        self.yang_committed(revision);
-        if let Ok(mut g) = self.schema.write() {
-            if g.0.checked_add(1) == Some(revision) {
-                match schema {
-                    Some(s) => *g = (revision, Arc::new(s)),
-                    None => g.0 = revision,
-                }
-            }
-        }
+    /// After a commit at `revision` on top of the catalog held: the lists
+    /// and control records it leaves, where it changed them.
+    pub(crate) fn catalog_committed(
+        &self,
+        base: u64,
+        revision: u64,
+        lists: Option<Schemaless>,
+        control: Option<Control>,
+    ) {
+        self.catalog.committed(base, revision, lists, control);
     }
 
     /// After a commit at `revision` that changed no datastore's contents
@@ -722,8 +691,19 @@ fn default_only(y: &YangSchema, tree: &Container, p: &Path) -> Container {
 }
 
 /// Writes the layout version into an empty store; refuses a store with data
-/// but no version, or another version.
+/// but no version, or another version. Processes opening a new store at once
+/// race to write it: the ones that lose read the winner's.
 fn init_format(backend: &dyn Backend) -> Result<()> {
+    for _ in 0..CONFLICT_RETRIES {
+        match init_format_once(backend) {
+            Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => continue,
+            other => return other,
+        }
+    }
+    init_format_once(backend)
+}
+
+fn init_format_once(backend: &dyn Backend) -> Result<()> {
     let snap = backend.snapshot()?;
     match snap.get(keys::FORMAT)? {
         Some(v) if v == keys::FORMAT_VERSION.to_be_bytes() => Ok(()),

@@ -17,18 +17,9 @@ use crate::error::{Error, Result};
 use crate::load::Loader;
 use crate::store::{load_whole, Store};
 
-/// The compiled schema valid at a revision, and the module records it was
-/// compiled from (compared on a revision change, so that data commits by
-/// other processes do not recompile it).
-pub(crate) struct YangCache {
-    pub revision: u64,
-    records: Vec<u8>,
-    pub schema: Option<Arc<YangSchema>>,
-}
-
 /// The module records of a snapshot: their raw bytes (for comparison) and
 /// the modules.
-fn read_modules(snap: &dyn Snapshot) -> Result<(Vec<u8>, Vec<Module>)> {
+pub(crate) fn read_modules(snap: &dyn Snapshot) -> Result<(Vec<u8>, Vec<Module>)> {
     let mut raw = Vec::new();
     let mut modules = Vec::new();
     let mut err = None;
@@ -75,7 +66,7 @@ fn decode_module(name: &str, v: &[u8]) -> Result<Module> {
 /// schema instead of compiling it again. Entries go when no store uses them.
 static COMPILED: std::sync::Mutex<Vec<(Vec<u8>, std::sync::Weak<YangSchema>)>> = std::sync::Mutex::new(Vec::new());
 
-fn compiled(records: &[u8], modules: &[Module]) -> Result<Arc<YangSchema>> {
+pub(crate) fn compiled(records: &[u8], modules: &[Module]) -> Result<Arc<YangSchema>> {
     let mut g = COMPILED.lock().map_err(|_| crate::store::poisoned())?;
     g.retain(|(_, w)| w.strong_count() > 0);
     if let Some(s) = g.iter().find(|(r, _)| r == records).and_then(|(_, w)| w.upgrade()) {
@@ -91,42 +82,13 @@ fn schema_error(e: canopy_yang::Error) -> Error {
 }
 
 impl Store {
-    /// The YANG schema valid for `snap` (`None`: a schemaless store).
-    pub(crate) fn yang_at(&self, snap: &dyn Snapshot) -> Result<Option<Arc<YangSchema>>> {
-        {
-            let g = self.yang.read().map_err(|_| crate::store::poisoned())?;
-            if let Some(c) = g.as_ref().filter(|c| c.revision == snap.revision()) {
-                return Ok(c.schema.clone());
-            }
-        }
-        let (records, modules) = read_modules(snap)?;
-        let mut g = self.yang.write().map_err(|_| crate::store::poisoned())?;
-        if let Some(c) = g.as_mut().filter(|c| c.records == records) {
-            c.revision = snap.revision();
-            return Ok(c.schema.clone());
-        }
-        let schema = if modules.is_empty() { None } else { Some(compiled(&records, &modules)?) };
-        *g = Some(YangCache { revision: snap.revision(), records, schema: schema.clone() });
-        Ok(schema)
-    }
-
-    /// After a data commit at `revision` on top of the cached one, the schema
-    /// is still the same.
-    pub(crate) fn yang_committed(&self, revision: u64) {
-        if let Ok(mut g) = self.yang.write() {
-            if let Some(c) = g.as_mut().filter(|c| c.revision + 1 == revision) {
-                c.revision = revision;
-            }
-        }
-    }
-
     /// The store's YANG schema, if it has one.
     ///
     /// # Errors
     /// Backend errors; [`Error::Schema`] when the stored modules no longer compile.
     pub fn yang_schema(&self) -> Result<Option<Arc<YangSchema>>> {
         let snap = self.backend().snapshot()?;
-        self.yang_at(&*snap)
+        Ok(self.catalog_at(&*snap)?.yang.clone())
     }
 
     /// The modules of the store's schema (implemented and imported), by name.

@@ -323,9 +323,20 @@ fn open_env(dir: &Path, sync: SyncMode, map_size: usize) -> Result<Inner> {
         // SAFETY: NO_SYNC only changes when LMDB flushes; see the module doc.
         unsafe { opts.flags(EnvFlags::NO_SYNC) };
     }
-    // SAFETY: the map is only modified through LMDB; canopy never writes the
-    // file otherwise, and LMDB's lock file coordinates processes.
-    let env = unsafe { opts.open(dir) }.map_err(|e| lmdb_err(dir, "open", e))?;
+    // The last handle of this directory may still be closing in another
+    // thread (its `Shared` is gone from `OPEN`, heed's environment not yet):
+    // wait for it rather than fail.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let env = loop {
+        // SAFETY: the map is only modified through LMDB; canopy never writes the
+        // file otherwise, and LMDB's lock file coordinates processes.
+        match unsafe { opts.open(dir) } {
+            Err(heed::Error::EnvAlreadyOpened) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(1))
+            }
+            other => break other.map_err(|e| lmdb_err(dir, "open", e))?,
+        }
+    };
     let mut wtxn = env.write_txn().map_err(|e| lmdb_err(dir, "open", e))?;
     let db: Db = env.create_database(&mut wtxn, None).map_err(|e| lmdb_err(dir, "open the database", e))?;
     wtxn.commit().map_err(|e| lmdb_err(dir, "open", e))?;
