@@ -1,12 +1,11 @@
-//! `canopy bench SUITE|all [--backends a,b,…] [--size N[,N…]|small|seed]
-//! [--repeat R] [--format md|json] [--out DIR]`: runs suites, prints their
-//! tables, writes md, JSON and SVG reports.
+//! The runner of `canopy bench`: which suites, backends and sizes a run
+//! takes ([`Options`], from [`crate::BenchArgs`]), the context a suite runs in
+//! ([`Cx`]: a temporary directory, the store URLs, measuring), and running a
+//! suite into a [`Report`].
 //!
 //! Every backend of every size runs in a fresh temporary directory that is
-//! removed when it is done, on errors, and on Ctrl-C (the first SIGINT stops
-//! the run at the next measured step; a second one exits at once).
-
-#![allow(unsafe_code)] // installing a SIGINT handler through libc.
+//! removed when it is done, on errors, and on Ctrl-C (the first one stops the
+//! run at the next measured step; a second one exits at once).
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -15,7 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use clap::Parser;
 
+use crate::command::{BenchArgs, BenchCommand};
 use crate::report::{Layout, Report, Table};
 use crate::timing::Sample;
 
@@ -34,7 +35,7 @@ pub enum SizeSpec {
 }
 
 /// Output format on stdout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Md,
     Json,
@@ -80,118 +81,108 @@ pub fn suites() -> &'static [Suite] {
     &crate::suites::ALL
 }
 
-pub const USAGE: &str = "usage: canopy bench SUITE|all [--backends a,b,…] [--size N[,N…]|small|seed] \
-                         [--repeat R] [--format md|json] [--out DIR]\n\
-                         suites: sysrepo, keyset, objects, cps, rpm (all: every one); \
-                         backends: lmdb, sqlite, snapshot, json, memory";
+/// The suites, for messages.
+const SUITES: &str = "sysrepo, keyset, objects, cps, rpm, or all of them";
 
-/// Parses the arguments after `bench`.
+/// Parses the arguments after `bench` (as `canopy-bench` takes them).
 ///
 /// # Errors
-/// Unknown suites, backends or options, malformed numbers.
+/// What clap refuses (unknown options, a malformed `--repeat` or `--format`),
+/// and what [`Options::from_args`] refuses.
 pub fn parse_args(args: &[String], probe: Vec<OsString>) -> Result<Options> {
-    let mut it = args.iter();
-    let suite = it.next().with_context(|| format!("which suite?\n{USAGE}"))?;
-    let chosen: Vec<&'static Suite> = if suite == "all" {
-        suites().iter().collect()
-    } else {
-        match suites().iter().find(|s| s.name == suite) {
-            Some(s) => vec![s],
-            None => bail!("unknown suite `{suite}`\n{USAGE}"),
+    let parsed = BenchCommand::try_parse_from(std::iter::once("canopy-bench").chain(args.iter().map(String::as_str)))
+        .map_err(anyhow::Error::new)?;
+    Options::from_args(parsed.args, probe)
+}
+
+impl Options {
+    /// The options of a run from its arguments: the suite and backends named,
+    /// the sizes read.
+    ///
+    /// # Errors
+    /// No suite or an unknown one, unknown or non-embedded backends, sizes
+    /// that are not positive numbers, arguments left over.
+    pub fn from_args(args: BenchArgs, probe: Vec<OsString>) -> Result<Options> {
+        let Some(suite) = args.suite else { bail!("which suite? {SUITES} (see --help)") };
+        if let Some(extra) = args.probe_args.first() {
+            bail!("unexpected argument `{extra}`: one suite ({SUITES}), then options");
         }
-    };
-    let mut o = Options {
-        suites: chosen,
-        backends: EMBEDDED.iter().map(|s| s.to_string()).collect(),
-        size: SizeSpec::Seed,
-        repeat: None,
-        format: Format::Md,
-        out: None,
-        probe,
-        progress: true,
-    };
-    while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (a.as_str(), None),
-        };
-        let mut value = || -> Result<String> {
-            match &inline {
-                Some(v) => Ok(v.clone()),
-                None => it.next().cloned().with_context(|| format!("{flag} needs a value\n{USAGE}")),
+        let suites: Vec<&'static Suite> = if suite == "all" {
+            suites().iter().collect()
+        } else {
+            match suites().iter().find(|s| s.name == suite) {
+                Some(s) => vec![s],
+                None => bail!("unknown suite `{suite}` ({SUITES})"),
             }
         };
-        match flag {
-            "--backends" => {
-                let v = value()?;
-                let list: Vec<String> = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-                for b in &list {
-                    if !EMBEDDED.contains(&b.as_str()) && b != "memory" {
-                        bail!(
-                            "--backends: unknown or non-embedded backend `{b}` (lmdb, sqlite, snapshot, json, memory)"
-                        );
-                    }
-                }
-                if list.is_empty() {
-                    bail!("--backends: give at least one backend");
-                }
-                o.backends = list;
-            }
-            "--size" => {
-                let v = value()?;
-                o.size = match v.as_str() {
-                    "seed" => SizeSpec::Seed,
-                    "small" => SizeSpec::Small,
-                    list => SizeSpec::List(
-                        list.split(',')
-                            .map(|n| {
-                                let n = n.trim().replace('_', "");
-                                match n.parse::<u64>() {
-                                    Ok(x) if x > 0 => Ok(x),
-                                    _ => bail!("--size: `{n}` is not a positive number (or small, seed)"),
-                                }
-                            })
-                            .collect::<Result<_>>()?,
-                    ),
-                }
-            }
-            "--repeat" => {
-                let v = value()?;
-                match v.parse::<usize>() {
-                    Ok(r) if r > 0 => o.repeat = Some(r),
-                    _ => bail!("--repeat: `{v}` is not a positive number"),
-                }
-            }
-            "--format" => {
-                o.format = match value()?.as_str() {
-                    "md" => Format::Md,
-                    "json" => Format::Json,
-                    other => bail!("--format: `{other}` is neither md nor json"),
-                }
-            }
-            "--out" => o.out = Some(PathBuf::from(value()?)),
-            "--quiet" => o.progress = false,
-            other => bail!("unknown argument `{other}`\n{USAGE}"),
+        let backends = match &args.backends {
+            None => EMBEDDED.iter().map(|s| s.to_string()).collect(),
+            Some(v) => parse_backends(v)?,
+        };
+        Ok(Options {
+            suites,
+            backends,
+            size: parse_size(&args.size)?,
+            repeat: args.repeat.map(|r| r as usize),
+            format: args.format,
+            out: args.out,
+            probe,
+            progress: !args.quiet,
+        })
+    }
+}
+
+/// `--backends a,b,…`.
+fn parse_backends(v: &str) -> Result<Vec<String>> {
+    let list: Vec<String> = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+    for b in &list {
+        if !EMBEDDED.contains(&b.as_str()) && b != "memory" {
+            bail!("--backends: unknown or non-embedded backend `{b}` (lmdb, sqlite, snapshot, json, memory)");
         }
     }
-    Ok(o)
+    if list.is_empty() {
+        bail!("--backends: give at least one backend");
+    }
+    Ok(list)
+}
+
+/// `--size seed|small|N[,N…]`.
+fn parse_size(v: &str) -> Result<SizeSpec> {
+    Ok(match v {
+        "seed" => SizeSpec::Seed,
+        "small" => SizeSpec::Small,
+        list => SizeSpec::List(
+            list.split(',')
+                .map(|n| {
+                    let n = n.trim().replace('_', "");
+                    match n.parse::<u64>() {
+                        Ok(x) if x > 0 => Ok(x),
+                        _ => bail!("--size: `{n}` is not a positive number (or small, seed)"),
+                    }
+                })
+                .collect::<Result<_>>()?,
+        ),
+    })
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    if INTERRUPTED.swap(true, Ordering::SeqCst) {
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(130) };
-    }
-}
-
 /// Makes Ctrl-C stop the run at the next measured step (the temporary stores
-/// are then removed as the run unwinds).
+/// are then removed as the run unwinds); a second Ctrl-C exits at once with
+/// status 130. Installed once per process; if another handler is already
+/// installed, Ctrl-C keeps doing what that one does.
 pub fn install_sigint() {
-    let handler: extern "C" fn(libc::c_int) = on_sigint;
-    // SAFETY: the handler only touches an atomic and calls _exit.
-    unsafe { libc::signal(libc::SIGINT, handler as libc::sighandler_t) };
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let installed = ctrlc::set_handler(|| {
+            if INTERRUPTED.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
+        if let Err(e) = installed {
+            eprintln!("canopy bench: Ctrl-C will not remove the temporary stores: {e}");
+        }
+    });
 }
 
 /// Whether Ctrl-C was pressed.
@@ -199,19 +190,8 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
-/// Bad arguments (the CLI exits 1 on it).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// The error a run stops with after Ctrl-C.
+/// The error a run stops with after Ctrl-C (the command reports it as
+/// [`crate::Error::Interrupted`]).
 #[derive(Debug)]
 pub struct Interrupted;
 
@@ -470,46 +450,4 @@ pub fn write_reports(out: &Path, report: &Report) -> Result<()> {
     write("md", report.to_markdown())?;
     write("json", serde_json::to_string_pretty(&report.to_json())?)?;
     write("svg", report.to_svg())
-}
-
-/// The whole command: parses `args`, runs, prints and writes the reports.
-///
-/// # Errors
-/// Bad arguments; store and file errors; [`Interrupted`].
-pub fn main(args: &[String], probe: Vec<OsString>) -> Result<()> {
-    if args.first().map(String::as_str) == Some(crate::probe::ARG) {
-        return crate::probe::main(&args[1..]);
-    }
-    if matches!(args.first().map(String::as_str), Some("-h" | "--help" | "help")) {
-        println!("{USAGE}");
-        return Ok(());
-    }
-    let o = parse_args(args, probe).map_err(|e| UsageError(format!("{e:#}")))?;
-    install_sigint();
-    if let Some(out) = &o.out {
-        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    }
-    let mut json = Vec::new();
-    for suite in &o.suites {
-        // The reports in --out are rewritten after each table: a run stopped
-        // later keeps what it measured.
-        let report = run_suite_with(suite, &o, |r| match &o.out {
-            Some(out) => write_reports(out, r),
-            None => Ok(()),
-        })?;
-        let md = report.to_markdown();
-        let js = report.to_json();
-        match o.format {
-            Format::Md => {
-                println!("{md}");
-                let _ = std::io::stdout().flush();
-            }
-            Format::Json => json.push(js),
-        }
-    }
-    if o.format == Format::Json {
-        let v = if json.len() == 1 { json.remove(0) } else { serde_json::Value::Array(json) };
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    }
-    Ok(())
 }
