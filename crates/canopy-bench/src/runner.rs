@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
+use canopy::Store;
+use canopy_store::{StoreUrl, SyncMode};
 use clap::Parser;
 
 use crate::command::{BenchArgs, BenchCommand};
@@ -45,7 +47,7 @@ pub enum Format {
 #[derive(Clone, Debug)]
 pub struct Options {
     pub suites: Vec<&'static Suite>,
-    pub backends: Vec<String>,
+    pub backends: Vec<BackendSpec>,
     pub size: SizeSpec,
     pub repeat: Option<usize>,
     pub format: Format,
@@ -116,7 +118,7 @@ impl Options {
             }
         };
         let backends = match &args.backends {
-            None => EMBEDDED.iter().map(|s| s.to_string()).collect(),
+            None => EMBEDDED.iter().map(|s| BackendSpec::plain(s)).collect(),
             Some(v) => parse_backends(v)?,
         };
         Ok(Options {
@@ -132,18 +134,138 @@ impl Options {
     }
 }
 
-/// `--backends a,b,…`.
-fn parse_backends(v: &str) -> Result<Vec<String>> {
-    let list: Vec<String> = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-    for b in &list {
-        if !EMBEDDED.contains(&b.as_str()) && b != "memory" {
-            bail!("--backends: unknown or non-embedded backend `{b}` (lmdb, sqlite, snapshot, json, memory)");
+/// `--backends a,b?k=v&k=v,…`: each entry checked by opening a store with its
+/// options (see [`BackendSpec::parse`]); an entry given twice is refused, so
+/// every table's label names one run.
+fn parse_backends(v: &str) -> Result<Vec<BackendSpec>> {
+    let mut list: Vec<BackendSpec> = Vec::new();
+    for text in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let spec = BackendSpec::parse(text)?;
+        if list.iter().any(|b| b.label == spec.label) {
+            bail!("--backends: `{}` is given twice", spec.label);
         }
+        list.push(spec);
     }
     if list.is_empty() {
         bail!("--backends: give at least one backend");
     }
     Ok(list)
+}
+
+/// One entry of `--backends`: a backend and the store URL options its stores
+/// are opened with (`lmdb?sync=off`, `sqlite?sync=off&cache=on`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendSpec {
+    /// The backend: lmdb, sqlite, snapshot, json or memory.
+    pub name: String,
+    /// The URL parameters after `?`, as the store's URL parser reads them.
+    pub options: std::collections::BTreeMap<String, String>,
+    /// The entry as written (without a trailing `?`): the label of its tables.
+    pub label: String,
+}
+
+impl BackendSpec {
+    /// A backend without options.
+    pub fn plain(name: &str) -> BackendSpec {
+        BackendSpec { name: name.into(), options: Default::default(), label: name.into() }
+    }
+
+    /// Reads `NAME` or `NAME?OPTIONS`, and checks the options by opening a
+    /// store with them in a temporary directory, so that the store's own URL
+    /// parsing refuses what it does not know (`lmdb?syncc=off`,
+    /// `lmdb?lock_timeout=1s`, `memory?sync=off`, `sqlite?cache=maybe`) before
+    /// anything runs.
+    ///
+    /// # Errors
+    /// An unknown or non-embedded backend; options the store refuses.
+    pub fn parse(text: &str) -> Result<BackendSpec> {
+        let (name, query) = match text.split_once('?') {
+            Some((n, q)) => (n.trim(), q.trim()),
+            None => (text.trim(), ""),
+        };
+        if !EMBEDDED.contains(&name) && name != "memory" {
+            bail!("--backends: unknown or non-embedded backend `{name}` (lmdb, sqlite, snapshot, json, memory)");
+        }
+        let mut spec = BackendSpec::plain(name);
+        if !query.is_empty() {
+            let url =
+                StoreUrl::parse(&format!("{name}:DIR?{query}")).map_err(|e| anyhow::anyhow!("--backends: {e}"))?;
+            spec.options = url.params;
+            spec.label = format!("{name}?{query}");
+        }
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("canopy-bench-check-{name}-"))
+            .tempdir()
+            .context("creating a temporary directory")?;
+        let url = spec.url(tmp.path(), &[]);
+        if let Err(e) = Store::open(&url) {
+            let dir = tmp.path().display().to_string();
+            bail!("--backends: `{}`: {}", spec.label, e.to_string().replace(&dir, "DIR"));
+        }
+        Ok(spec)
+    }
+
+    /// The store URL of this backend in `dir`: its options, then `fixed`
+    /// over them (a row about a mode keeps it: rpm's sync rows, sysrepo's
+    /// cached rows). The memory backend has no `sync` to fix.
+    pub fn url(&self, dir: &Path, fixed: &[(&str, &str)]) -> String {
+        let mut params = self.options.clone();
+        for (k, v) in fixed {
+            if !(self.name == "memory" && *k == "sync") {
+                params.insert(k.to_string(), v.to_string());
+            }
+        }
+        let location = match self.name.as_str() {
+            "sqlite" => dir.join("store.db").display().to_string(),
+            "snapshot" => dir.join("store.snap").display().to_string(),
+            "json" => dir.join("store.json").display().to_string(),
+            "memory" => "bench".into(),
+            _ => dir.display().to_string(),
+        };
+        let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        match query.is_empty() {
+            true => format!("{}:{location}", self.name),
+            false => format!("{}:{location}?{}", self.name, query.join("&")),
+        }
+    }
+
+    /// The sync mode this backend's stores are opened at (unless a row fixes
+    /// another), as the store's URL parser reads it.
+    pub fn sync(&self) -> SyncMode {
+        // Checked when the entry was parsed.
+        StoreUrl::parse(&self.url(Path::new("DIR"), &[])).and_then(|u| u.sync_mode()).unwrap_or(SyncMode::Commit)
+    }
+}
+
+/// An entry equals the text it was written as (`o.backends == ["lmdb", "lmdb?sync=off"]`).
+impl PartialEq<&str> for BackendSpec {
+    fn eq(&self, other: &&str) -> bool {
+        self.label == *other
+    }
+}
+
+impl std::fmt::Display for BackendSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.label)
+    }
+}
+
+/// `sync=commit`, `sync=off`, or `in memory` for the memory backend (which
+/// writes nothing to flush), as `store` reports it.
+pub fn sync_of(store: &Store) -> &'static str {
+    if store.backend().kind() == "memory" {
+        return "in memory";
+    }
+    match store.backend().sync_mode() {
+        SyncMode::Commit => "sync=commit",
+        SyncMode::Off => "sync=off",
+    }
+}
+
+/// Whether `store` was opened with `cache=on`, read from its URL as the
+/// engine reads it.
+pub fn cached(store: &Store) -> bool {
+    StoreUrl::parse(store.url()).is_ok_and(|u| u.params.get("cache").is_some_and(|v| v == "on"))
 }
 
 /// `--size seed|small|N[,N…]`.
@@ -218,7 +340,10 @@ pub fn check_interrupt() -> Result<()> {
 /// progress output.
 pub struct Cx {
     pub suite: &'static str,
+    /// The backend's name (`lmdb`): which raw engine is the floor.
     pub backend: String,
+    /// The `--backends` entry: the backend and its store options.
+    pub spec: BackendSpec,
     pub repeat: usize,
     pub probe: Vec<OsString>,
     tmp: tempfile::TempDir,
@@ -234,14 +359,21 @@ impl Cx {
     ///
     /// # Errors
     /// The directory cannot be created.
-    pub fn new(suite: &'static str, backend: &str, repeat: usize, probe: Vec<OsString>, progress: bool) -> Result<Cx> {
+    pub fn new(
+        suite: &'static str,
+        spec: &BackendSpec,
+        repeat: usize,
+        probe: Vec<OsString>,
+        progress: bool,
+    ) -> Result<Cx> {
         let tmp = tempfile::Builder::new()
-            .prefix(&format!("canopy-bench-{suite}-{backend}-"))
+            .prefix(&format!("canopy-bench-{suite}-{}-", spec.name))
             .tempdir()
             .context("creating a temporary directory")?;
         Ok(Cx {
             suite,
-            backend: backend.to_string(),
+            backend: spec.name.clone(),
+            spec: spec.clone(),
             repeat: repeat.max(1),
             probe,
             tmp,
@@ -269,9 +401,54 @@ impl Cx {
         Ok(d)
     }
 
-    /// The store URL of this context's backend in `dir`.
-    pub fn url(&self, dir: &Path, sync: &str, cache: bool) -> String {
-        store_url(&self.backend, dir, sync, cache)
+    /// The label of this context's tables: the `--backends` entry as written.
+    pub fn label(&self) -> String {
+        self.spec.label.clone()
+    }
+
+    /// The store URL of this context's backend in `dir`, with the options of
+    /// its `--backends` entry (by default `sync=commit`, no cache).
+    pub fn url(&self, dir: &Path) -> String {
+        self.spec.url(dir, &[])
+    }
+
+    /// [`Cx::url`] with `fixed` parameters over the entry's options, for rows
+    /// about a mode (`cache=on` for sysrepo's cached rows, rpm's sync rows).
+    pub fn url_with(&self, dir: &Path, fixed: &[(&str, &str)]) -> String {
+        self.spec.url(dir, fixed)
+    }
+
+    /// The sync mode of this context's stores, which the floors use too.
+    pub fn sync(&self) -> SyncMode {
+        self.spec.sync()
+    }
+
+    /// The floor (the backend's raw engine) in `dir`, flushing its commits as
+    /// this context's stores do.
+    ///
+    /// # Errors
+    /// Errors of the engine.
+    pub fn floor(&self, dir: &Path) -> Result<Box<dyn crate::raw::RawStore>> {
+        crate::raw::open(&self.backend, dir, self.sync() == SyncMode::Commit)
+    }
+
+    /// The modes line of a table whose stores are opened as `store` was:
+    /// its sync and cache modes as the store reports them, and that the
+    /// floors flush as it does (checked).
+    ///
+    /// # Errors
+    /// The store runs at another sync mode than the floors would.
+    pub fn modes(&self, store: &Store) -> Result<String> {
+        let sync = sync_of(store);
+        if sync != "in memory" {
+            ensure!(
+                store.backend().sync_mode() == self.sync(),
+                "{}: the store and its floors differ in sync mode",
+                self.spec
+            );
+        }
+        let floors = if sync == "in memory" { "" } else { " (floors too)" };
+        Ok(format!("{sync}{floors}, cache={}", if cached(store) { "on" } else { "off" }))
     }
 
     /// Progress on stderr: suite, backend, size, row, run.
@@ -280,7 +457,7 @@ impl Cx {
         if !self.progress {
             return Ok(());
         }
-        let line = format!("[{}] {} · size {} · {row}", self.suite, self.backend, self.size);
+        let line = format!("[{}] {} · size {} · {row}", self.suite, self.spec, self.size);
         let mut err = std::io::stderr().lock();
         if self.tty {
             let _ = write!(err, "\r\x1b[K{line} · run {run}/{of}");
@@ -331,18 +508,6 @@ impl Cx {
             }
         }
         Ok(Sample { runs })
-    }
-}
-
-/// The store URL of `backend` in `dir`.
-pub fn store_url(backend: &str, dir: &Path, sync: &str, cache: bool) -> String {
-    let cache = if cache { "&cache=on" } else { "" };
-    match backend {
-        "sqlite" => format!("sqlite:{}?sync={sync}{cache}", dir.join("store.db").display()),
-        "snapshot" => format!("snapshot:{}?sync={sync}{cache}", dir.join("store.snap").display()),
-        "json" => format!("json:{}?sync={sync}{cache}", dir.join("store.json").display()),
-        "memory" => format!("memory:bench{}", if cache.is_empty() { "" } else { "?cache=on" }),
-        other => format!("{other}:{}?sync={sync}{cache}", dir.display()),
     }
 }
 
@@ -416,7 +581,7 @@ pub fn run_suite_with(
         params: vec![
             ("data set sizes".into(), sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
             ("each test executed".into(), format!("{repeat} times after one warm-up run")),
-            ("backends".into(), o.backends.join(", ")),
+            ("backends".into(), o.backends.iter().map(|b| b.label.as_str()).collect::<Vec<_>>().join(", ")),
             ("machine".into(), machine()),
         ],
         tables: Vec::new(),

@@ -84,6 +84,40 @@ fn bench_refuses_bad_arguments() {
     }
 }
 
+/// `--backends` entries carry store options; what the store refuses is a user
+/// error before anything runs, and each table is labelled with its entry.
+#[cfg(feature = "bench")]
+#[test]
+fn bench_backends_carry_store_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = canopy(&["bench", "keyset", "--size", "2", "--backends", "lmdb?syncc=off"], dir.path());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "canopy: --backends: `lmdb?syncc=off`: invalid store URL `lmdb:DIR?syncc=off`: unknown parameter `syncc` \
+         (known: sync, mode)\n"
+    );
+    let args = ["bench", "keyset", "--size", "2", "--repeat", "1", "--quiet", "--format", "json"];
+    let run = canopy(&[&args[..], &["--backends", "sqlite,sqlite?sync=off&cache=on"]].concat(), dir.path());
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let tables: Vec<(&str, &str)> = json["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["backend"].as_str().unwrap(), t["modes"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        tables,
+        [
+            ("sqlite", "sync=commit (floors too), cache=off"),
+            ("sqlite?sync=off&cache=on", "sync=off (floors too), cache=on")
+        ]
+    );
+    assert!(temporary_stores(dir.path()).is_empty());
+}
+
 #[cfg(feature = "bench")]
 #[test]
 fn bench_help_describes_its_options() {
