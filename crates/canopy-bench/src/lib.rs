@@ -4,10 +4,13 @@
 //! puts and gets, so the ratio is canopy's overhead over the nearest thing to
 //! a physical limit on the machine.
 //!
-//! [`runner::main`] is `canopy bench`; [`suites`] holds the five workloads;
-//! [`report`] renders markdown, JSON and SVG; [`seeds`] holds the seed
-//! documents' own figures that the charts draw beside canopy's.
+//! [`run`] is `canopy bench`, taking its arguments as [`BenchArgs`] (clap),
+//! which the CLI flattens into its `bench` subcommand; [`runner`] runs the
+//! suites; [`suites`] holds the five workloads; [`report`] renders markdown,
+//! JSON and SVG; [`seeds`] holds the seed documents' own figures that the
+//! charts draw beside canopy's.
 
+mod command;
 pub mod core_suite;
 pub mod probe;
 pub mod raw;
@@ -16,3 +19,5 @@ pub mod runner;
 pub mod seeds;
 pub mod suites;
 pub mod timing;
+
+pub use command::{run, BenchArgs, BenchCommand, Error};

@@ -164,11 +164,12 @@ impl RawStore for RawLmdb {
         let _ = std::fs::remove_file(&tmp);
         let env = self.env.take().expect("open");
         let file = env.copy_to_path(&tmp, heed::CompactionOption::Enabled)?;
-        if self.sync {
-            file.sync_all()?;
-        }
+        // As canopy's LMDB backend: a compaction is flushed (the copy, then
+        // the directory after the rename) whatever the sync mode.
+        file.sync_all()?;
         env.prepare_for_closing().wait();
         std::fs::rename(&tmp, self.dir.join("data.mdb"))?;
+        std::fs::File::open(&self.dir)?.sync_all()?;
         *self = RawLmdb::open(&self.dir.clone(), self.sync)?;
         Ok(())
     }

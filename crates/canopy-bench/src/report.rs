@@ -123,9 +123,12 @@ impl Row {
 /// The rows of one backend at one data set size.
 #[derive(Clone, Debug)]
 pub struct Table {
+    /// The `--backends` entry as written: the backend and its options
+    /// (`lmdb`, `lmdb?sync=off`), which keep two runs of one backend apart.
     pub backend: String,
     pub size: u64,
-    /// Sync and cache modes and anything else that holds for every row.
+    /// Sync and cache modes as the stores reported them, and anything else
+    /// that holds for every row.
     pub modes: String,
     pub rows: Vec<Row>,
     /// Counts checked after the run (what was stored), printed under the table.
@@ -155,9 +158,10 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-/// The human name of a backend's floor.
+/// The human name of a backend's floor (`backend` may carry its options:
+/// `lmdb?sync=off`).
 pub fn floor_name(backend: &str) -> &'static str {
-    match backend {
+    match backend.split_once('?').map_or(backend, |(name, _)| name) {
         "lmdb" => "raw LMDB",
         "sqlite" => "raw SQLite",
         "snapshot" | "json" => "raw file write",
@@ -398,8 +402,9 @@ impl Report {
             esc(&self.suite),
             esc(&dashed_by)
         );
+        // Each backend's label as its tables name it (with its options), as wide as it needs.
+        let mut x = 10.0;
         for (i, b) in backends.iter().enumerate() {
-            let x = 10.0 + i as f64 * 110.0;
             let c = COLORS[i % COLORS.len()];
             let _ = writeln!(
                 s,
@@ -410,6 +415,8 @@ impl Report {
                 x + 24.0,
                 esc(b)
             );
+            // About 5.5 px a character at font size 10.
+            x += (34.0 + 5.5 * b.chars().count() as f64).max(110.0);
         }
         let mut x = 10.0;
         for (i, sys) in systems.iter().enumerate() {

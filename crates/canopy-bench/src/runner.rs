@@ -1,12 +1,11 @@
-//! `canopy bench SUITE|all [--backends a,b,…] [--size N[,N…]|small|seed]
-//! [--repeat R] [--format md|json] [--out DIR]`: runs suites, prints their
-//! tables, writes md, JSON and SVG reports.
+//! The runner of `canopy bench`: which suites, backends and sizes a run
+//! takes ([`Options`], from [`crate::BenchArgs`]), the context a suite runs in
+//! ([`Cx`]: a temporary directory, the store URLs, measuring), and running a
+//! suite into a [`Report`].
 //!
 //! Every backend of every size runs in a fresh temporary directory that is
-//! removed when it is done, on errors, and on Ctrl-C (the first SIGINT stops
-//! the run at the next measured step; a second one exits at once).
-
-#![allow(unsafe_code)] // installing a SIGINT handler through libc.
+//! removed when it is done, on errors, and on Ctrl-C (the first one stops the
+//! run at the next measured step; a second one exits at once).
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -14,8 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
+use canopy::Store;
+use canopy_store::{StoreUrl, SyncMode};
+use clap::Parser;
 
+use crate::command::{BenchArgs, BenchCommand};
 use crate::report::{Layout, Report, Table};
 use crate::timing::Sample;
 
@@ -34,7 +37,7 @@ pub enum SizeSpec {
 }
 
 /// Output format on stdout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Md,
     Json,
@@ -44,7 +47,7 @@ pub enum Format {
 #[derive(Clone, Debug)]
 pub struct Options {
     pub suites: Vec<&'static Suite>,
-    pub backends: Vec<String>,
+    pub backends: Vec<BackendSpec>,
     pub size: SizeSpec,
     pub repeat: Option<usize>,
     pub format: Format,
@@ -80,118 +83,228 @@ pub fn suites() -> &'static [Suite] {
     &crate::suites::ALL
 }
 
-pub const USAGE: &str = "usage: canopy bench SUITE|all [--backends a,b,…] [--size N[,N…]|small|seed] \
-                         [--repeat R] [--format md|json] [--out DIR]\n\
-                         suites: sysrepo, keyset, objects, cps, rpm (all: every one); \
-                         backends: lmdb, sqlite, snapshot, json, memory";
+/// The suites, for messages.
+const SUITES: &str = "sysrepo, keyset, objects, cps, rpm, or all of them";
 
-/// Parses the arguments after `bench`.
+/// Parses the arguments after `bench` (as `canopy-bench` takes them).
 ///
 /// # Errors
-/// Unknown suites, backends or options, malformed numbers.
+/// What clap refuses (unknown options, a malformed `--repeat` or `--format`),
+/// and what [`Options::from_args`] refuses.
 pub fn parse_args(args: &[String], probe: Vec<OsString>) -> Result<Options> {
-    let mut it = args.iter();
-    let suite = it.next().with_context(|| format!("which suite?\n{USAGE}"))?;
-    let chosen: Vec<&'static Suite> = if suite == "all" {
-        suites().iter().collect()
-    } else {
-        match suites().iter().find(|s| s.name == suite) {
-            Some(s) => vec![s],
-            None => bail!("unknown suite `{suite}`\n{USAGE}"),
+    let parsed = BenchCommand::try_parse_from(std::iter::once("canopy-bench").chain(args.iter().map(String::as_str)))
+        .map_err(anyhow::Error::new)?;
+    Options::from_args(parsed.args, probe)
+}
+
+impl Options {
+    /// The options of a run from its arguments: the suite and backends named,
+    /// the sizes read.
+    ///
+    /// # Errors
+    /// No suite or an unknown one, unknown or non-embedded backends, sizes
+    /// that are not positive numbers, arguments left over.
+    pub fn from_args(args: BenchArgs, probe: Vec<OsString>) -> Result<Options> {
+        let Some(suite) = args.suite else { bail!("which suite? {SUITES} (see --help)") };
+        if let Some(extra) = args.probe_args.first() {
+            bail!("unexpected argument `{extra}`: one suite ({SUITES}), then options");
         }
-    };
-    let mut o = Options {
-        suites: chosen,
-        backends: EMBEDDED.iter().map(|s| s.to_string()).collect(),
-        size: SizeSpec::Seed,
-        repeat: None,
-        format: Format::Md,
-        out: None,
-        probe,
-        progress: true,
-    };
-    while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (a.as_str(), None),
-        };
-        let mut value = || -> Result<String> {
-            match &inline {
-                Some(v) => Ok(v.clone()),
-                None => it.next().cloned().with_context(|| format!("{flag} needs a value\n{USAGE}")),
+        let suites: Vec<&'static Suite> = if suite == "all" {
+            suites().iter().collect()
+        } else {
+            match suites().iter().find(|s| s.name == suite) {
+                Some(s) => vec![s],
+                None => bail!("unknown suite `{suite}` ({SUITES})"),
             }
         };
-        match flag {
-            "--backends" => {
-                let v = value()?;
-                let list: Vec<String> = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-                for b in &list {
-                    if !EMBEDDED.contains(&b.as_str()) && b != "memory" {
-                        bail!(
-                            "--backends: unknown or non-embedded backend `{b}` (lmdb, sqlite, snapshot, json, memory)"
-                        );
-                    }
-                }
-                if list.is_empty() {
-                    bail!("--backends: give at least one backend");
-                }
-                o.backends = list;
+        let backends = match &args.backends {
+            None => EMBEDDED.iter().map(|s| BackendSpec::plain(s)).collect(),
+            Some(v) => parse_backends(v)?,
+        };
+        Ok(Options {
+            suites,
+            backends,
+            size: parse_size(&args.size)?,
+            repeat: args.repeat.map(|r| r as usize),
+            format: args.format,
+            out: args.out,
+            probe,
+            progress: !args.quiet,
+        })
+    }
+}
+
+/// `--backends a,b?k=v&k=v,…`: each entry checked by opening a store with its
+/// options (see [`BackendSpec::parse`]); an entry given twice is refused, so
+/// every table's label names one run.
+fn parse_backends(v: &str) -> Result<Vec<BackendSpec>> {
+    let mut list: Vec<BackendSpec> = Vec::new();
+    for text in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let spec = BackendSpec::parse(text)?;
+        if list.iter().any(|b| b.label == spec.label) {
+            bail!("--backends: `{}` is given twice", spec.label);
+        }
+        list.push(spec);
+    }
+    if list.is_empty() {
+        bail!("--backends: give at least one backend");
+    }
+    Ok(list)
+}
+
+/// One entry of `--backends`: a backend and the store URL options its stores
+/// are opened with (`lmdb?sync=off`, `sqlite?sync=off&cache=on`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendSpec {
+    /// The backend: lmdb, sqlite, snapshot, json or memory.
+    pub name: String,
+    /// The URL parameters after `?`, as the store's URL parser reads them.
+    pub options: std::collections::BTreeMap<String, String>,
+    /// The entry as written (without a trailing `?`): the label of its tables.
+    pub label: String,
+}
+
+impl BackendSpec {
+    /// A backend without options.
+    pub fn plain(name: &str) -> BackendSpec {
+        BackendSpec { name: name.into(), options: Default::default(), label: name.into() }
+    }
+
+    /// Reads `NAME` or `NAME?OPTIONS`, and checks the options by opening a
+    /// store with them in a temporary directory, so that the store's own URL
+    /// parsing refuses what it does not know (`lmdb?syncc=off`,
+    /// `lmdb?lock_timeout=1s`, `memory?sync=off`, `sqlite?cache=maybe`) before
+    /// anything runs.
+    ///
+    /// # Errors
+    /// An unknown or non-embedded backend; options the store refuses.
+    pub fn parse(text: &str) -> Result<BackendSpec> {
+        let (name, query) = match text.split_once('?') {
+            Some((n, q)) => (n.trim(), q.trim()),
+            None => (text.trim(), ""),
+        };
+        if !EMBEDDED.contains(&name) && name != "memory" {
+            bail!("--backends: unknown or non-embedded backend `{name}` (lmdb, sqlite, snapshot, json, memory)");
+        }
+        let mut spec = BackendSpec::plain(name);
+        if !query.is_empty() {
+            let url =
+                StoreUrl::parse(&format!("{name}:DIR?{query}")).map_err(|e| anyhow::anyhow!("--backends: {e}"))?;
+            spec.options = url.params;
+            spec.label = format!("{name}?{query}");
+        }
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("canopy-bench-check-{name}-"))
+            .tempdir()
+            .context("creating a temporary directory")?;
+        let url = spec.url(tmp.path(), &[]);
+        if let Err(e) = Store::open(&url) {
+            let dir = tmp.path().display().to_string();
+            bail!("--backends: `{}`: {}", spec.label, e.to_string().replace(&dir, "DIR"));
+        }
+        Ok(spec)
+    }
+
+    /// The store URL of this backend in `dir`: its options, then `fixed`
+    /// over them (a row about a mode keeps it: rpm's sync rows, sysrepo's
+    /// cached rows). The memory backend has no `sync` to fix.
+    pub fn url(&self, dir: &Path, fixed: &[(&str, &str)]) -> String {
+        let mut params = self.options.clone();
+        for (k, v) in fixed {
+            if !(self.name == "memory" && *k == "sync") {
+                params.insert(k.to_string(), v.to_string());
             }
-            "--size" => {
-                let v = value()?;
-                o.size = match v.as_str() {
-                    "seed" => SizeSpec::Seed,
-                    "small" => SizeSpec::Small,
-                    list => SizeSpec::List(
-                        list.split(',')
-                            .map(|n| {
-                                let n = n.trim().replace('_', "");
-                                match n.parse::<u64>() {
-                                    Ok(x) if x > 0 => Ok(x),
-                                    _ => bail!("--size: `{n}` is not a positive number (or small, seed)"),
-                                }
-                            })
-                            .collect::<Result<_>>()?,
-                    ),
-                }
-            }
-            "--repeat" => {
-                let v = value()?;
-                match v.parse::<usize>() {
-                    Ok(r) if r > 0 => o.repeat = Some(r),
-                    _ => bail!("--repeat: `{v}` is not a positive number"),
-                }
-            }
-            "--format" => {
-                o.format = match value()?.as_str() {
-                    "md" => Format::Md,
-                    "json" => Format::Json,
-                    other => bail!("--format: `{other}` is neither md nor json"),
-                }
-            }
-            "--out" => o.out = Some(PathBuf::from(value()?)),
-            "--quiet" => o.progress = false,
-            other => bail!("unknown argument `{other}`\n{USAGE}"),
+        }
+        let location = match self.name.as_str() {
+            "sqlite" => dir.join("store.db").display().to_string(),
+            "snapshot" => dir.join("store.snap").display().to_string(),
+            "json" => dir.join("store.json").display().to_string(),
+            "memory" => "bench".into(),
+            _ => dir.display().to_string(),
+        };
+        let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        match query.is_empty() {
+            true => format!("{}:{location}", self.name),
+            false => format!("{}:{location}?{}", self.name, query.join("&")),
         }
     }
-    Ok(o)
+
+    /// The sync mode this backend's stores are opened at (unless a row fixes
+    /// another), as the store's URL parser reads it.
+    pub fn sync(&self) -> SyncMode {
+        // Checked when the entry was parsed.
+        StoreUrl::parse(&self.url(Path::new("DIR"), &[])).and_then(|u| u.sync_mode()).unwrap_or(SyncMode::Commit)
+    }
+}
+
+/// An entry equals the text it was written as (`o.backends == ["lmdb", "lmdb?sync=off"]`).
+impl PartialEq<&str> for BackendSpec {
+    fn eq(&self, other: &&str) -> bool {
+        self.label == *other
+    }
+}
+
+impl std::fmt::Display for BackendSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.label)
+    }
+}
+
+/// `sync=commit`, `sync=off`, or `in memory` for the memory backend (which
+/// writes nothing to flush), as `store` reports it.
+pub fn sync_of(store: &Store) -> &'static str {
+    if store.backend().kind() == "memory" {
+        return "in memory";
+    }
+    match store.backend().sync_mode() {
+        SyncMode::Commit => "sync=commit",
+        SyncMode::Off => "sync=off",
+    }
+}
+
+/// Whether `store` was opened with `cache=on`, read from its URL as the
+/// engine reads it.
+pub fn cached(store: &Store) -> bool {
+    StoreUrl::parse(store.url()).is_ok_and(|u| u.params.get("cache").is_some_and(|v| v == "on"))
+}
+
+/// `--size seed|small|N[,N…]`.
+fn parse_size(v: &str) -> Result<SizeSpec> {
+    Ok(match v {
+        "seed" => SizeSpec::Seed,
+        "small" => SizeSpec::Small,
+        list => SizeSpec::List(
+            list.split(',')
+                .map(|n| {
+                    let n = n.trim().replace('_', "");
+                    match n.parse::<u64>() {
+                        Ok(x) if x > 0 => Ok(x),
+                        _ => bail!("--size: `{n}` is not a positive number (or small, seed)"),
+                    }
+                })
+                .collect::<Result<_>>()?,
+        ),
+    })
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    if INTERRUPTED.swap(true, Ordering::SeqCst) {
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(130) };
-    }
-}
-
 /// Makes Ctrl-C stop the run at the next measured step (the temporary stores
-/// are then removed as the run unwinds).
+/// are then removed as the run unwinds); a second Ctrl-C exits at once with
+/// status 130. Installed once per process; if another handler is already
+/// installed, Ctrl-C keeps doing what that one does.
 pub fn install_sigint() {
-    let handler: extern "C" fn(libc::c_int) = on_sigint;
-    // SAFETY: the handler only touches an atomic and calls _exit.
-    unsafe { libc::signal(libc::SIGINT, handler as libc::sighandler_t) };
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let installed = ctrlc::set_handler(|| {
+            if INTERRUPTED.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
+        if let Err(e) = installed {
+            eprintln!("canopy bench: Ctrl-C will not remove the temporary stores: {e}");
+        }
+    });
 }
 
 /// Whether Ctrl-C was pressed.
@@ -199,19 +312,8 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
-/// Bad arguments (the CLI exits 1 on it).
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// The error a run stops with after Ctrl-C.
+/// The error a run stops with after Ctrl-C (the command reports it as
+/// [`crate::Error::Interrupted`]).
 #[derive(Debug)]
 pub struct Interrupted;
 
@@ -238,7 +340,10 @@ pub fn check_interrupt() -> Result<()> {
 /// progress output.
 pub struct Cx {
     pub suite: &'static str,
+    /// The backend's name (`lmdb`): which raw engine is the floor.
     pub backend: String,
+    /// The `--backends` entry: the backend and its store options.
+    pub spec: BackendSpec,
     pub repeat: usize,
     pub probe: Vec<OsString>,
     tmp: tempfile::TempDir,
@@ -254,14 +359,21 @@ impl Cx {
     ///
     /// # Errors
     /// The directory cannot be created.
-    pub fn new(suite: &'static str, backend: &str, repeat: usize, probe: Vec<OsString>, progress: bool) -> Result<Cx> {
+    pub fn new(
+        suite: &'static str,
+        spec: &BackendSpec,
+        repeat: usize,
+        probe: Vec<OsString>,
+        progress: bool,
+    ) -> Result<Cx> {
         let tmp = tempfile::Builder::new()
-            .prefix(&format!("canopy-bench-{suite}-{backend}-"))
+            .prefix(&format!("canopy-bench-{suite}-{}-", spec.name))
             .tempdir()
             .context("creating a temporary directory")?;
         Ok(Cx {
             suite,
-            backend: backend.to_string(),
+            backend: spec.name.clone(),
+            spec: spec.clone(),
             repeat: repeat.max(1),
             probe,
             tmp,
@@ -289,9 +401,54 @@ impl Cx {
         Ok(d)
     }
 
-    /// The store URL of this context's backend in `dir`.
-    pub fn url(&self, dir: &Path, sync: &str, cache: bool) -> String {
-        store_url(&self.backend, dir, sync, cache)
+    /// The label of this context's tables: the `--backends` entry as written.
+    pub fn label(&self) -> String {
+        self.spec.label.clone()
+    }
+
+    /// The store URL of this context's backend in `dir`, with the options of
+    /// its `--backends` entry (by default `sync=commit`, no cache).
+    pub fn url(&self, dir: &Path) -> String {
+        self.spec.url(dir, &[])
+    }
+
+    /// [`Cx::url`] with `fixed` parameters over the entry's options, for rows
+    /// about a mode (`cache=on` for sysrepo's cached rows, rpm's sync rows).
+    pub fn url_with(&self, dir: &Path, fixed: &[(&str, &str)]) -> String {
+        self.spec.url(dir, fixed)
+    }
+
+    /// The sync mode of this context's stores, which the floors use too.
+    pub fn sync(&self) -> SyncMode {
+        self.spec.sync()
+    }
+
+    /// The floor (the backend's raw engine) in `dir`, flushing its commits as
+    /// this context's stores do.
+    ///
+    /// # Errors
+    /// Errors of the engine.
+    pub fn floor(&self, dir: &Path) -> Result<Box<dyn crate::raw::RawStore>> {
+        crate::raw::open(&self.backend, dir, self.sync() == SyncMode::Commit)
+    }
+
+    /// The modes line of a table whose stores are opened as `store` was:
+    /// its sync and cache modes as the store reports them, and that the
+    /// floors flush as it does (checked).
+    ///
+    /// # Errors
+    /// The store runs at another sync mode than the floors would.
+    pub fn modes(&self, store: &Store) -> Result<String> {
+        let sync = sync_of(store);
+        if sync != "in memory" {
+            ensure!(
+                store.backend().sync_mode() == self.sync(),
+                "{}: the store and its floors differ in sync mode",
+                self.spec
+            );
+        }
+        let floors = if sync == "in memory" { "" } else { " (floors too)" };
+        Ok(format!("{sync}{floors}, cache={}", if cached(store) { "on" } else { "off" }))
     }
 
     /// Progress on stderr: suite, backend, size, row, run.
@@ -300,7 +457,7 @@ impl Cx {
         if !self.progress {
             return Ok(());
         }
-        let line = format!("[{}] {} · size {} · {row}", self.suite, self.backend, self.size);
+        let line = format!("[{}] {} · size {} · {row}", self.suite, self.spec, self.size);
         let mut err = std::io::stderr().lock();
         if self.tty {
             let _ = write!(err, "\r\x1b[K{line} · run {run}/{of}");
@@ -351,18 +508,6 @@ impl Cx {
             }
         }
         Ok(Sample { runs })
-    }
-}
-
-/// The store URL of `backend` in `dir`.
-pub fn store_url(backend: &str, dir: &Path, sync: &str, cache: bool) -> String {
-    let cache = if cache { "&cache=on" } else { "" };
-    match backend {
-        "sqlite" => format!("sqlite:{}?sync={sync}{cache}", dir.join("store.db").display()),
-        "snapshot" => format!("snapshot:{}?sync={sync}{cache}", dir.join("store.snap").display()),
-        "json" => format!("json:{}?sync={sync}{cache}", dir.join("store.json").display()),
-        "memory" => format!("memory:bench{}", if cache.is_empty() { "" } else { "?cache=on" }),
-        other => format!("{other}:{}?sync={sync}{cache}", dir.display()),
     }
 }
 
@@ -436,7 +581,7 @@ pub fn run_suite_with(
         params: vec![
             ("data set sizes".into(), sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
             ("each test executed".into(), format!("{repeat} times after one warm-up run")),
-            ("backends".into(), o.backends.join(", ")),
+            ("backends".into(), o.backends.iter().map(|b| b.label.as_str()).collect::<Vec<_>>().join(", ")),
             ("machine".into(), machine()),
         ],
         tables: Vec::new(),
@@ -470,46 +615,4 @@ pub fn write_reports(out: &Path, report: &Report) -> Result<()> {
     write("md", report.to_markdown())?;
     write("json", serde_json::to_string_pretty(&report.to_json())?)?;
     write("svg", report.to_svg())
-}
-
-/// The whole command: parses `args`, runs, prints and writes the reports.
-///
-/// # Errors
-/// Bad arguments; store and file errors; [`Interrupted`].
-pub fn main(args: &[String], probe: Vec<OsString>) -> Result<()> {
-    if args.first().map(String::as_str) == Some(crate::probe::ARG) {
-        return crate::probe::main(&args[1..]);
-    }
-    if matches!(args.first().map(String::as_str), Some("-h" | "--help" | "help")) {
-        println!("{USAGE}");
-        return Ok(());
-    }
-    let o = parse_args(args, probe).map_err(|e| UsageError(format!("{e:#}")))?;
-    install_sigint();
-    if let Some(out) = &o.out {
-        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    }
-    let mut json = Vec::new();
-    for suite in &o.suites {
-        // The reports in --out are rewritten after each table: a run stopped
-        // later keeps what it measured.
-        let report = run_suite_with(suite, &o, |r| match &o.out {
-            Some(out) => write_reports(out, r),
-            None => Ok(()),
-        })?;
-        let md = report.to_markdown();
-        let js = report.to_json();
-        match o.format {
-            Format::Md => {
-                println!("{md}");
-                let _ = std::io::stdout().flush();
-            }
-            Format::Json => json.push(js),
-        }
-    }
-    if o.format == Format::Json {
-        let v = if json.len() == 1 { json.remove(0) } else { serde_json::Value::Array(json) };
-        println!("{}", serde_json::to_string_pretty(&v)?);
-    }
-    Ok(())
 }

@@ -204,3 +204,88 @@ fn arguments_are_checked() {
     assert_eq!(o.size, SizeSpec::List(vec![2, 200]));
     assert_eq!(o.backends, ["sqlite", "lmdb"]);
 }
+
+#[test]
+fn backends_take_store_options_checked_by_the_store() {
+    let parse = |a: &[&str]| runner::parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>(), Vec::new());
+    let o = parse(&["keyset", "--backends", "lmdb?sync=off,sqlite?sync=off&cache=on,json,lmdb"]).unwrap();
+    assert_eq!(o.backends, ["lmdb?sync=off", "sqlite?sync=off&cache=on", "json", "lmdb"]);
+    assert_eq!(o.backends[1].name, "sqlite");
+    assert_eq!(o.backends[1].options.get("cache").map(String::as_str), Some("on"));
+    assert_eq!(o.backends[0].sync(), canopy_store::SyncMode::Off);
+    assert_eq!(o.backends[3].sync(), canopy_store::SyncMode::Commit);
+    // Options the backend knows beyond sync and cache pass too.
+    assert!(parse(&["keyset", "--backends", "json?lock_timeout=1s&mode=0640"]).is_ok());
+    for (backends, needle) in [
+        ("lmdb?syncc=off", "unknown parameter `syncc`"),
+        ("lmdb?lock_timeout=1s", "unknown parameter `lock_timeout`"),
+        ("memory?sync=off", "unknown parameter `sync`"),
+        ("sqlite?sync=maybe", "sync must be `commit` or `off`"),
+        ("json?cache=maybe", "cache must be `on` or `off`"),
+        ("lmdb?sync", "has no `=`"),
+        ("lmdb?sync=off&sync=commit", "given twice"),
+        ("lmdb?sync=off,lmdb?sync=off", "`lmdb?sync=off` is given twice"),
+        ("redis?sync=off", "`redis`"),
+    ] {
+        let e = format!("{:#}", parse(&["keyset", "--backends", backends]).unwrap_err());
+        assert!(e.starts_with("--backends: ") && e.contains(needle), "{backends}: {e}");
+        assert!(!e.contains("/tmp"), "the temporary directory is not named: {e}");
+    }
+}
+
+/// One backend twice with different options: two tables, each labelled with
+/// its entry and stating the modes its store reported; the JSON report and the
+/// chart's legend carry the labels.
+#[test]
+fn one_backend_twice_with_other_options_keeps_its_tables_apart() {
+    let probe = vec![env!("CARGO_BIN_EXE_canopy-bench").into()];
+    let args: Vec<String> =
+        ["keyset", "--size", "small", "--repeat", "1", "--quiet", "--backends", "lmdb,lmdb?sync=off"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let o = runner::parse_args(&args, probe).unwrap();
+    let report = runner::run_suite(o.suites[0], &o).unwrap();
+    let tables: Vec<(&str, &str)> = report.tables.iter().map(|t| (t.backend.as_str(), t.modes.as_str())).collect();
+    assert_eq!(
+        tables,
+        [("lmdb", "sync=commit (floors too), cache=off"), ("lmdb?sync=off", "sync=off (floors too), cache=off")]
+    );
+    check_sane(&report);
+    let md = report.to_markdown();
+    assert!(md.contains("- lmdb?sync=off: sync=off (floors too), cache=off"), "{md}");
+    assert!(md.contains("| operation | lmdb | raw LMDB | lmdb?sync=off | raw LMDB | lmdb?sync=off vs lmdb |"), "{md}");
+    let json = report.to_json();
+    assert_eq!(json["tables"][1]["backend"], "lmdb?sync=off");
+    assert_eq!(json["tables"][1]["modes"], "sync=off (floors too), cache=off");
+    assert_eq!(json["params"]["backends"], "lmdb, lmdb?sync=off");
+    let svg = report.to_svg();
+    let legend = &svg[..svg.find("<g class=\"panel\">").unwrap()];
+    assert!(legend.contains(">lmdb</text>") && legend.contains(">lmdb?sync=off</text>"), "{legend}");
+    assert!(svg.contains("<title>lmdb?sync=off</title>"));
+}
+
+/// Rows about a mode keep it whatever the entry says: sysrepo's cached rows
+/// run cached, and the table says which rows are.
+#[test]
+fn sysrepo_states_its_modes_from_the_stores() {
+    let probe = vec![env!("CARGO_BIN_EXE_canopy-bench").into()];
+    let args: Vec<String> =
+        ["sysrepo", "--size", "20", "--repeat", "1", "--quiet", "--backends", "lmdb?sync=off,sqlite?cache=on"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let o = runner::parse_args(&args, probe).unwrap();
+    let report = runner::run_suite(o.suites[0], &o).unwrap();
+    let modes: Vec<&str> = report.tables.iter().map(|t| t.modes.as_str()).collect();
+    assert!(
+        modes[0].starts_with("sync=off (floors too); cache=off except the rows named cached (cache=on);"),
+        "{}",
+        modes[0]
+    );
+    assert!(modes[1].starts_with("sync=commit (floors too, except that of \"create all items oper\""), "{}", modes[1]);
+    assert!(modes[1].contains("; cache=on on every row;"), "{}", modes[1]);
+    let md = report.to_markdown();
+    assert!(md.contains("- lmdb?sync=off (sync=off (floors too);"), "{md}");
+    assert!(md.contains("| test name | time | comparison | raw SQLite | canopy / floor |"), "{md}");
+}

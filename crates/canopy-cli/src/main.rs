@@ -127,11 +127,14 @@ enum Command {
         op: DatastoreCommand,
     },
     /// Run a benchmark suite against every embedded backend (or --backends) in
-    /// temporary stores and print its tables (`canopy bench help` for options).
+    /// temporary stores and print its tables.
+    #[cfg(feature = "bench")]
+    Bench(canopy_bench::BenchArgs),
+    /// Run a benchmark suite (not enabled in this build).
+    #[cfg(not(feature = "bench"))]
     #[command(disable_help_flag = true)]
     Bench {
-        /// SUITE|all [--backends a,b,…] [--size N[,N…]|small|seed] [--repeat R] [--format md|json] [--out DIR]
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
     /// Copy a whole store into an empty store of any backend (--store is not used).
@@ -289,17 +292,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if matches!(cli.command, Command::Check) && std::env::var_os(CHECK_CHILD).is_none() {
         return check_in_child(&url);
     }
-    if let Command::Bench { args } = &cli.command {
-        // The start-up probes run in fresh processes of this same binary.
-        let probe = vec![std::env::current_exe()?.into_os_string(), "bench".into()];
-        return match canopy_bench::runner::main(args, probe) {
-            Err(e) if e.chain().any(|c| c.is::<canopy_bench::runner::Interrupted>()) => {
-                eprintln!("canopy: {}", canopy_bench::runner::Interrupted);
-                Ok(ExitCode::from(130))
-            }
-            Err(e) if e.is::<canopy_bench::runner::UsageError>() => Err(UserError(e.to_string()).into()),
-            other => other.map(|()| ExitCode::SUCCESS),
-        };
+    #[cfg(feature = "bench")]
+    if let Command::Bench(args) = cli.command {
+        return bench(args);
+    }
+    #[cfg(not(feature = "bench"))]
+    if let Command::Bench { .. } = cli.command {
+        return Err(UserError("bench is not enabled in this build".into()).into());
     }
     if let Command::Copy { from, to } = &cli.command {
         let (source, dest) = (Store::open(from)?, Store::open(to)?);
@@ -465,6 +464,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `canopy bench`: Ctrl-C exits 130, bad arguments are user errors.
+#[cfg(feature = "bench")]
+fn bench(args: canopy_bench::BenchArgs) -> Result<ExitCode> {
+    // The start-up probes run in fresh processes of this same binary.
+    let probe = vec![std::env::current_exe()?.into_os_string(), "bench".into()];
+    match canopy_bench::run(args, probe) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e @ canopy_bench::Error::Interrupted) => {
+            eprintln!("canopy: {e}");
+            Ok(ExitCode::from(130))
+        }
+        Err(canopy_bench::Error::Usage(message)) => Err(UserError(message).into()),
+        Err(canopy_bench::Error::Failed(e)) => Err(e),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Writes what `query` selects as RFC 7951 JSON to stdout, ending with a newline.

@@ -213,7 +213,8 @@ pub const READERS: [usize; 5] = [1, 2, 4, 8, 16];
 pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     let n = size as usize;
     let dir = cx.fresh_dir()?;
-    let store = open(&cx.url(&dir, "commit", false))?;
+    let store = open(&cx.url(&dir))?;
+    let modes = cx.modes(&store)?;
     cx.progress("create devices", 1, 1)?;
     let t = Instant::now();
     let mut list = List::new(ListInfo::keyed(["device-id"]));
@@ -230,7 +231,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
 
     // The floor's store: the same fragments, as canopy stores them.
     let raw_dir = cx.fresh_dir()?;
-    let mut raw = crate::raw::open(&cx.backend, &raw_dir, true)?;
+    let mut raw = cx.floor(&raw_dir)?;
     {
         let snap = store.backend().snapshot()?;
         let mut pairs = Vec::new();
@@ -363,9 +364,9 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         ));
     }
     Ok(Table {
-        backend: cx.backend.clone(),
+        backend: cx.label(),
         size,
-        modes: "sync=commit, cache=off".into(),
+        modes,
         rows,
         checks: vec![format!(
             "checked: {fragments} fragments stored ({n} devices × 86 + the root); every get returned a whole device"

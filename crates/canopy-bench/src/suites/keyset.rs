@@ -75,7 +75,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         |_| {
             let d = cx.fresh_dir()?;
             dirs.push(d.clone());
-            Ok((open(&cx.url(&d, "commit", false))?, ks.clone()))
+            Ok((open(&cx.url(&d))?, ks.clone()))
         },
         |(store, c)| write(&store, c),
     )?;
@@ -89,7 +89,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         |_| {
             let d = cx.fresh_dir()?;
             raw_dirs.push(d.clone());
-            crate::raw::open(&cx.backend, &d, true)
+            cx.floor(&d)
         },
         |mut r| r.put_one(&frag.0, &frag.1),
     )?;
@@ -100,13 +100,13 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     rows.push(Row::new("write keyset", Cell::Time(canopy)).floor(Cell::Time(floor)));
 
     // read: open the store and read the keyset, as a fresh kdbGet does.
-    let url = cx.url(&written, "commit", false);
+    let url = cx.url(&written);
     let canopy = cx.measure("read keyset", |_| Ok(()), |()| read(&open(&url)?, n).map(drop))?;
     let floor = cx.measure(
         "read keyset (floor)",
         |_| Ok(()),
         |()| {
-            let r = crate::raw::open(&cx.backend, &raw_dir, true)?;
+            let r = cx.floor(&raw_dir)?;
             ensure!(r.get(&frag.0)?.is_some(), "raw keyset missing");
             Ok(())
         },
@@ -114,6 +114,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     rows.push(Row::new("read keyset", Cell::Time(canopy)).floor(Cell::Time(floor)));
 
     let store = open(&url)?;
+    let modes = cx.modes(&store)?;
     // The iterated keyset is kept until the next setup: freeing it is the
     // next row, not this one.
     let kept = std::cell::RefCell::new(None);
@@ -152,7 +153,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     rows.push(Row::new("delete keyset (free the read keyset)", Cell::Time(canopy)));
 
     let canopy = cx.measure("re-read keyset", |_| Ok(()), |()| read(&store, n).map(drop))?;
-    let raw = crate::raw::open(&cx.backend, &raw_dir, true)?;
+    let raw = cx.floor(&raw_dir)?;
     let floor = cx.measure(
         "re-read keyset (floor)",
         |_| Ok(()),
@@ -173,7 +174,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
                 let _ = std::fs::remove_dir_all(d);
             }
             let d = cx.fresh_dir()?;
-            let store = open(&cx.url(&d, "commit", false))?;
+            let store = open(&cx.url(&d))?;
             write(&store, ks.clone())?;
             Ok((store, d))
         },
@@ -190,7 +191,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         "delete keyset from the store (floor)",
         |_| {
             let d = cx.fresh_dir()?;
-            let mut r = crate::raw::open(&cx.backend, &d, true)?;
+            let mut r = cx.floor(&d)?;
             r.put_one(&frag.0, &frag.1)?;
             Ok(r)
         },
@@ -205,9 +206,9 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     rows.push(Row::new("bytes on disk", Cell::Bytes(on_disk)).floor(Cell::Bytes(dir_bytes(&raw_dir))));
     rows.push(Row::new("raw size (seed's formula, without parent)", Cell::Bytes(raw_size)));
     Ok(Table {
-        backend: cx.backend.clone(),
+        backend: cx.label(),
         size,
-        modes: "sync=commit, cache=off".into(),
+        modes,
         rows,
         checks: vec![format!(
             "checked: every read returned {n} keys; {} on disk is {:.2}× the raw size",

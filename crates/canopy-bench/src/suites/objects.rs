@@ -108,7 +108,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
                 let _ = std::fs::remove_dir_all(d);
             }
             let d = cx.fresh_dir()?;
-            let store = open(&cx.url(&d, "commit", false))?;
+            let store = open(&cx.url(&d))?;
             dirs.borrow_mut().push(d);
             reset_peak_rss();
             Ok(store)
@@ -120,9 +120,13 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         },
     )?;
     let main_dir = dirs.borrow()[0].clone();
-    let url = cx.url(&main_dir, "commit", false);
+    let url = cx.url(&main_dir);
+    // The create row names the sync mode its commits ran at.
+    let (modes, sync);
     {
         let store = open(&url)?;
+        modes = cx.modes(&store)?;
+        sync = crate::runner::sync_of(&store);
         let count = store.running().count("/news:db/item")?;
         ensure!(count == n, "create stored {count} items, expected {n}");
     }
@@ -134,7 +138,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
                 let _ = std::fs::remove_dir_all(d);
             }
             let d = cx.fresh_dir()?;
-            let r = crate::raw::open(&cx.backend, &d, true)?;
+            let r = cx.floor(&d)?;
             raw_dirs.borrow_mut().push(d);
             Ok(r)
         },
@@ -153,7 +157,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     )?;
     let raw_dir = raw_dirs.borrow()[0].clone();
     rows.push(
-        Row::new(format!("create all items (commit every {COMMIT_EVERY}, sync=commit)"), Cell::Time(canopy))
+        Row::new(format!("create all items (commit every {COMMIT_EVERY}, {sync})"), Cell::Time(canopy))
             .floor(Cell::Time(floor)),
     );
     rows.push(Row::new("peak RSS during create", Cell::Bytes(rss.borrow().last().copied().unwrap_or(0))));
@@ -231,7 +235,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         },
     )?;
     drop(store);
-    let mut raw = crate::raw::open(&cx.backend, &raw_dir, true)?;
+    let mut raw = cx.floor(&raw_dir)?;
     let floor = cx.measure("compact (floor)", |_| Ok(()), |()| raw.compact())?;
     drop(raw);
     rows.push(Row::new("compact", Cell::Time(canopy)).floor(Cell::Time(floor)));
@@ -239,7 +243,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     startup("after compaction", &mut rows)?;
 
     // Reads: item 123, then random items; best of the runs, a fresh store each run.
-    let raw = crate::raw::open(&cx.backend, &raw_dir, true)?;
+    let raw = cx.floor(&raw_dir)?;
     for count in [1usize, 10, 100, 1000] {
         let label = if count == 1 { "item 123".to_string() } else { format!("{count} random items") };
         let list = |run: usize| if count == 1 { vec![123 % n] } else { picks(n, count, run) };
@@ -275,9 +279,9 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         Row::new("bytes on disk after compaction", Cell::Bytes(compacted)).floor(Cell::Bytes(dir_bytes(&raw_dir))),
     );
     Ok(Table {
-        backend: cx.backend.clone(),
+        backend: cx.label(),
         size,
-        modes: "sync=commit, cache=off".into(),
+        modes,
         rows,
         checks: vec![format!("checked: {n} items stored; every read found its item")],
     })

@@ -308,7 +308,15 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     let n = size as usize;
     let whole_file = matches!(cx.backend.as_str(), "snapshot" | "json");
     let mut rows = Vec::new();
-    let modes = "one transaction per package; cache=off; sync as each row says".to_string();
+    // The rows fix their sync mode; the entry's other options apply.
+    let modes = |cache: bool| {
+        let ignored =
+            if cx.spec.options.contains_key("sync") { " (the `sync` of --backends does not apply)" } else { "" };
+        format!(
+            "one transaction per package; cache={}; sync as each row says{ignored}, floors too",
+            if cache { "on" } else { "off" }
+        )
+    };
     if whole_file && size > WHOLE_FILE_LIMIT {
         let why = format!(
             "not run: a whole-file store rewrites all of it (about {} MB here) in each of the {n} per-package \
@@ -321,7 +329,8 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
             }
         }
         rows.push(Row::new("dependency check", Cell::Missing(why)));
-        return Ok(Table { backend: cx.backend.clone(), size, modes, rows, checks: Vec::new() });
+        let cache = cx.spec.options.get("cache").is_some_and(|v| v == "on");
+        return Ok(Table { backend: cx.label(), size, modes: modes(cache), rows, checks: Vec::new() });
     }
     let pkgs = packages(n);
     let header_bytes: usize = pkgs.iter().map(|p| p.header.len()).sum();
@@ -330,7 +339,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     // A full database to copy for the erase and update rows, canopy's and the floor's.
     let full = cx.fresh_dir()?;
     {
-        let store = open(&cx.url(&full, "off", false))?;
+        let store = open(&cx.url_with(&full, &[("sync", "off")]))?;
         for p in &pkgs {
             check_interrupt()?;
             store.running().apply(&install_edits(p)?)?;
@@ -370,7 +379,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
                         if op != Op::Add {
                             copy_dir(&full, &d)?;
                         }
-                        let store = open(&cx.url(&d, url_sync, false))?;
+                        let store = open(&cx.url_with(&d, &[("sync", url_sync)]))?;
                         *last_dir.borrow_mut() = d;
                         Ok(store)
                     },
@@ -390,7 +399,9 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
                 )?;
                 let dir = last_dir.into_inner();
                 {
-                    let store = open(&cx.url(&dir, url_sync, false))?;
+                    let store = open(&cx.url_with(&dir, &[("sync", url_sync)]))?;
+                    let ran = crate::runner::sync_of(&store);
+                    ensure!(ran == "in memory" || ran == format!("sync={url_sync}"), "{row}: the store ran at {ran}");
                     let count = store.running().count("/rpm:db/package")?;
                     let want = if op == Op::Erase { 0 } else { n };
                     ensure!(count == want, "{row}: {count} packages stored, expected {want}");
@@ -450,7 +461,8 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     }
 
     // Dependency check on the full database.
-    let store = open(&cx.url(&full, "off", false))?;
+    let store = open(&cx.url_with(&full, &[("sync", "off")]))?;
+    let cache = crate::runner::cached(&store);
     let resolved = std::cell::Cell::new(0);
     let canopy = cx.measure(
         "dependency check",
@@ -484,7 +496,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         crate::report::bytes(header_bytes as u64),
         header_bytes as f64 / n.max(1) as f64 / 1e3
     ));
-    Ok(Table { backend: cx.backend.clone(), size, modes, rows, checks })
+    Ok(Table { backend: cx.label(), size, modes: modes(cache), rows, checks })
 }
 
 pub fn notes() -> Vec<String> {

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use anyhow::{ensure, Result};
 use canopy::{Container, Datastore, Edit, Insert, List, ListInfo, Node, Operation, ReadOptions, Store};
 use canopy_core::tree::NodeRef;
+use canopy_store::SyncMode;
 
 use super::{container, fragment_key, s};
 use crate::raw::RawStore;
@@ -135,7 +136,8 @@ fn lst_count(store: &Store) -> Result<usize> {
 impl Env<'_> {
     fn fresh_store(&self, cache: bool) -> Result<(Store, PathBuf)> {
         let dir = self.cx.fresh_dir()?;
-        let store = open_store(&self.cx.url(&dir, "commit", cache))?;
+        let url = if cache { self.cx.url_with(&dir, &[("cache", "on")]) } else { self.cx.url(&dir) };
+        let store = open_store(&url)?;
         Ok((store, dir))
     }
 
@@ -282,7 +284,7 @@ fn get_user_ordered_tree(e: &mut Env) -> Result<Measured> {
         },
     )?;
     let raw_dir = e.cx.fresh_dir()?;
-    let mut raw = crate::raw::open(&e.cx.backend, &raw_dir, true)?;
+    let mut raw = e.cx.floor(&raw_dir)?;
     raw.put_all(&e.usr_pairs)?;
     let mut prefix = fragment_key("/perf:cont");
     canopy_store::keys::push_name(&mut prefix, "usr-lst");
@@ -342,7 +344,7 @@ fn create_batch(e: &mut Env) -> Result<Measured> {
         |_| {
             graves.clear();
             let dir = e.cx.fresh_dir()?;
-            Ok((open_store(&e.cx.url(&dir, "commit", false))?, dir))
+            Ok((open_store(&e.cx.url(&dir))?, dir))
         },
         |(store, dir)| {
             let mut root = lst_tree(n)?;
@@ -354,7 +356,8 @@ fn create_batch(e: &mut Env) -> Result<Measured> {
     )?;
     check_created(&graves, n, "create batch")?;
     drop(graves);
-    let floor = floor_put_all(e, "create batch", false)?;
+    let flush = e.cx.sync() == SyncMode::Commit;
+    let floor = floor_put_all(e, "create batch", false, flush)?;
     Ok(Measured { canopy: Cell::Time(canopy), floor: Some(floor) })
 }
 
@@ -365,7 +368,9 @@ fn check_created(graves: &Graveyard, n: usize, row: &str) -> Result<()> {
     Ok(())
 }
 
-fn floor_put_all(e: &mut Env, row: &str, usr: bool) -> Result<Cell> {
+/// The floor of a create row: the N items' pairs put in one transaction of a
+/// fresh raw store, flushed when `flush`.
+fn floor_put_all(e: &mut Env, row: &str, usr: bool, flush: bool) -> Result<Cell> {
     let graves = Graveyard::new();
     let pairs = if usr { e.usr_pairs.clone() } else { e.pairs.clone() };
     let s = e.cx.measure(
@@ -373,7 +378,7 @@ fn floor_put_all(e: &mut Env, row: &str, usr: bool) -> Result<Cell> {
         |_| {
             graves.clear();
             let dir = e.cx.fresh_dir()?;
-            Ok((crate::raw::open(&e.cx.backend, &dir, true)?, dir))
+            Ok((crate::raw::open(&e.cx.backend, &dir, flush)?, dir))
         },
         |(mut r, dir)| {
             r.put_all(&pairs)?;
@@ -392,7 +397,7 @@ fn create_one_by_one(e: &mut Env, row: &str, usr: bool) -> Result<Measured> {
         |_| {
             graves.clear();
             let dir = e.cx.fresh_dir()?;
-            Ok((open_store(&e.cx.url(&dir, "commit", false))?, dir))
+            Ok((open_store(&e.cx.url(&dir))?, dir))
         },
         |(store, dir)| {
             // One set of path + value per item, then one commit.
@@ -403,7 +408,8 @@ fn create_one_by_one(e: &mut Env, row: &str, usr: bool) -> Result<Measured> {
     )?;
     check_created(&graves, n, row)?;
     drop(graves);
-    let floor = floor_put_all(e, row, usr)?;
+    let flush = e.cx.sync() == SyncMode::Commit;
+    let floor = floor_put_all(e, row, usr, flush)?;
     Ok(Measured { canopy: Cell::Time(canopy), floor: Some(floor) })
 }
 
@@ -437,7 +443,8 @@ fn create_all_items_oper(e: &mut Env) -> Result<Measured> {
     ensure!(pushed_count(&store)? == n, "create all items oper: operational does not hold {n} entries");
     drop(store);
     let _ = std::fs::remove_dir_all(dir);
-    let floor = floor_put_all(e, "create all items oper", false)?;
+    let flush = pushes_flush(e.cx);
+    let floor = floor_put_all(e, "create all items oper", false, flush)?;
     Ok(Measured { canopy: Cell::Time(canopy), floor: Some(floor) })
 }
 
@@ -445,7 +452,7 @@ fn many_oper_change_subs(e: &mut Env) -> Result<Measured> {
     let n = e.n;
     let (store, dir) = e.fresh_store(false)?;
     // 12 other connections, each subscribed to changes of the module.
-    let url = e.cx.url(&dir, "commit", false);
+    let url = e.cx.url(&dir);
     let mut others = Vec::new();
     for _ in 0..12 {
         let c = Store::open(&url)?;
@@ -510,7 +517,7 @@ fn remove(e: &mut Env, row: &str, path: &str, cached: bool) -> Result<Measured> 
         |_| {
             graves.clear();
             let dir = e.cx.fresh_dir()?;
-            let mut r = crate::raw::open(&e.cx.backend, &dir, true)?;
+            let mut r = e.cx.floor(&dir)?;
             r.put_all(&pairs)?;
             Ok((r, dir))
         },
@@ -689,21 +696,21 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     let n = size as usize;
     let json = crate::core_suite::perf_json(n);
     let main_dir = cx.fresh_dir()?;
-    let main = open_store(&cx.url(&main_dir, "commit", false))?;
+    let main = open_store(&cx.url(&main_dir))?;
     main.running().import(json.as_bytes(), Operation::Merge)?;
     let cached_dir = cx.fresh_dir()?;
-    let cached = open_store(&cx.url(&cached_dir, "commit", true))?;
+    let cached = open_store(&cx.url_with(&cached_dir, &[("cache", "on")]))?;
     cached.running().import(json.as_bytes(), Operation::Merge)?;
     let usr_dir = cx.fresh_dir()?;
-    let usr = open_store(&cx.url(&usr_dir, "commit", false))?;
+    let usr = open_store(&cx.url(&usr_dir))?;
     usr.running().import(crate::core_suite::perf_usr_json(n).as_bytes(), Operation::Merge)?;
     ensure!(lst_count(&main)? == n && lst_count(&cached)? == n, "setup: the stores do not hold {n} entries");
     ensure!(usr.running().count("/perf:cont/usr-lst")? == n, "setup: usr-lst does not hold {n} entries");
     let pairs = raw_pairs(n, false);
     let raw_dir = cx.fresh_dir()?;
-    let mut raw = crate::raw::open(&cx.backend, &raw_dir, true)?;
+    let mut raw = cx.floor(&raw_dir)?;
     raw.put_all(&pairs)?;
-    let backend = cx.backend.clone();
+    let modes = modes(cx, &main, &cached)?;
     let mut env = Env { cx, n, json, main, cached, usr, pairs, usr_pairs: raw_pairs(n, true), raw };
     let mut rows = Vec::new();
     for (name, f) in ROWS {
@@ -715,15 +722,41 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     let checks = vec![format!(
         "checked: running held {n} `lst` and {n} `usr-lst` entries before each row; every create row stored {n}, every remove row left 0"
     )];
-    Ok(Table {
-        backend,
-        size,
-        modes: "sync=commit; cache=off except the rows named cached (cache=on); \
-                validation: on (YANG module perf); oper rows: state pushed by the connection (stored per connection)"
+    Ok(Table { backend: cx.label(), size, modes, rows, checks })
+}
+
+/// Whether pushed operational state is flushed when it is committed: LMDB and
+/// SQLite commit it without a flush (it dies with its connection), the
+/// whole-file stores write it as any commit.
+fn pushes_flush(cx: &Cx) -> bool {
+    matches!(cx.backend.as_str(), "snapshot" | "json") && cx.sync() == SyncMode::Commit
+}
+
+/// The table's modes, as the stores report them.
+fn modes(cx: &Cx, main: &Store, cached: &Store) -> Result<String> {
+    let sync = crate::runner::sync_of(main);
+    ensure!(crate::runner::sync_of(cached) == sync, "the cached store runs at another sync mode");
+    ensure!(crate::runner::cached(cached), "the store of the cached rows is not cached");
+    let cache = if crate::runner::cached(main) {
+        "cache=on on every row"
+    } else {
+        "cache=off except the rows named cached (cache=on)"
+    };
+    let floors = match sync {
+        "in memory" => String::new(),
+        _ if pushes_flush(cx) || cx.sync() == SyncMode::Off => " (floors too)".into(),
+        _ => " (floors too, except that of \"create all items oper\": pushed state is committed without a flush, \
+               and so is its floor)"
             .into(),
-        rows,
-        checks,
-    })
+    };
+    ensure!(
+        sync == "in memory" || main.backend().sync_mode() == cx.sync(),
+        "the store and its floors differ in sync mode"
+    );
+    Ok(format!(
+        "{sync}{floors}; {cache}; validation: on (YANG module perf); oper rows: state pushed by the connection \
+         (stored per connection)"
+    ))
 }
 
 pub fn notes() -> Vec<String> {
