@@ -17,6 +17,9 @@ if [ -z "${CANOPY_YANG_MODULES:-}" ] && [ -d "$modules/ietf" ]; then
     export CANOPY_YANG_MODULES="$modules"
 fi
 
+step "scripts/layout.sh (crates/canopy/src: no file over 600 lines, no two modules importing each other)"
+scripts/layout.sh
+
 step "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 

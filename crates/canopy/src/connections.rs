@@ -244,3 +244,9 @@ pub struct LockInfo {
     /// Whether this connection holds it.
     pub mine: bool,
 }
+
+pub(crate) fn discard_ops(batch: &mut Batch) {
+    batch.delete_prefix(keys::data_prefix(Datastore::Candidate));
+    batch.delete_prefix(keys::order_prefix(Datastore::Candidate));
+    batch.delete(keys::CANDIDATE.to_vec());
+}

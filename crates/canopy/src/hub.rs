@@ -1,18 +1,72 @@
 //! What the connections of one store in this process share: change
-//! subscriptions, operational data providers and a copy of the operational
-//! state each connection pushed (the state itself is in the store). One hub per store (by backend and location), found
-//! through a process-wide registry.
+//! subscriptions (the [`Subscriber`] interface and the events it gets are
+//! defined here; `crate::subscribe` runs them), operational data providers
+//! and a copy of the operational state each connection pushed (the state
+//! itself is in the store). One hub per store (by backend and location),
+//! found through a process-wide registry.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
+use canopy_core::diff::Change;
 use canopy_core::path::Path;
 use canopy_core::tree::Container;
 use canopy_store::keys::Datastore;
 use canopy_store::StoreUrl;
 
-use crate::subscribe::{Entry, Subscriber};
+/// What a subscriber is told about a transaction.
+#[derive(Debug)]
+pub struct ChangeEvent<'a> {
+    /// The datastore the transaction changes.
+    pub datastore: Datastore,
+    /// The subscribed subtree.
+    pub subtree: &'a Path,
+    /// The store revision the transaction committed (only in `apply`).
+    pub revision: Option<u64>,
+    pub(crate) all: &'a [Change],
+    /// Indexes into `all` of the changes inside the subtree; `None`: all of them.
+    pub(crate) picked: Option<&'a [u32]>,
+}
+
+impl<'a> ChangeEvent<'a> {
+    /// The transaction's changes inside the subtree, in order.
+    pub fn changes(&self) -> impl ExactSizeIterator<Item = &'a Change> + '_ {
+        let all = self.all;
+        let n = self.picked.map_or(all.len(), <[u32]>::len);
+        (0..n).map(move |i| match self.picked {
+            Some(p) => &all[p[i] as usize],
+            None => &all[i],
+        })
+    }
+}
+
+/// A change subscriber. Every method has a default that does nothing.
+///
+/// Callbacks run on the committing thread while the transaction holds its
+/// connection: they must not read or write through the connection that
+/// commits (doing so returns [`Error::Usage`]); other connections are free.
+pub trait Subscriber: Send + Sync {
+    /// May reject the transaction with a reason; nothing is stored then.
+    fn validate(&self, _event: &ChangeEvent<'_>) -> std::result::Result<(), String> {
+        Ok(())
+    }
+
+    /// The transaction is stored.
+    fn apply(&self, _event: &ChangeEvent<'_>) {}
+
+    /// The transaction this subscriber validated is not stored after all.
+    fn abort(&self, _event: &ChangeEvent<'_>) {}
+}
+
+/// One subscription as the hub keeps it.
+pub(crate) struct Entry {
+    pub id: u64,
+    pub ds: Datastore,
+    pub subtree: Path,
+    pub priority: i32,
+    pub subscriber: Box<dyn Subscriber>,
+}
 
 /// Supplies operational state for a subtree when someone reads it: gets the
 /// provider's subtree path, returns a tree from the datastore root holding

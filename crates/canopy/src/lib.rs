@@ -15,19 +15,26 @@
 //! datastore's tree stays in memory and writes go through as diffs.
 
 mod admin;
+mod cache;
+mod candidate;
 mod catalog;
 mod check;
 mod commit;
 mod connections;
-mod datastores;
 pub mod error;
 mod hub;
 mod load;
 pub mod open;
+mod operational;
+mod prepare;
+mod read;
 mod schema;
+mod session;
 mod store;
 mod stream;
 pub mod subscribe;
+mod transaction;
+mod view;
 mod yang;
 
 pub use admin::{copy, copy_with_progress, CopyReport, StoreInfo, COPY_BATCH};
@@ -39,8 +46,10 @@ pub use canopy_core::{json, Meta, Path, Value};
 pub use canopy_store::keys::Datastore;
 pub use canopy_yang::{Module as YangModule, WithDefaults, YangSchema};
 pub use connections::LockInfo;
-pub use datastores::{ORIGIN, ORIGIN_INTENDED, ORIGIN_UNKNOWN};
 pub use error::{Error, Result};
 pub use hub::Provider;
-pub use store::{Commit, Options, ReadOptions, Session, Store};
+pub use operational::{ORIGIN, ORIGIN_INTENDED, ORIGIN_UNKNOWN};
+pub use read::ReadOptions;
+pub use store::{Options, Session, Store};
 pub use subscribe::{ChangeEvent, Subscriber, Subscription};
+pub use transaction::Commit;

@@ -24,51 +24,8 @@ use canopy_core::tree::{Container, Node};
 use canopy_store::keys::Datastore;
 
 use crate::error::{Error, Result};
-use crate::hub::Hub;
-
-/// What a subscriber is told about a transaction.
-#[derive(Debug)]
-pub struct ChangeEvent<'a> {
-    /// The datastore the transaction changes.
-    pub datastore: Datastore,
-    /// The subscribed subtree.
-    pub subtree: &'a Path,
-    /// The store revision the transaction committed (only in `apply`).
-    pub revision: Option<u64>,
-    all: &'a [Change],
-    /// Indexes into `all` of the changes inside the subtree; `None`: all of them.
-    picked: Option<&'a [u32]>,
-}
-
-impl<'a> ChangeEvent<'a> {
-    /// The transaction's changes inside the subtree, in order.
-    pub fn changes(&self) -> impl ExactSizeIterator<Item = &'a Change> + '_ {
-        let all = self.all;
-        let n = self.picked.map_or(all.len(), <[u32]>::len);
-        (0..n).map(move |i| match self.picked {
-            Some(p) => &all[p[i] as usize],
-            None => &all[i],
-        })
-    }
-}
-
-/// A change subscriber. Every method has a default that does nothing.
-///
-/// Callbacks run on the committing thread while the transaction holds its
-/// connection: they must not read or write through the connection that
-/// commits (doing so returns [`Error::Usage`]); other connections are free.
-pub trait Subscriber: Send + Sync {
-    /// May reject the transaction with a reason; nothing is stored then.
-    fn validate(&self, _event: &ChangeEvent<'_>) -> std::result::Result<(), String> {
-        Ok(())
-    }
-
-    /// The transaction is stored.
-    fn apply(&self, _event: &ChangeEvent<'_>) {}
-
-    /// The transaction this subscriber validated is not stored after all.
-    fn abort(&self, _event: &ChangeEvent<'_>) {}
-}
+pub use crate::hub::{ChangeEvent, Subscriber};
+use crate::hub::{Entry, Hub};
 
 /// A registered subscriber. Dropping the handle (or [`Subscription::cancel`])
 /// unsubscribes.
@@ -92,15 +49,6 @@ impl std::fmt::Debug for Subscription {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Subscription").field("id", &self.id).finish()
     }
-}
-
-/// One subscription as the hub keeps it.
-pub(crate) struct Entry {
-    pub id: u64,
-    pub ds: Datastore,
-    pub subtree: Path,
-    pub priority: i32,
-    pub subscriber: Box<dyn Subscriber>,
 }
 
 pub(crate) fn subscribe(

@@ -15,7 +15,8 @@ use canopy_yang::{DataAccess, Module, YangSchema};
 
 use crate::error::{Error, Result};
 use crate::load::Loader;
-use crate::store::{load_whole, Store};
+use crate::prepare::load_whole;
+use crate::store::Store;
 
 /// The module records of a snapshot: their raw bytes (for comparison) and
 /// the modules.

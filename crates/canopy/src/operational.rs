@@ -1,236 +1,34 @@
-//! The NMDA datastores (RFC 8342) beyond plain storage: locks, the candidate
-//! (a copy of running until edited; `commit` and `discard`), copies between
-//! datastores, and the operational view (running's configuration merged with
-//! stored state, state pushed by live connections and state that providers
-//! build on request, each node annotated with its `origin`).
+//! The operational datastore: running's configuration merged with stored
+//! state, state pushed by live connections and state that providers build on
+//! request, each node annotated with its `origin`; subscriptions and
+//! providers are registered here.
 
-use std::borrow::Cow;
-
-use canopy_core::edit::{Edit, Operation};
+use crate::connections::{collect_ended_pushers, now_nanos, Pusher};
+use crate::error::{Error, Result};
+use crate::hub::{ProvideFn, Provider, Pushed};
+use crate::read::ReadOptions;
+use crate::store::Store;
+use crate::subscribe::{self, Subscriber, Subscription};
+use crate::transaction::Commit;
+use canopy_core::edit::Edit;
 use canopy_core::path::query::Query;
 use canopy_core::path::{Path, Selector};
 use canopy_core::tree::{Container, Insert, List, Node};
 use canopy_core::{Meta, Schema};
 use canopy_store::keys::{self, Datastore};
 use canopy_store::{Batch, ErrorKind, Snapshot};
-
-use crate::connections::{collect_ended_pushers, now_nanos, Control, LockInfo, Pusher};
-use crate::error::{Error, Result};
-use crate::hub::{ProvideFn, Provider, Pushed};
-use crate::store::{Commit, ReadOptions, Store};
-use crate::subscribe::{self, Subscriber, Subscription};
+use std::borrow::Cow;
 
 /// The metadata name of a node's origin (RFC 8342, section 5.3.4).
 pub const ORIGIN: &str = "ietf-origin:origin";
+
 /// Origin of configuration from running.
 pub const ORIGIN_INTENDED: &str = "ietf-origin:intended";
+
 /// Origin given to state that does not name its own.
 pub const ORIGIN_UNKNOWN: &str = "ietf-origin:unknown";
 
 impl Store {
-    /// Fails with [`Error::Locked`] when another live connection holds `ds`'s lock.
-    pub(crate) fn check_unlocked(&self, control: &Control, ds: Datastore) -> Result<()> {
-        match control.holder(ds) {
-            Some(c) if c != self.conn => Err(Error::Locked(format!(
-                "{} is locked by {}; the transaction was not applied",
-                ds.name(),
-                c.describe(&self.conn)
-            ))),
-            _ => Ok(()),
-        }
-    }
-
-    /// Locks `ds` for this connection (RFC 6241 `<lock>`): other connections,
-    /// in this process or others, cannot change it until [`Store::unlock`], until
-    /// this connection is dropped, or until its process ends. The candidate
-    /// cannot be locked while it holds uncommitted changes.
-    ///
-    /// # Errors
-    /// [`Error::Locked`] when a connection (this one included) holds the lock;
-    /// [`Error::Usage`] for operational (state is not locked) or a modified candidate.
-    pub fn lock(&self, ds: Datastore) -> Result<()> {
-        if ds == Datastore::Operational {
-            return Err(Error::Usage("operational cannot be locked: it is not configuration".into()));
-        }
-        self.control_write(|control, batch| {
-            if let Some(c) = control.holder(ds) {
-                return Err(Error::Locked(format!("{} is already locked by {}", ds.name(), c.describe(&self.conn))));
-            }
-            if ds == Datastore::Candidate && control.candidate_modified {
-                return Err(Error::Usage(
-                    "candidate holds uncommitted changes; commit or discard them before locking it".into(),
-                ));
-            }
-            batch.put(keys::lock_key(ds), self.conn.encode());
-            Ok(())
-        })
-    }
-
-    /// Releases this connection's lock on `ds`.
-    ///
-    /// # Errors
-    /// [`Error::Usage`] when this connection does not hold it.
-    pub fn unlock(&self, ds: Datastore) -> Result<()> {
-        self.control_write(|control, batch| {
-            if control.holder(ds) != Some(self.conn) {
-                return Err(Error::Usage(format!("{} is not locked by this connection", ds.name())));
-            }
-            batch.delete(keys::lock_key(ds));
-            Ok(())
-        })
-    }
-
-    /// The datastore locks held by live connections.
-    ///
-    /// # Errors
-    /// Backend read errors.
-    pub fn locks(&self) -> Result<Vec<LockInfo>> {
-        let snap = self.backend().snapshot()?;
-        let control = self.control_at(&*snap)?;
-        Ok(Datastore::ALL
-            .into_iter()
-            .filter_map(|ds| control.holder(ds).map(|c| LockInfo { datastore: ds, pid: c.pid, mine: c == self.conn }))
-            .collect())
-    }
-
-    /// Whether the candidate holds changes that running does not have.
-    ///
-    /// # Errors
-    /// Backend read errors.
-    pub fn candidate_modified(&self) -> Result<bool> {
-        let snap = self.backend().snapshot()?;
-        Ok(self.control_at(&*snap)?.candidate_modified)
-    }
-
-    /// Runs a batch on the datastore records, built by `build` from the
-    /// current ones; stale locks of ended connections are dropped on the way.
-    fn control_write(&self, build: impl Fn(&Control, &mut Batch) -> Result<()>) -> Result<()> {
-        subscribe::check_not_calling(self.conn.id)?;
-        let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
-        for _ in 0..crate::store::CONFLICT_RETRIES {
-            let snap = self.backend().snapshot()?;
-            let control = Control::load(&*snap)?;
-            let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-            for (ds, c) in &control.locks {
-                if !c.alive() {
-                    batch.delete(keys::lock_key(*ds));
-                }
-            }
-            collect_ended_pushers(&control, &mut batch);
-            build(&control, &mut batch)?;
-            drop(snap);
-            match self.backend().apply(&batch) {
-                Err(e) if e.kind() == ErrorKind::Conflict => continue,
-                Err(e) => return Err(e.into()),
-                Ok(_) => return Ok(()),
-            }
-        }
-        Err(Error::Store(canopy_store::StoreError::new(ErrorKind::Conflict, "other writers kept committing first")))
-    }
-
-    /// Releases every lock this connection holds (when it closes).
-    pub(crate) fn release_locks(&self) {
-        let held = |c: &Control| c.locks.iter().any(|(_, h)| *h == self.conn);
-        let Ok(snap) = self.backend().snapshot() else { return };
-        if !Control::load(&*snap).map(|c| held(&c)).unwrap_or(false) {
-            return;
-        }
-        drop(snap);
-        let _ = self.control_write(|control, batch| {
-            for (ds, c) in &control.locks {
-                if *c == self.conn {
-                    batch.delete(keys::lock_key(*ds));
-                }
-            }
-            Ok(())
-        });
-    }
-
-    /// Gives the candidate its own contents (a copy of running) before its
-    /// first edit. Returns the revision it made.
-    pub(crate) fn materialize_candidate(&self, snap: &dyn Snapshot) -> Result<u64> {
-        let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-        for (from, to) in [
-            (keys::data_prefix(Datastore::Running), keys::data_prefix(Datastore::Candidate)),
-            (keys::order_prefix(Datastore::Running), keys::order_prefix(Datastore::Candidate)),
-        ] {
-            batch.delete_prefix(to.clone());
-            snap.scan_prefix(&from, false, &mut |k, v| {
-                let mut nk = to.clone();
-                nk.extend_from_slice(&k[from.len()..]);
-                batch.put(nk, v.to_vec());
-                Ok(true)
-            })?;
-        }
-        batch.put(keys::CANDIDATE.to_vec(), Vec::new());
-        Ok(self.backend().apply(&batch)?)
-    }
-
-    /// Makes the candidate read as running again, dropping its changes
-    /// (RFC 6241 `<discard-changes>`).
-    ///
-    /// # Errors
-    /// [`Error::Locked`] when another connection holds the candidate's lock.
-    pub fn discard_candidate(&self) -> Result<()> {
-        self.control_write(|control, batch| {
-            self.check_unlocked(control, Datastore::Candidate)?;
-            discard_ops(batch);
-            Ok(())
-        })
-    }
-
-    /// Commits the candidate to running (RFC 6241 `<commit>`): running gets
-    /// the candidate's contents in one transaction (validated, seen by
-    /// running's subscribers), then the candidate reads as running again.
-    ///
-    /// # Errors
-    /// [`Error::Locked`] when another connection holds running's or the
-    /// candidate's lock; as [`crate::Session::apply`].
-    pub fn commit_candidate(&self) -> Result<Commit> {
-        {
-            let snap = self.backend().snapshot()?;
-            let control = self.control_at(&*snap)?;
-            self.check_unlocked(&control, Datastore::Candidate)?;
-            if !control.candidate_modified {
-                return Ok(Commit { revision: snap.revision(), changes: Vec::new() });
-            }
-        }
-        let commit = self.copy_datastore(Datastore::Candidate, Datastore::Running)?;
-        self.discard_candidate()?;
-        let revision = self.revision()?;
-        Ok(Commit { revision, ..commit })
-    }
-
-    /// Replaces the contents of `to` with those of `from` in one transaction
-    /// (validated, seen by `to`'s subscribers). Copying running to the
-    /// candidate is a discard.
-    ///
-    /// # Errors
-    /// [`Error::Usage`] for operational on either side (it holds state, not
-    /// configuration); [`Error::Locked`] when another connection holds `to`'s lock.
-    pub fn copy_datastore(&self, from: Datastore, to: Datastore) -> Result<Commit> {
-        if from == Datastore::Operational || to == Datastore::Operational {
-            return Err(Error::Usage(
-                "operational cannot be copied to or from: it holds state, not configuration".into(),
-            ));
-        }
-        let snap = self.backend().snapshot()?;
-        let control = self.control_at(&*snap)?;
-        let source = control.read_ds(from);
-        if from == to || (to == Datastore::Candidate && source == Datastore::Running) {
-            if to == Datastore::Candidate && control.candidate_modified {
-                drop(snap);
-                self.discard_candidate()?;
-            }
-            return Ok(Commit { revision: self.revision()?, changes: Vec::new() });
-        }
-        drop(snap);
-        let tree = self.session(source).get("/", ReadOptions::default())?;
-        let edit =
-            Edit { op: Operation::Replace, path: Path::root(), value: Some(Node::Container(tree)), insert: None };
-        self.session(to).apply_owned(vec![edit])
-    }
-
     /// Subscribes to changes of the subtree at `path` (an instance path; a
     /// segment without keys stands for every entry of its list; `/` for the
     /// whole datastore) of `ds`, with a priority (higher first). See
@@ -350,16 +148,15 @@ impl Store {
                 }
                 if !at.is_root() {
                     let mut skeleton = canopy_core::select(&t, std::slice::from_ref(&at));
-                    crate::store::trim_at(&mut skeleton, &at, 0);
+                    crate::read::trim_at(&mut skeleton, &at, 0);
                     merge(&mut out, skeleton, "")?;
                 }
                 Ok::<_, String>(out)
             })?
             .map_err(|e| Error::Usage(format!("operational view: running's configuration: {e}")))?;
         mark_origin(&mut out, ORIGIN_INTENDED);
-        let stored = self.with_stored_tree(Datastore::Operational, query, |t, _, _| {
-            crate::store::selection(t, query, whole, None)
-        })?;
+        let stored = self
+            .with_stored_tree(Datastore::Operational, query, |t, _, _| crate::read::selection(t, query, whole, None))?;
         merge(&mut out, stored, ORIGIN_UNKNOWN)
             .map_err(|e| Error::Usage(format!("operational view: the stored state: {e}")))?;
         for t in self.pushed_state(query)? {
@@ -374,7 +171,7 @@ impl Store {
             let tree = subscribe::call_guarded(self.conn.id, || (p.provide)(&p.subtree))
                 .and_then(|r| r)
                 .map_err(|e| Error::Usage(format!("the operational data provider of {} failed: {e}", p.subtree)))?;
-            merge(&mut out, crate::store::selection(Cow::Owned(tree), query, whole, None), ORIGIN_UNKNOWN)
+            merge(&mut out, crate::read::selection(Cow::Owned(tree), query, whole, None), ORIGIN_UNKNOWN)
                 .map_err(|e| Error::Usage(format!("the operational data provider of {}: {e}", p.subtree)))?;
         }
         Ok(out)
@@ -400,7 +197,7 @@ impl Store {
             if p.conn.in_this_process() {
                 let local = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(t) = local.get(&p.conn.id) {
-                    out.push(crate::store::selection(Cow::Borrowed(&t.tree), query, whole, None));
+                    out.push(crate::read::selection(Cow::Borrowed(&t.tree), query, whole, None));
                     continue;
                 }
             }
@@ -409,8 +206,8 @@ impl Store {
                 None => schema.insert(self.schema_at(&*snap)?),
             };
             let space = keys::Space::pushed(&p.conn.encode());
-            let tree = crate::store::load_for(&*snap, space, query, schema)?;
-            out.push(crate::store::selection(Cow::Owned(tree), query, whole, None));
+            let tree = crate::read::load_for(&*snap, space, query, schema)?;
+            out.push(crate::read::selection(Cow::Owned(tree), query, whole, None));
         }
         Ok(out)
     }
@@ -437,8 +234,8 @@ impl Store {
         let mut changes = Vec::new();
         let mut failed = None;
         for e in edits {
-            crate::store::learn_edit(&mut schema, &mut learned, &e, &state.tree);
-            let typed = crate::store::Typed { lists: &schema, yang: yang.as_deref() };
+            crate::prepare::learn_edit(&mut schema, &mut learned, &e, &state.tree);
+            let typed = crate::prepare::Typed { lists: &schema, yang: yang.as_deref() };
             match canopy_core::edit::apply_edit_owned(&mut state.tree, e, &typed) {
                 Ok(c) => changes.extend(c),
                 Err(err) => {
@@ -500,18 +297,12 @@ impl Store {
                 Ok(Commit { revision, changes })
             }
             Err(e) => {
-                crate::store::undo(&mut state.tree, &changes);
+                crate::cache::undo(&mut state.tree, &changes);
                 put_back(state, false);
                 Err(e)
             }
         }
     }
-}
-
-pub(crate) fn discard_ops(batch: &mut Batch) {
-    batch.delete_prefix(keys::data_prefix(Datastore::Candidate));
-    batch.delete_prefix(keys::order_prefix(Datastore::Candidate));
-    batch.delete(keys::CANDIDATE.to_vec());
 }
 
 /// Whether one of two paths is a prefix of the other (names match; keys

@@ -1,0 +1,372 @@
+//! What an edit needs before it is applied: the stored nodes it meets loaded
+//! into a sparse tree, the lists it teaches, and deletes that can be erased
+//! unread (one range delete).
+
+use canopy_core::diff::Change;
+use canopy_core::edit::{canonical_path, canonical_path_cow, Edit, Operation};
+use canopy_core::keycode;
+use canopy_core::path::{Path, Selector};
+use canopy_core::schema::NodeKind;
+use canopy_core::tree::{Container, Insert, ListInfo, Node, NodeRef};
+use canopy_core::{Schema, Schemaless, Value};
+use canopy_store::keys::{self, Datastore};
+use canopy_yang::YangSchema;
+
+use crate::error::Result;
+use crate::hub::Hub;
+use crate::load::{node_key, Loader};
+
+/// The schema edits are applied with: lists as known (learned or from YANG),
+/// values in paths typed by the YANG schema if there is one.
+pub(crate) struct Typed<'a> {
+    pub(crate) lists: &'a Schemaless,
+    pub(crate) yang: Option<&'a YangSchema>,
+}
+
+impl Schema for Typed<'_> {
+    fn kind(&self, schema_path: &str) -> Option<canopy_core::schema::NodeKind> {
+        match self.yang {
+            Some(y) => y.kind(schema_path),
+            None => self.lists.kind(schema_path),
+        }
+    }
+
+    fn list_info(&self, schema_path: &str) -> Option<ListInfo> {
+        self.lists.list_info(schema_path)
+    }
+
+    fn lists_below(&self, schema_path: &str) -> bool {
+        // With YANG, normalisation has typed every node of a value already.
+        self.yang.is_none() && self.lists.lists_below(schema_path)
+    }
+
+    fn path_value(&self, at: &Path, key: Option<&str>, text: &str) -> Value {
+        match self.yang {
+            Some(y) => y.path_value(at, key, text),
+            None => Value::String(text.to_string()),
+        }
+    }
+}
+
+/// Teaches `schema` what `edit` says about lists it does not know: keyed paths
+/// through a new list give its keys (user-ordered when the edit inserts at a
+/// position); lists in the edit's value give theirs. A list that `tree` holds
+/// as keyless (imported without declared keys) is not taught keys: key
+/// predicates select among its entries instead. New lists go to `learned`.
+pub(crate) fn learn_edit(
+    schema: &mut Schemaless,
+    learned: &mut Vec<(String, ListInfo)>,
+    edit: &Edit,
+    tree: &Container,
+) {
+    let mut teach = |schema: &mut Schemaless, sp: String, info: ListInfo| {
+        if !schema.lists.contains_key(&sp) {
+            schema.lists.insert(sp.clone(), info.clone());
+            learned.push((sp, info));
+        }
+    };
+    pub(crate) fn walk(
+        schema: &mut Schemaless,
+        sp: &str,
+        c: &Container,
+        teach: &mut dyn FnMut(&mut Schemaless, String, ListInfo),
+    ) {
+        for (name, child) in &c.children {
+            if child.is_inline() {
+                continue;
+            }
+            let csp = if sp == "/" { format!("/{name}") } else { format!("{sp}/{name}") };
+            match child {
+                Node::Container(cc) => walk(schema, &csp, cc, teach),
+                Node::List(l) => {
+                    // Keyless lists are recorded too: then every stored list
+                    // is known as one, and reads plan around it.
+                    teach(schema, csp.clone(), l.info.clone());
+                    for e in l.entries() {
+                        walk(schema, &csp, e, teach);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    // Lists the schema knows teach nothing: only look further when the path
+    // names an unknown one.
+    let mut sp = String::new();
+    let known = edit.path.segments.iter().all(|seg| {
+        sp.push('/');
+        sp.push_str(&seg.name);
+        !matches!(seg.selector, Selector::Keys(_)) || schema.lists.contains_key(&sp)
+    });
+    let path = match known {
+        true => Path::root(),
+        false => canonical_path(tree, &edit.path, schema),
+    };
+    for (i, seg) in path.segments.iter().enumerate() {
+        let Selector::Keys(k) = &seg.selector else { continue };
+        let list = Path { segments: path.segments[..=i].to_vec() };
+        let list = canopy_core::diff::with_selector(&list, Selector::None);
+        if matches!(tree.lookup(&list), Some(NodeRef::List(l)) if l.info.keys.is_empty()) {
+            continue;
+        }
+        let info = match (&edit.insert, i + 1 == path.segments.len()) {
+            // An insert position on a new list's entry asks for user order.
+            (Some(_), true) => ListInfo { keys: k.iter().map(|(n, _)| n.clone()).collect(), user_ordered: true },
+            _ => ListInfo::keyed(k.iter().map(|(n, _)| n.clone())),
+        };
+        teach(schema, list.schema_path(), info);
+    }
+    match &edit.value {
+        Some(Node::Container(c)) => walk(schema, &edit.path.schema_path(), c, &mut teach),
+        Some(Node::List(l)) => {
+            teach(schema, edit.path.schema_path(), l.info.clone());
+            for entry in l.entries() {
+                walk(schema, &edit.path.schema_path(), entry, &mut teach);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Loads the whole subtree at `path` (ancestors must be loaded).
+pub(crate) fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path) -> Result<()> {
+    let Some(last) = path.last() else {
+        loader.range(root, &[])?;
+        return Ok(());
+    };
+    match &last.selector {
+        Selector::None => {
+            let parent = path.parent().unwrap_or_default();
+            let Some(mut rel) = node_key(root, &parent) else { return Ok(()) };
+            keys::push_name(&mut rel, &last.name);
+            loader.range(root, &rel)?;
+        }
+        Selector::Keys(_) => {
+            if let Some(rel) = node_key(root, path).or_else(|| keys::path_key(path).ok()) {
+                loader.range(root, &rel)?;
+            }
+        }
+        Selector::Position(_) | Selector::Value(_) => {}
+    }
+    Ok(())
+}
+
+/// Which of a transaction's edits delete a container, a whole list or a list
+/// entry that can be erased unread (one range delete, [`Change::Erased`]):
+/// a delete or remove of such a node whose lists are all known with keys,
+/// that no other edit of the transaction touches, that no subscriber of the
+/// datastore is told about (subscribers get old values), and whose content no
+/// YANG check reads.
+pub(crate) fn erasable(
+    edits: &[Edit],
+    ds: Datastore,
+    schema: &Schemaless,
+    yang: Option<&YangSchema>,
+    hub: &Hub,
+) -> Vec<bool> {
+    let mut out = vec![false; edits.len()];
+    if hub.subscribers().iter().any(|s| s.ds == ds) {
+        return out;
+    }
+    for (i, e) in edits.iter().enumerate() {
+        if !matches!(e.op, Operation::Delete | Operation::Remove) || e.path.is_root() {
+            continue;
+        }
+        let mut sp = String::new();
+        let keyed = e.path.segments.iter().all(|seg| {
+            sp.push('/');
+            sp.push_str(&seg.name);
+            match &seg.selector {
+                Selector::None => true,
+                Selector::Keys(_) => schema.lists.get(&sp).is_some_and(|l| !l.keys.is_empty()),
+                Selector::Position(_) | Selector::Value(_) => false,
+            }
+        });
+        if !keyed {
+            continue;
+        }
+        let last_keyed = matches!(e.path.last().map(|s| &s.selector), Some(Selector::Keys(_)));
+        let fragment_node = match yang {
+            Some(y) => {
+                matches!(y.kind(&sp), Some(NodeKind::Container | NodeKind::List))
+                    && !y.erase_needs_content(&sp, ds != Datastore::Operational)
+            }
+            // Without a schema a name without keys may be a leaf (stored in
+            // its parent's fragment): only known lists and their entries.
+            None => last_keyed || schema.lists.contains_key(&sp),
+        };
+        let alone = edits.iter().enumerate().all(|(j, o)| j == i || !overlap(&o.path, &e.path));
+        out[i] = fragment_node && alone;
+    }
+    out
+}
+
+/// Whether one of two paths may lie at or under the other: their common
+/// steps name the same nodes, a step without a selector standing for any
+/// entry of its list.
+pub(crate) fn overlap(a: &Path, b: &Path) -> bool {
+    a.segments.iter().zip(&b.segments).all(|(x, y)| {
+        x.name == y.name
+            && (x.selector == y.selector
+                || matches!(x.selector, Selector::None)
+                || matches!(y.selector, Selector::None))
+    })
+}
+
+/// Applies an edit [`erasable`] chose: checks that the node is stored (a
+/// delete of an absent node fails), loads its ancestors (validation checks
+/// what their losing a child means) and records [`Change::Erased`].
+pub(crate) fn erase_edit(
+    loader: &mut Loader,
+    root: &mut Container,
+    edit: &Edit,
+    schema: &Schemaless,
+    changes: &mut Vec<Change>,
+) -> Result<()> {
+    let path = canonical_path_cow(root, &edit.path, schema).into_owned();
+    let rel = keys::path_key(&path)?;
+    if !loader.any_under(&rel)? {
+        return match edit.op {
+            Operation::Delete => Err(canopy_core::Error::NotFound { path: edit.path.to_string() }.into()),
+            _ => Ok(()),
+        };
+    }
+    if let Some(parent) = path.parent() {
+        loader.path(root, &parent)?;
+    }
+    changes.push(Change::Erased { path });
+    Ok(())
+}
+
+/// Loads what `edit` needs into the sparse tree `root`.
+pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, schema: &Schemaless) -> Result<()> {
+    // A keyless list (imported without declared keys), or one the schema does
+    // not know yet: read it whole, so that key predicates can pick among its
+    // entries (see `canonical_path`).
+    let mut sp = String::new();
+    for (i, seg) in edit.path.segments.iter().enumerate() {
+        sp.push('/');
+        sp.push_str(&seg.name);
+        if !matches!(seg.selector, Selector::Keys(_)) || schema.lists.get(&sp).is_some_and(|i| !i.keys.is_empty()) {
+            continue;
+        }
+        let parent = canonical_path(root, &Path { segments: edit.path.segments[..i].to_vec() }, schema);
+        loader.path(root, &parent)?;
+        if let Some(mut rel) = node_key(root, &parent) {
+            keys::push_name(&mut rel, &seg.name);
+            loader.range(root, &rel)?;
+        }
+    }
+    let path = canonical_path_cow(root, &edit.path, schema);
+    let path = &*path;
+    loader.path(root, path)?;
+    match edit.op {
+        Operation::Delete | Operation::Remove | Operation::Replace => load_whole(loader, root, path)?,
+        Operation::Merge | Operation::Create => {
+            if let Some(v) = &edit.value {
+                load_value(loader, root, path, v, schema)?;
+            }
+            // Create of a whole list must see whether the list exists.
+            if let (Some(last), Some(Node::List(_))) = (path.last(), &edit.value) {
+                if last.selector == Selector::None {
+                    load_whole(loader, root, path)?;
+                }
+            }
+        }
+    }
+    // User-ordered entries on the path, the target's and its ancestors' (a
+    // merge below a new entry creates it too): the list's ends, the entry's
+    // neighbours, and for the target the anchor's.
+    sp.clear();
+    for depth in 1..=path.segments.len() {
+        sp.push('/');
+        sp.push_str(&path.segments[depth - 1].name);
+        let Selector::Keys(kv) = &path.segments[depth - 1].selector else { continue };
+        if !schema.lists.get(&sp).is_some_and(|i| i.user_ordered) {
+            continue;
+        }
+        let entry_path = Path { segments: path.segments[..depth].to_vec() };
+        let list_path = canopy_core::diff::with_selector(&entry_path, Selector::None);
+        let Some(parent_rel) = node_key(root, &list_path.parent().unwrap_or_default()) else { break };
+        if !parent_rel.is_empty() && loader.known_absent(&parent_rel) {
+            // Nothing of the list is stored.
+            break;
+        }
+        let mut list_rel = parent_rel;
+        keys::push_name(&mut list_rel, &list_path.last().expect("list").name);
+        let order_of = |root: &Container, vals: &[String]| -> Option<Vec<u8>> {
+            match root.lookup(&list_path) {
+                Some(NodeRef::List(l)) => l.pos_of(vals),
+                _ => None,
+            }
+        };
+        let vals: Vec<String> = kv.iter().map(|(_, v)| v.clone()).collect();
+        let around = order_of(root, &vals);
+        loader.order_edges(root, &list_rel, around.as_deref())?;
+        if depth < path.segments.len() {
+            continue;
+        }
+        if let Some(Insert::Before(anchor) | Insert::After(anchor)) = &edit.insert {
+            let mut arel = list_rel.clone();
+            arel.extend_from_slice(&keycode::entry_key(anchor));
+            loader.fragment(root, &arel)?;
+            let around = order_of(root, anchor);
+            loader.order_edges(root, &list_rel, around.as_deref())?;
+        }
+    }
+    Ok(())
+}
+
+/// Loads the stored nodes a merge of `node` at `path` meets: point reads of
+/// each container and entry the value names, skipping whatever lies below a
+/// node that is not stored.
+pub(crate) fn load_value(
+    loader: &mut Loader,
+    root: &mut Container,
+    path: &Path,
+    node: &Node,
+    schema: &Schemaless,
+) -> Result<()> {
+    match node {
+        Node::Container(c) => {
+            let Some(rel) = node_key(root, path).or_else(|| keys::path_key(path).ok()) else { return Ok(()) };
+            if !path.is_root() && !loader.fragment(root, &rel)? {
+                return Ok(());
+            }
+            for (name, child) in &c.children {
+                load_value(loader, root, &path.child(name.clone(), Selector::None), child, schema)?;
+            }
+        }
+        Node::List(l) => {
+            let Some(mut list_rel) = node_key(root, &path.parent().unwrap_or_default()) else { return Ok(()) };
+            keys::push_name(&mut list_rel, &path.last().expect("list").name);
+            let info = schema.list_info(&path.schema_path()).unwrap_or_else(|| l.info.clone());
+            if info.keys.is_empty() {
+                loader.range(root, &list_rel)?;
+                return Ok(());
+            }
+            if !loader.any_under(&list_rel)? {
+                return Ok(());
+            }
+            if info.user_ordered {
+                loader.order_edges(root, &list_rel, None)?;
+            }
+            for e in l.entries() {
+                let Some(vals) = info.keys.iter().map(|k| e.key_text(k)).collect::<Option<Vec<_>>>() else { continue };
+                let mut rel = list_rel.clone();
+                rel.extend_from_slice(&keycode::entry_key(&vals));
+                if loader.fragment(root, &rel)? {
+                    let ep = canopy_core::diff::with_selector(
+                        path,
+                        Selector::Keys(info.keys.iter().cloned().zip(vals).collect()),
+                    );
+                    for (name, child) in &e.children {
+                        load_value(loader, root, &ep.child(name.clone(), Selector::None), child, schema)?;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
