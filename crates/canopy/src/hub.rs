@@ -1,6 +1,6 @@
 //! What the connections of one store in this process share: change
 //! subscriptions (the [`Subscriber`] interface and the events it gets are
-//! defined here; `crate::subscribe` runs them), operational data providers
+//! defined here; the `subscribe` module runs them), operational data providers
 //! and a copy of the operational state each connection pushed (the state
 //! itself is in the store). One hub per store (by backend and location),
 //! found through a process-wide registry.

@@ -3,7 +3,7 @@
 //! request, each node annotated with its `origin`; subscriptions and
 //! providers are registered here.
 
-use crate::connections::{collect_ended_pushers, now_nanos, Pusher};
+use crate::connections::{collect_ended_pushers, now_nanos, Control, Pusher};
 use crate::error::{Error, Result};
 use crate::hub::{ProvideFn, Provider, Pushed};
 use crate::read::ReadOptions;
@@ -98,25 +98,27 @@ impl Store {
     /// is applied without a revision check (pushes never conflict), unless
     /// `learns` (it records list info, which others may record too).
     fn commit_pushed(&self, learns: bool, build: impl Fn(&dyn Snapshot, &mut Batch) -> Result<()>) -> Result<u64> {
-        for _ in 0..crate::store::CONFLICT_RETRIES {
+        for attempt in 1..=crate::store::CONFLICT_RETRIES {
             let committed = if learns {
                 let view = self.backend().begin_write()?;
                 let snap: &dyn Snapshot = &*view;
                 let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-                collect_ended_pushers(&*self.control_at(snap)?, &mut batch);
+                // Read here, not through the catalog: a conflict retried here must
+                // not rebuild the whole catalog of every revision it meets.
+                collect_ended_pushers(&Control::load(snap)?, &mut batch);
                 build(snap, &mut batch)?;
                 view.commit(&batch)
             } else {
                 let snap = self.backend().snapshot()?;
                 let mut batch = Batch { expect_revision: None, ops: Vec::new() };
-                collect_ended_pushers(&*self.control_at(&*snap)?, &mut batch);
+                collect_ended_pushers(&Control::load(&*snap)?, &mut batch);
                 build(&*snap, &mut batch)?;
                 drop(snap);
                 // Pushed state dies with its connection: not flushed.
                 self.backend().apply_unflushed(&batch)
             };
             match committed {
-                Err(e) if e.kind() == ErrorKind::Conflict => continue,
+                Err(e) if e.kind() == ErrorKind::Conflict => crate::store::conflict_pause(attempt),
                 Err(e) => return Err(e.into()),
                 Ok(revision) => {
                     self.datastores_unchanged(revision);

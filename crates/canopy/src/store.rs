@@ -67,6 +67,16 @@ pub struct Session<'s> {
 /// How many times a transaction is rebuilt when another process committed first.
 pub(crate) const CONFLICT_RETRIES: usize = 20;
 
+/// Waits a little before attempt `n` (from 1) after a conflict, longer each
+/// time and by a varying amount, so that writers that keep meeting each other
+/// fall out of step.
+pub(crate) fn conflict_pause(n: usize) {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos() % 200));
+    std::thread::sleep(std::time::Duration::from_micros(50 * n as u64 + jitter));
+}
+
 /// Writes the layout version into an empty store; refuses a store with data
 /// but no version, or another version. Processes opening a new store at once
 /// race to write it: the ones that lose read the winner's.

@@ -2,9 +2,6 @@
 //! subscribers, stored as one batch and published, with one retry loop when
 //! another process committed first.
 
-use std::collections::HashMap;
-use std::sync::RwLock;
-
 use canopy_core::diff::Change;
 use canopy_core::edit::{apply_edit_owned, Edit};
 use canopy_core::tree::Container;
@@ -12,12 +9,11 @@ use canopy_core::Schemaless;
 use canopy_store::keys::{self, Datastore};
 use canopy_store::{Batch, ErrorKind, Snapshot};
 
-use crate::cache::{load_all, undo, Cached};
 use crate::commit::batch_for;
 use crate::error::{Error, Result};
 use crate::load::Loader;
 use crate::prepare::{erasable, erase_edit, learn_edit, prepare, Typed};
-use crate::store::{poisoned, Store, CONFLICT_RETRIES};
+use crate::store::{conflict_pause, poisoned, Store, CONFLICT_RETRIES};
 use crate::subscribe::{self, Matched};
 
 /// The result of a committed transaction.
@@ -35,9 +31,9 @@ impl Store {
     pub(crate) fn transact(&self, ds: Datastore, edits: &[Edit]) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
-        for _ in 0..CONFLICT_RETRIES {
+        for attempt in 1..=CONFLICT_RETRIES {
             match self.transact_once(ds, edits.to_vec()) {
-                Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => continue,
+                Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => conflict_pause(attempt),
                 other => return other,
             }
         }
@@ -68,10 +64,7 @@ impl Store {
                 false => None,
             }
         };
-        let out = match &self.cache {
-            Some(cache) => self.transact_cached(cache, ds, edits),
-            None => self.transact_uncached(ds, edits),
-        };
+        let out = self.attempt(ds, edits);
         if let (Some(revision), Err(e)) = (materialized, &out) {
             if !matches!(e, Error::Store(s) if s.kind() == ErrorKind::Conflict) {
                 let mut batch = Batch { expect_revision: Some(revision), ops: Vec::new() };
@@ -83,20 +76,37 @@ impl Store {
         out
     }
 
-    pub(crate) fn transact_uncached(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
-        // Reads and the commit go through one view: on SQLite, one transaction.
+    /// One attempt at a transaction, in named phases. Cached and uncached
+    /// stores run the same phases; they differ in the last one only.
+    ///
+    /// 1. **Build the candidate**: through one write view of the store and the
+    ///    catalog of its revision, each edit loads the stored nodes it meets
+    ///    into a sparse tree and is applied to it (a delete nothing reads is
+    ///    an erase, loading nothing), giving the diff.
+    /// 2. **Schema validation** of the diff, loading what the checks read.
+    /// 3. **Subscriber `validate`**: a rejection stops here, nothing stored.
+    /// 4. **Batch**: the diff as fragment puts and range deletes.
+    /// 5. **Store**: the batch committed through the view, conditional on its
+    ///    revision (a conflict makes [`Store::transact`] try again).
+    /// 6. **Publish**: the catalog of the new revision, and with `cache=on`
+    ///    the diff applied to the cached tree. Readers read the old tree
+    ///    until then: they never wait for the flush or for callbacks.
+    /// 7. **`apply`** to the subscribers (or `abort` when storing failed).
+    fn attempt(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
+        // 1. Build the candidate. On SQLite the view is one transaction.
         let view = self.backend.begin_write()?;
         let snap: &dyn Snapshot = &*view;
-        let base = self.schema_at(snap)?;
-        let yang = self.yang_at(snap)?;
-        let edits = crate::yang::normalize_edits(yang.as_deref(), ds, edits)?;
-        let mut schema = (*base).clone();
+        let base = snap.revision();
+        let catalog = self.catalog_at(snap)?;
+        let yang = catalog.yang.as_deref();
+        let edits = crate::yang::normalize_edits(yang, ds, edits)?;
+        // Stored lists are all in the catalog's; `schema` grows with what edits teach.
+        let mut schema = (*catalog.lists).clone();
         let mut learned = Vec::new();
         let mut root = Container::default();
-        // Stored lists are all in `base`; `schema` grows with what edits teach.
-        let mut loader = Loader::new(snap, ds, &base);
+        let mut loader = Loader::new(snap, ds, &catalog.lists);
         let mut changes = Vec::new();
-        let erasable = erasable(&edits, ds, &base, yang.as_deref(), &self.hub);
+        let erasable = erasable(&edits, ds, &catalog.lists, yang, &self.hub);
         for (e, erase) in edits.into_iter().zip(erasable) {
             if erase {
                 erase_edit(&mut loader, &mut root, &e, &schema, &mut changes)?;
@@ -104,23 +114,30 @@ impl Store {
             }
             prepare(&mut loader, &mut root, &e, &schema)?;
             learn_edit(&mut schema, &mut learned, &e, &root);
-            changes.extend(apply_edit_owned(&mut root, e, &Typed { lists: &schema, yang: yang.as_deref() })?);
+            changes.extend(apply_edit_owned(&mut root, e, &Typed { lists: &schema, yang })?);
         }
         if changes.is_empty() && learned.is_empty() {
-            return Ok(Commit { revision: snap.revision(), changes });
+            return Ok(Commit { revision: base, changes });
         }
-        if let Some(y) = &yang {
+        // 2. Schema validation.
+        if let Some(y) = yang {
             crate::yang::validate(y, ds, &changes, &mut crate::yang::Sparse { loader: &mut loader, root: &mut root })?;
         }
+        // 3. Subscribers validate.
         let matched = Matched::find(&self.hub, ds, &changes);
         matched.validate(self.conn.id, &changes)?;
+        // 4. Batch.
         let batch =
             batch_for(&changes, &root, &keys::Space::datastore(ds), snap, &schema, &learned, &|k| loader.has_range(k));
         drop(loader);
         drop(root);
+        // 5. Store.
         match batch.and_then(|b| Ok(view.commit(&b)?)) {
             Ok(revision) => {
+                // 6. Publish.
                 self.learned_committed(revision, schema);
+                self.publish_cached(ds, base, revision, &changes);
+                // 7. Apply.
                 matched.apply(self.conn.id, &changes, revision);
                 Ok(Commit { revision, changes })
             }
@@ -131,71 +148,29 @@ impl Store {
         }
     }
 
-    pub(crate) fn transact_cached(
-        &self,
-        cache: &RwLock<HashMap<Datastore, Cached>>,
-        ds: Datastore,
-        edits: Vec<Edit>,
-    ) -> Result<Commit> {
-        let mut g = cache.write().map_err(|_| poisoned())?;
-        let view = self.backend.begin_write()?;
-        let snap: &dyn Snapshot = &*view;
-        let base = self.schema_at(snap)?;
-        let fresh = matches!(g.get(&ds), Some(c) if c.revision == snap.revision());
-        if !fresh {
-            let tree = load_all(snap, ds, &base)?;
-            g.insert(ds, Cached { revision: snap.revision(), tree });
-        }
-        let cached = g.get_mut(&ds).expect("just loaded");
-        let yang = self.yang_at(snap)?;
-        let edits = crate::yang::normalize_edits(yang.as_deref(), ds, edits)?;
-        let mut schema = (*base).clone();
-        let mut learned = Vec::new();
-        let mut changes: Vec<Change> = Vec::new();
-        for e in edits {
-            learn_edit(&mut schema, &mut learned, &e, &cached.tree);
-            match apply_edit_owned(&mut cached.tree, e, &Typed { lists: &schema, yang: yang.as_deref() }) {
-                Ok(c) => changes.extend(c),
-                Err(err) => {
-                    undo(&mut cached.tree, &changes);
-                    return Err(err.into());
-                }
+    /// With `cache=on`, after a commit of `changes` to `ds` at `revision` on
+    /// top of `base`: the cached tree of `ds`, if it was `base`'s, takes the
+    /// changes (a short write lock, after the commit is durable); others
+    /// stay valid. A tree that was not `base`'s, or that the changes do not
+    /// fit, is dropped and read again by the next read.
+    fn publish_cached(&self, ds: Datastore, base: u64, revision: u64, changes: &[Change]) {
+        let Some(cache) = &self.cache else { return };
+        let Ok(mut g) = cache.write() else { return };
+        for (d, c) in g.iter_mut() {
+            if *d != ds && c.revision == base {
+                c.revision = revision;
             }
         }
-        if changes.is_empty() && learned.is_empty() {
-            return Ok(Commit { revision: snap.revision(), changes });
-        }
-        if let Some(y) = &yang {
-            if let Err(e) = crate::yang::validate(y, ds, &changes, &mut crate::yang::Whole(&cached.tree)) {
-                undo(&mut cached.tree, &changes);
-                return Err(e);
+        let fits = match g.get_mut(&ds) {
+            Some(c) if c.revision == base => {
+                let applied = canopy_core::diff::apply(&mut c.tree, changes).is_ok();
+                c.revision = revision;
+                applied
             }
-        }
-        let matched = Matched::find(&self.hub, ds, &changes);
-        if let Err(e) = matched.validate(self.conn.id, &changes) {
-            undo(&mut cached.tree, &changes);
-            return Err(e);
-        }
-        let stored = batch_for(&changes, &cached.tree, &keys::Space::datastore(ds), snap, &schema, &learned, &|_| true)
-            .and_then(|batch| Ok(view.commit(&batch)?));
-        match stored {
-            Ok(revision) => {
-                cached.revision = revision;
-                // Other datastores' trees are still valid: only this one changed.
-                for (d, c) in g.iter_mut() {
-                    if *d != ds && c.revision + 1 == revision {
-                        c.revision = revision;
-                    }
-                }
-                self.learned_committed(revision, schema);
-                matched.apply(self.conn.id, &changes, revision);
-                Ok(Commit { revision, changes })
-            }
-            Err(e) => {
-                undo(&mut cached.tree, &changes);
-                matched.abort(self.conn.id, &changes);
-                Err(e)
-            }
+            _ => false,
+        };
+        if !fits {
+            g.remove(&ds);
         }
     }
 

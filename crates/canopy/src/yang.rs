@@ -235,19 +235,6 @@ impl DataAccess for Sparse<'_, '_> {
     }
 }
 
-/// The whole datastore in memory (cached mode): nothing to load.
-pub(crate) struct Whole<'t>(pub &'t Container);
-
-impl DataAccess for Whole<'_> {
-    fn tree(&self) -> &Container {
-        self.0
-    }
-
-    fn load(&mut self, _: &Path, _: bool) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        Ok(())
-    }
-}
-
 /// Validates a transaction's changes.
 pub(crate) fn validate(
     yang: &YangSchema,

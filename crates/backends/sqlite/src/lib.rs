@@ -196,9 +196,21 @@ impl SqliteBackend {
             Init::Sql(e) => sqlite_err(path, "open", e),
             Init::Foreign(why) => StoreError::corrupted(format!("{}: not a canopy store ({why})", ctx())),
         })?;
-        let mode: String = writer
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .map_err(|e| sqlite_err(path, "enable WAL mode", e))?;
+        // Switching a new database to WAL takes an exclusive lock that SQLite's
+        // busy handler does not wait for: several processes opening it at once
+        // retry until the first has switched it.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mode: String = loop {
+            match writer.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)) {
+                Err(e)
+                    if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
+                other => break other.map_err(|e| sqlite_err(path, "enable WAL mode", e))?,
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::new(
                 ErrorKind::Unsupported,
