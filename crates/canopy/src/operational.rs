@@ -97,21 +97,30 @@ impl Store {
     /// comes back, so the batch holds whatever others committed meanwhile: it
     /// is applied without a revision check (pushes never conflict), unless
     /// `learns` (it records list info, which others may record too).
+    /// The control records of `snap` for attempt `attempt` of a push: the
+    /// catalog's at first (held when the revision did not move), read alone
+    /// on a retry, which must not rebuild the whole catalog of every revision
+    /// it meets.
+    fn control_for(&self, snap: &dyn Snapshot, attempt: usize) -> Result<std::sync::Arc<Control>> {
+        match attempt {
+            1 => self.control_at(snap),
+            _ => Ok(std::sync::Arc::new(Control::load(snap)?)),
+        }
+    }
+
     fn commit_pushed(&self, learns: bool, build: impl Fn(&dyn Snapshot, &mut Batch) -> Result<()>) -> Result<u64> {
         for attempt in 1..=crate::store::CONFLICT_RETRIES {
             let committed = if learns {
                 let view = self.backend().begin_write()?;
                 let snap: &dyn Snapshot = &*view;
                 let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-                // Read here, not through the catalog: a conflict retried here must
-                // not rebuild the whole catalog of every revision it meets.
-                collect_ended_pushers(&Control::load(snap)?, &mut batch);
+                collect_ended_pushers(&*self.control_for(snap, attempt)?, &mut batch);
                 build(snap, &mut batch)?;
                 view.commit(&batch)
             } else {
                 let snap = self.backend().snapshot()?;
                 let mut batch = Batch { expect_revision: None, ops: Vec::new() };
-                collect_ended_pushers(&Control::load(&*snap)?, &mut batch);
+                collect_ended_pushers(&*self.control_for(&*snap, attempt)?, &mut batch);
                 build(&*snap, &mut batch)?;
                 drop(snap);
                 // Pushed state dies with its connection: not flushed.
