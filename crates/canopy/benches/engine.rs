@@ -65,7 +65,7 @@ fn delete_interface(c: &mut Criterion) {
     store
         .schema_add(
             &[m.join("ietf/ietf-interfaces.yang"), m.join("ietf/ietf-ip.yang"), m.join("iana/iana-if-type.yang")],
-            &[m.clone()],
+            std::slice::from_ref(&m),
         )
         .unwrap();
     let entry = |i: usize| {
