@@ -16,6 +16,10 @@ command -v c++ >/dev/null 2>&1 || packages+=(g++)
 # libyang (YANG schemas) is bundled too and built with cmake; it needs PCRE2.
 command -v cmake >/dev/null 2>&1 || packages+=(cmake)
 [ -f /usr/include/pcre2.h ] || packages+=(libpcre2-dev)
+# The CLI tests run commands on a pseudo-terminal (`script`) and mount a small
+# tmpfs to fill a disk (`mount`, as root).
+command -v script >/dev/null 2>&1 || packages+=(bsdutils)
+command -v mount >/dev/null 2>&1 || packages+=(mount)
 # curl only to fetch rustup when there is no toolchain.
 command -v cargo >/dev/null 2>&1 || command -v curl >/dev/null 2>&1 || packages+=(curl ca-certificates)
 # pip fetches the IETF YANG modules the tests use (below), once.

@@ -321,7 +321,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Get { path, depth, compact, with_defaults } => {
             let with_defaults = with_defaults.parse().map_err(UserError)?;
-            print_json(&session, &path, ReadOptions { depth, with_defaults }, !compact)?
+            print_json(&session, &path, ReadOptions { depth, with_defaults }, !compact, io::stdout().lock())?
         }
         Command::Schema { command: SchemaCommand::Add { files, search } } => {
             let modules = store.schema_add(&files, &search)?;
@@ -341,12 +341,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Export { path, compact } => {
             let progress = Progress::new("exporting", None, Unit::Bytes);
-            let mut out = progress.writer(io::stdout().lock());
-            session.get_json(&path, ReadOptions::default(), !compact, &mut out)?;
-            if compact {
-                writeln!(out)?;
-            }
-            out.flush()?;
+            print_json(&session, &path, ReadOptions::default(), !compact, progress.writer(io::stdout().lock()))?
         }
         Command::Count { query } => println!("{}", session.count(&query)?),
         Command::Set { path, value } => {
@@ -483,9 +478,8 @@ fn bench(args: canopy_bench::BenchArgs) -> Result<ExitCode> {
     }
 }
 
-/// Writes what `query` selects as RFC 7951 JSON to stdout, ending with a newline.
-fn print_json(session: &Session, query: &str, opts: ReadOptions, pretty: bool) -> Result<()> {
-    let mut out = io::stdout().lock();
+/// Writes what `query` selects as RFC 7951 JSON to `out`, ending with a newline.
+fn print_json(session: &Session, query: &str, opts: ReadOptions, pretty: bool, mut out: impl Write) -> Result<()> {
     session.get_json(query, opts, pretty, &mut out)?;
     // The pretty form ends with a newline already.
     if !pretty {

@@ -24,10 +24,7 @@ impl Progress {
     /// `what` is shown before the bar (`importing doc.json`); `total` makes it
     /// a bar with a rate and the time left, `None` a spinner with a count.
     pub fn new(what: &str, total: Option<u64>, unit: Unit) -> Progress {
-        let bar = match total {
-            Some(t) => ProgressBar::with_draw_target(Some(t), ProgressDrawTarget::stderr()),
-            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
-        };
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
         let count = match unit {
             Unit::Bytes => ("{bytes}", "{total_bytes}", "{binary_bytes_per_sec}"),
             Unit::Records => ("{human_pos}", "{human_len}", "{per_sec}"),
@@ -39,7 +36,15 @@ impl Progress {
         let style = ProgressStyle::with_template(&template).unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style.progress_chars("=> "));
         bar.set_message(what.to_string());
-        bar.enable_steady_tick(Duration::from_millis(100));
+        Progress::ticking(bar)
+    }
+
+    /// `bar`, redrawn ten times a second when it is drawn at all (no ticker
+    /// thread when stderr is not a terminal).
+    fn ticking(bar: ProgressBar) -> Progress {
+        if !bar.is_hidden() {
+            bar.enable_steady_tick(Duration::from_millis(100));
+        }
         Progress { bar }
     }
 
@@ -50,8 +55,7 @@ impl Progress {
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         bar.set_style(style);
         bar.set_message(what.to_string());
-        bar.enable_steady_tick(Duration::from_millis(100));
-        Progress { bar }
+        Progress::ticking(bar)
     }
 
     pub fn set(&self, done: u64) {

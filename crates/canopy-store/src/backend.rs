@@ -150,10 +150,7 @@ impl<B: Backend + ?Sized> WriteView for ReadThenApply<'_, B> {
         drop(snap);
         match batch.expect_revision {
             Some(r) if r == revision => backend.apply(batch),
-            Some(r) => Err(crate::StoreError::new(
-                crate::ErrorKind::Conflict,
-                format!("the batch was built on revision {r}, not on the revision read ({revision})"),
-            )),
+            Some(r) => Err(crate::StoreError::stale_batch(r, revision)),
             None => backend.apply(&Batch { expect_revision: Some(revision), ops: batch.ops.clone() }),
         }
     }

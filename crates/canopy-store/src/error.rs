@@ -42,6 +42,15 @@ impl StoreError {
         self.kind
     }
 
+    /// The `Conflict` of a batch built on revision `built` committed through
+    /// a view that read revision `read`.
+    pub fn stale_batch(built: u64, read: u64) -> StoreError {
+        StoreError::new(
+            ErrorKind::Conflict,
+            format!("the batch was built on revision {built}, not on the revision read ({read})"),
+        )
+    }
+
     pub fn corrupted(message: impl Into<String>) -> StoreError {
         StoreError::new(ErrorKind::Corrupted, message)
     }

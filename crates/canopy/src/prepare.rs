@@ -151,6 +151,9 @@ pub(crate) fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path)
     Ok(())
 }
 
+/// Transactions of more edits than this erase nothing (see [`erasable`]).
+const ERASE_MAX_EDITS: usize = 64;
+
 /// Which of a transaction's edits delete a container, a whole list or a list
 /// entry that can be erased unread (one range delete, [`Change::Erased`]):
 /// a delete or remove of such a node whose lists are all known with keys,
@@ -165,7 +168,10 @@ pub(crate) fn erasable(
     hub: &Hub,
 ) -> Vec<bool> {
     let mut out = vec![false; edits.len()];
-    if hub.subscribers().iter().any(|s| s.ds == ds) {
+    // Whether other edits touch an erased path is checked pair by pair: a
+    // transaction of many edits (an import, a bulk create) is not worth that
+    // quadratic check, and its deletes are read as before.
+    if edits.len() > ERASE_MAX_EDITS || hub.subscribers().iter().any(|s| s.ds == ds) {
         return out;
     }
     for (i, e) in edits.iter().enumerate() {

@@ -41,7 +41,6 @@ impl Session<'_> {
     /// [`Error::Data`] for a query that does not parse; backend errors.
     pub fn get(&self, query: &str, opts: ReadOptions) -> Result<Container> {
         let q = Query::parse(query)?;
-        self.store.check_query(&q)?;
         self.store.with_view(self.ds, self.stored, &q, |tree, _, yang| selection(tree, &q, opts, yang))
     }
 
@@ -53,17 +52,17 @@ impl Session<'_> {
     /// As [`Session::get`], and write errors of `out`.
     pub fn get_json<W: std::io::Write>(&self, query: &str, opts: ReadOptions, pretty: bool, mut out: W) -> Result<()> {
         let q = Query::parse(query)?;
-        self.store.check_query(&q)?;
         // Uncached, a whole subtree streams from the stored fragments.
         let explicit = opts.with_defaults == WithDefaults::Explicit;
         let plain = !self.pushes() && explicit;
         if let (None, None, Some(p), true) = (&self.store.cache, opts.depth, q.to_instance_path(), plain) {
             if crate::stream::streamable(&p) {
                 let snap = self.store.backend.snapshot()?;
-                let schema = self.store.schema_at(&*snap)?;
-                let ds = self.store.control_at(&*snap)?.read_ds(self.ds);
-                let p = canonical_path(&Container::default(), &p, &*schema);
-                if crate::stream::write_path(&*snap, ds, &schema, &p, pretty, &mut out)? {
+                let catalog = self.store.catalog_at(&*snap)?;
+                crate::view::check_query(catalog.yang.as_deref(), &q)?;
+                let ds = catalog.control.read_ds(self.ds);
+                let p = canonical_path(&Container::default(), &p, &*catalog.lists);
+                if crate::stream::write_path(&*snap, ds, &catalog.lists, &p, pretty, &mut out)? {
                     return Ok(());
                 }
             }
@@ -111,7 +110,6 @@ impl Session<'_> {
     /// As [`Session::get`].
     pub fn count(&self, query: &str) -> Result<usize> {
         let q = Query::parse(query)?;
-        self.store.check_query(&q)?;
         self.store.with_view(self.ds, self.stored, &q, |tree, _, _| q.evaluate(&tree).len())
     }
 

@@ -10,7 +10,6 @@ use canopy_core::tree::ListInfo;
 use canopy_core::{Schema, Schemaless};
 use canopy_store::keys::{self, Datastore};
 use canopy_store::{Backend, Batch, ErrorKind, Snapshot, StoreUrl};
-use canopy_yang::YangSchema;
 
 use crate::cache::Cached;
 use crate::catalog::{Catalog, Catalogs};
@@ -81,13 +80,13 @@ pub(crate) fn conflict_pause(n: usize) {
 /// but no version, or another version. Processes opening a new store at once
 /// race to write it: the ones that lose read the winner's.
 pub(crate) fn init_format(backend: &dyn Backend) -> Result<()> {
-    for _ in 0..CONFLICT_RETRIES {
+    let mut attempt = 1;
+    loop {
         match init_format_once(backend) {
-            Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => continue,
+            Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict && attempt < CONFLICT_RETRIES => attempt += 1,
             other => return other,
         }
     }
-    init_format_once(backend)
 }
 
 pub(crate) fn init_format_once(backend: &dyn Backend) -> Result<()> {
@@ -230,11 +229,6 @@ impl Store {
     /// Locks and the candidate's state at `snap`'s revision.
     pub(crate) fn control_at(&self, snap: &dyn Snapshot) -> Result<Arc<Control>> {
         Ok(self.catalog.at(snap)?.control.clone())
-    }
-
-    /// The YANG schema at `snap`'s revision (`None`: a schemaless store).
-    pub(crate) fn yang_at(&self, snap: &dyn Snapshot) -> Result<Option<Arc<YangSchema>>> {
-        Ok(self.catalog.at(snap)?.yang.clone())
     }
 
     /// The learned list info of the current revision.

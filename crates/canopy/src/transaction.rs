@@ -5,7 +5,6 @@
 use canopy_core::diff::Change;
 use canopy_core::edit::{apply_edit_owned, Edit};
 use canopy_core::tree::Container;
-use canopy_core::Schemaless;
 use canopy_store::keys::{self, Datastore};
 use canopy_store::{Batch, ErrorKind, Snapshot};
 
@@ -135,7 +134,8 @@ impl Store {
         match batch.and_then(|b| Ok(view.commit(&b)?)) {
             Ok(revision) => {
                 // 6. Publish.
-                self.learned_committed(revision, schema);
+                // Data commits leave locks and the candidate's state alone.
+                self.catalog_committed(base, revision, Some(schema), None);
                 self.publish_cached(ds, base, revision, &changes);
                 // 7. Apply.
                 matched.apply(self.conn.id, &changes, revision);
@@ -172,13 +172,6 @@ impl Store {
         if !fits {
             g.remove(&ds);
         }
-    }
-
-    /// After a data commit at `revision` made from the lists in force plus
-    /// what it learned: the catalog of `revision` is the one before with
-    /// those lists (data commits leave locks and the candidate's state alone).
-    pub(crate) fn learned_committed(&self, revision: u64, schema: Schemaless) {
-        self.catalog.committed(revision - 1, revision, Some(schema), None);
     }
 
     /// After a commit at `revision` that changed no datastore's contents

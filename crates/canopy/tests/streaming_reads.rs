@@ -59,3 +59,42 @@ fn a_list_read_scans_the_list_only() {
     let read = reads.total();
     assert!(read < 30, "reading a 2-entry list read {read} keys of a store with 1,000 others");
 }
+
+/// Writes nothing, noting how many keys the store had read when the first
+/// output came.
+struct FirstWrite {
+    reads: std::sync::Arc<canopy_store::metered::Reads>,
+    at: Option<u64>,
+    bytes: usize,
+}
+
+impl std::io::Write for FirstWrite {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.at.get_or_insert_with(|| self.reads.total());
+        self.bytes += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A whole list is written while it is read: output comes long before the
+/// scan ends (a read that builds the tree first writes only after it).
+#[test]
+fn a_list_is_written_while_it_is_read() {
+    let (backend, reads) = Metered::new(MemoryBackend::new());
+    let store = Store::from_backend(Box::new(backend), "memory:streamed-early", canopy::Options::default()).unwrap();
+    store.declare_list("/m:top", ListInfo::keyed(["k"])).unwrap();
+    let big: Vec<serde_json::Value> =
+        (0..20_000).map(|i| serde_json::json!({"k": format!("k{i:05}"), "v": i})).collect();
+    store.running().import(serde_json::json!({"m:top": big}).to_string().as_bytes(), canopy::Operation::Merge).unwrap();
+    reads.reset();
+    let mut out = FirstWrite { reads: reads.clone(), at: None, bytes: 0 };
+    store.running().get_json("/m:top", ReadOptions::default(), false, &mut out).unwrap();
+    let (first, total) = (out.at.expect("something written"), reads.total());
+    assert!(total >= 20_000, "{total} keys read");
+    assert!(first < total / 2, "the first output came after {first} of {total} keys were read");
+    assert!(out.bytes > 20_000 * 10);
+}

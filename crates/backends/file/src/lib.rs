@@ -353,23 +353,33 @@ impl Shared {
     /// read or wrote it (`force`: in any case); `false` when there is no file.
     /// The caller holds `writer`.
     fn reload(&self, force: bool) -> Result<bool> {
-        let lock_revision = self.lock_revision();
-        let mut f = match fs::File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(self.context(StoreError::io("open", e))),
-        };
-        let io = |e| self.context(StoreError::io("read", e));
-        // The identity of the file actually read (it may be replaced meanwhile).
-        let seen = Seen::of(&f.metadata().map_err(io)?, lock_revision);
+        let Some((f, seen)) = self.open_current()? else { return Ok(false) };
         if !force && self.state.read().map_err(|_| poisoned())?.seen == seen {
             return Ok(true);
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(seen.size).unwrap_or(0));
-        f.read_to_end(&mut bytes).map_err(io)?;
+        let bytes = self.read_all(f, &seen)?;
         let (map, revision) = self.format.decode(&bytes).map_err(|e| self.context(e))?;
         *self.state.write().map_err(|_| poisoned())? = State { map: Arc::new(map), revision, seen };
         Ok(true)
+    }
+
+    /// The store file as it is now, with the identity of the file actually
+    /// opened (it may be replaced meanwhile); `None` when there is none.
+    fn open_current(&self) -> Result<Option<(fs::File, Seen)>> {
+        let lock_revision = self.lock_revision();
+        let f = match fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.context(StoreError::io("open", e))),
+        };
+        let seen = Seen::of(&f.metadata().map_err(|e| self.context(StoreError::io("read", e)))?, lock_revision);
+        Ok(Some((f, seen)))
+    }
+
+    fn read_all(&self, mut f: fs::File, seen: &Seen) -> Result<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(usize::try_from(seen.size).unwrap_or(0));
+        f.read_to_end(&mut bytes).map_err(|e| self.context(StoreError::io("read", e)))?;
+        Ok(bytes)
     }
 
     /// Reloads when another process replaced the file: the check costs a
@@ -599,12 +609,10 @@ impl Backend for FileBackend {
         let shared = &self.shared;
         let _writer = shared.writer.lock().map_err(|_| poisoned())?;
         let _flock = shared.flock()?;
-        let lock_revision = shared.lock_revision();
-        let read = |e| shared.context(StoreError::io("read", e));
-        let mut f = fs::File::open(&shared.path).map_err(read)?;
-        let seen = Seen::of(&f.metadata().map_err(read)?, lock_revision);
-        let mut bytes = Vec::new();
-        f.read_to_end(&mut bytes).map_err(read)?;
+        let Some((f, seen)) = shared.open_current()? else {
+            return Ok(vec![format!("{} store {}: the file is missing", shared.format.name(), shared.path.display())]);
+        };
+        let bytes = shared.read_all(f, &seen)?;
         let (map, revision) = match shared.format.decode(&bytes) {
             Err(e) => return Ok(vec![shared.context(e).to_string()]),
             Ok(decoded) => decoded,
@@ -673,10 +681,7 @@ impl WriteView for LockedWrite<'_> {
     fn commit(self: Box<Self>, batch: &Batch) -> Result<u64> {
         let revision = self.snap.revision();
         match batch.expect_revision {
-            Some(r) if r != revision => Err(StoreError::new(
-                ErrorKind::Conflict,
-                format!("the batch was built on revision {r}, not on the revision read ({revision})"),
-            )),
+            Some(r) if r != revision => Err(StoreError::stale_batch(r, revision)),
             _ => self.shared.commit_locked(&batch.ops, Some(revision)),
         }
     }
