@@ -262,12 +262,6 @@ pub fn sync_of(store: &Store) -> &'static str {
     }
 }
 
-/// Whether `store` was opened with `cache=on`, read from its URL as the
-/// engine reads it.
-pub fn cached(store: &Store) -> bool {
-    StoreUrl::parse(store.url()).is_ok_and(|u| u.params.get("cache").is_some_and(|v| v == "on"))
-}
-
 /// `--size seed|small|N[,N…]`.
 fn parse_size(v: &str) -> Result<SizeSpec> {
     Ok(match v {
@@ -448,7 +442,7 @@ impl Cx {
             );
         }
         let floors = if sync == "in memory" { "" } else { " (floors too)" };
-        Ok(format!("{sync}{floors}, cache={}", if cached(store) { "on" } else { "off" }))
+        Ok(format!("{sync}{floors}, cache={}", if store.is_cached() { "on" } else { "off" }))
     }
 
     /// Progress on stderr: suite, backend, size, row, run.

@@ -192,6 +192,11 @@ impl Store {
         &self.url
     }
 
+    /// Whether the store keeps each datastore's tree in memory (`cache=on`).
+    pub fn is_cached(&self) -> bool {
+        self.cache.is_some()
+    }
+
     /// The backend behind the store.
     pub fn backend(&self) -> &dyn Backend {
         &*self.backend

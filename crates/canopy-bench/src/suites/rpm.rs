@@ -462,7 +462,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
 
     // Dependency check on the full database.
     let store = open(&cx.url_with(&full, &[("sync", "off")]))?;
-    let cache = crate::runner::cached(&store);
+    let cache = store.is_cached();
     let resolved = std::cell::Cell::new(0);
     let canopy = cx.measure(
         "dependency check",

@@ -736,8 +736,8 @@ fn pushes_flush(cx: &Cx) -> bool {
 fn modes(cx: &Cx, main: &Store, cached: &Store) -> Result<String> {
     let sync = crate::runner::sync_of(main);
     ensure!(crate::runner::sync_of(cached) == sync, "the cached store runs at another sync mode");
-    ensure!(crate::runner::cached(cached), "the store of the cached rows is not cached");
-    let cache = if crate::runner::cached(main) {
+    ensure!(cached.is_cached(), "the store of the cached rows is not cached");
+    let cache = if main.is_cached() {
         "cache=on on every row"
     } else {
         "cache=off except the rows named cached (cache=on)"
