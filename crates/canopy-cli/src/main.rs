@@ -137,6 +137,18 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
+    /// Serve the store over HTTP: RESTCONF (RFC 8040) on /restconf, the NMDA
+    /// datastores on /restconf/ds/ietf-datastores:NAME, change streams on
+    /// /restconf/streams/NAME. Prints `listening on http://ADDR` once ready;
+    /// SIGTERM or Ctrl-C stops it after the requests under way.
+    Serve {
+        /// Address to listen on (port 0: any free port). Only loopback addresses.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8040")]
+        listen: std::net::SocketAddr,
+        /// Largest request body accepted, in bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+        max_body: usize,
+    },
     /// Copy a whole store into an empty store of any backend (--store is not used).
     Copy {
         #[arg(long, value_name = "URL")]
@@ -312,6 +324,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let store = Store::open(&url)?;
+    if let Command::Serve { listen, max_body } = cli.command {
+        return serve(store, canopy_server::Config { listen, max_body });
+    }
     let session = store.session(ds);
     // The state a command writes to operational outlives the command.
     let writer = match ds {
@@ -423,7 +438,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("bytes on disk: {}", info.disk_bytes);
             println!("sync: {sync}");
         }
-        Command::Copy { .. } | Command::Bench { .. } => unreachable!("handled before a store is opened"),
+        Command::Copy { .. } | Command::Bench { .. } | Command::Serve { .. } => {
+            unreachable!("handled before a store is opened or a session made")
+        }
         Command::Datastore { op } => match op {
             DatastoreCommand::Copy { from, to } => {
                 let from: Datastore = from.parse().map_err(UserError)?;
@@ -479,6 +496,16 @@ fn bench(args: canopy_bench::BenchArgs) -> Result<ExitCode> {
 }
 
 /// Writes what `query` selects as RFC 7951 JSON to `out`, ending with a newline.
+fn serve(store: Store, config: canopy_server::Config) -> Result<ExitCode> {
+    let app = canopy_server::App::new(store, config)?;
+    canopy_server::serve_blocking(app, |addr| {
+        let mut out = io::stdout().lock();
+        let _ = writeln!(out, "listening on http://{addr}");
+        let _ = out.flush();
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn print_json(session: &Session, query: &str, opts: ReadOptions, pretty: bool, mut out: impl Write) -> Result<()> {
     session.get_json(query, opts, pretty, &mut out)?;
     // The pretty form ends with a newline already.
