@@ -17,6 +17,7 @@ use axum::routing::{any, get};
 use axum::Router;
 use canopy::{Datastore, Store, Subscription};
 
+pub mod client;
 mod error;
 mod fields;
 mod filter;
@@ -24,6 +25,7 @@ mod output;
 mod patch;
 mod precondition;
 mod query;
+mod remote;
 mod restconf;
 mod streams;
 mod track;
@@ -121,6 +123,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/restconf/data/{*rest}", any(restconf::data))
         .route("/restconf/ds/{*rest}", any(restconf::data))
         .route("/restconf/streams/{ds}", get(streams::stream))
+        .route("/canopy/ws", get(remote::upgrade))
         .fallback(restconf::no_resource)
         .with_state(app)
 }
@@ -143,7 +146,7 @@ pub async fn run(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
     ready(bound);
     let shutdown = app.shutdown.clone();
     let routes = router(app);
-    axum::serve(listener, routes)
+    axum::serve(listener, routes.into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(async move {
             stop_signal().await;
             shutdown.send_replace(true);
