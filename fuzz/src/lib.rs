@@ -97,6 +97,25 @@ pub fn store_key(data: &[u8]) {
 }
 
 /// The targets by name, for the replay test.
+/// The server's request router: a request line (`METHOD URI`) gets a path or
+/// a RESTCONF error, never a panic; a path it resolves prints as an
+/// api-path that resolves to the same path.
+pub fn request(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let (method, uri) = text.split_once(' ').unwrap_or(("GET", text));
+    let mut lists = Schemaless::default();
+    lists.lists.insert("/m:a/l".into(), canopy_core::ListInfo::keyed(["k1", "k2"]));
+    lists.lists.insert("/m:a/l/n".into(), canopy_core::ListInfo::keyed(["k"]));
+    let resolver = canopy_server::Resolver { yang: None, lists: std::sync::Arc::new(lists) };
+    if let Ok(p) = canopy_server::parse_request(uri, method, &resolver) {
+        let again = canopy_server::api_path(&p);
+        let back = resolver
+            .to_path(&again)
+            .unwrap_or_else(|e| panic!("`{again}` (from `{text}`) does not resolve: {}", e.message));
+        assert_eq!(back, p, "`{text}` printed as `{again}`");
+    }
+}
+
 pub fn targets() -> BTreeMap<&'static str, fn(&[u8])> {
     BTreeMap::from([
         ("path", path as fn(&[u8])),
@@ -104,5 +123,6 @@ pub fn targets() -> BTreeMap<&'static str, fn(&[u8])> {
         ("fragment", fragment),
         ("store_file", store_file),
         ("store_key", store_key),
+        ("request", request),
     ])
 }

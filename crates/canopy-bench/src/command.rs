@@ -13,7 +13,8 @@ use crate::runner::{self, Format};
 /// The arguments of `canopy bench`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct BenchArgs {
-    /// The suite to run: sysrepo, keyset, objects, cps, rpm, or all of them.
+    /// The suite to run: sysrepo, keyset, objects, cps, rpm, server (canopy
+    /// serve under concurrent HTTP clients), or all of them.
     #[arg(value_name = "SUITE|all")]
     pub suite: Option<String>,
     /// The backends to run on, comma-separated: lmdb, sqlite, snapshot, json,

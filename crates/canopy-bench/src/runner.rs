@@ -84,7 +84,7 @@ pub fn suites() -> &'static [Suite] {
 }
 
 /// The suites, for messages.
-const SUITES: &str = "sysrepo, keyset, objects, cps, rpm, or all of them";
+const SUITES: &str = "sysrepo, keyset, objects, cps, rpm, server, or all of them";
 
 /// Parses the arguments after `bench` (as `canopy-bench` takes them).
 ///

@@ -21,6 +21,7 @@ pub mod client;
 mod error;
 mod fields;
 mod filter;
+mod library;
 mod output;
 mod patch;
 mod precondition;
@@ -111,6 +112,27 @@ impl App {
     }
 }
 
+/// What the router makes of a request line before it touches the store: the
+/// datastore resource and the canopy path of `uri` (path and query, still
+/// percent-encoded), its query parameters checked for `method`. The fuzz
+/// target of the router drives this.
+///
+/// # Errors
+/// The reply a bad URI gets: an unknown datastore, a malformed api-path or
+/// query parameter.
+pub fn parse_request(uri: &str, method: &str, resolver: &Resolver) -> Result<canopy::Path, RestError> {
+    let (path, query) = uri.split_once('?').map_or((uri, None), |(p, q)| (p, Some(q)));
+    let target = restconf::Target::parse(path)?;
+    let using = match method {
+        "GET" | "HEAD" => query::Use::Read,
+        "POST" => query::Use::Create,
+        "PUT" => query::Use::Replace,
+        _ => query::Use::Other,
+    };
+    query::Params::parse(query, using)?;
+    resolver.to_path(&target.rest)
+}
+
 /// The HTTP routes over `app`.
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -123,6 +145,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/restconf/data/{*rest}", any(restconf::data))
         .route("/restconf/ds/{*rest}", any(restconf::data))
         .route("/restconf/streams/{ds}", get(streams::stream))
+        .route("/restconf/yang/{file}", any(library::module))
         .route("/canopy/ws", get(remote::upgrade))
         .fallback(restconf::no_resource)
         .with_state(app)

@@ -239,6 +239,13 @@ fn read(
             "with-defaults=report-all-tagged is not supported (report-all, trim and explicit are)",
         ));
     }
+    let library = matches!(target.place, Place::Data | Place::Ds(Datastore::Operational))
+        && target.rest.trim_end_matches('/') == format!("/{}", crate::library::NODE);
+    if library {
+        let doc = crate::library::document(&app.store.schema_modules()?);
+        let body = if head { String::new() } else { serde_json::to_string_pretty(&doc).unwrap_or_default() };
+        return Ok(json_reply(StatusCode::OK, body));
+    }
     let resolver = app.resolver()?;
     let path = resolver.to_path(&target.rest)?;
     if params.with_origin && target.place != Place::Ds(Datastore::Operational) {

@@ -1,4 +1,4 @@
-//! The five seed workloads. Each suite's `run` times exactly the work its seed
+//! The five seed workloads, and the server under load. Each suite's `run` times exactly the work its seed
 //! describes on one backend at one size and returns the rows in the seed's
 //! order; see each module for what the rows time.
 
@@ -6,13 +6,14 @@ pub mod cps;
 pub mod keyset;
 pub mod objects;
 pub mod rpm;
+pub mod server;
 pub mod sysrepo;
 
 use crate::report::Layout;
 use crate::runner::Suite;
 
 /// Every suite, in the order `canopy bench all` runs them.
-pub static ALL: [Suite; 5] = [
+pub static ALL: [Suite; 6] = [
     Suite {
         name: "sysrepo",
         title: "sysrepo's datastore plugin test (seed 000)",
@@ -62,6 +63,17 @@ pub static ALL: [Suite; 5] = [
         default_repeat: 1,
         run: rpm::run,
         notes: rpm::notes,
+    },
+    Suite {
+        name: "server",
+        title:
+            "canopy serve under load: concurrent RESTCONF clients over loopback (beside seed 003's parallel clients)",
+        layout: Layout::SideBySide,
+        seed_sizes: &[1000, 10_000],
+        small_size: 100,
+        default_repeat: 3,
+        run: server::run,
+        notes: server::notes,
     },
 ];
 
