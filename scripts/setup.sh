@@ -20,8 +20,9 @@ command -v cmake >/dev/null 2>&1 || packages+=(cmake)
 # tmpfs to fill a disk (`mount`, as root).
 command -v script >/dev/null 2>&1 || packages+=(bsdutils)
 command -v mount >/dev/null 2>&1 || packages+=(mount)
-# curl only to fetch rustup when there is no toolchain.
-command -v cargo >/dev/null 2>&1 || command -v curl >/dev/null 2>&1 || packages+=(curl ca-certificates)
+# curl fetches rustup when there is no toolchain, and the `canopy serve` tests
+# speak HTTP with it (crates/canopy-cli/tests/serve_auth.rs).
+command -v curl >/dev/null 2>&1 || packages+=(curl ca-certificates)
 # pip fetches the IETF YANG modules the tests use (below), once.
 pyang_version=2.7.1
 modules="${CANOPY_CACHE:-$HOME/.cache/canopy}/pyang-$pyang_version/modules"

@@ -531,11 +531,11 @@ fn bad_certificate_files_are_refused_by_name() {
     std::fs::write(&junk, "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n").unwrap();
     let empty = dir.arg("empty.pem");
     std::fs::write(&empty, "").unwrap();
-    dir.refused(&["--tls-cert", &junk, "--tls-key", &key], &["certificate file", &junk]);
+    dir.refused(&["--tls-cert", &junk, "--tls-key", &key], &["certificate file", &junk, "base64"]);
     dir.refused(&["--tls-cert", &empty, "--tls-key", &key], &["certificate file", &empty, "no PEM certificate"]);
     dir.refused(&["--tls-cert", &cert, "--tls-key", &cert], &["private key file", &cert, "no PEM private key"]);
     dir.refused(&["--tls-cert", "nope.pem", "--tls-key", &key], &["certificate file nope.pem", "cannot read"]);
-    dir.refused(&["--tls-cert", &cert, "--tls-key", &other_key], &[&cert, &other_key]);
+    dir.refused(&["--tls-cert", &cert, "--tls-key", &other_key], &[&cert, &other_key, "not the certificate's"]);
     // One without the other is a usage error.
     let (code, _, err) = dir.canopy(&["--store", "memory:x", "serve", "--tls-cert", &cert], "");
     assert_eq!(code, 2, "{err}");

@@ -26,7 +26,7 @@ fn pem_error(what: &str, file: &Path, e: &pem::Error) -> ServeError {
         pem::Error::NoItemsFound => format!("it holds no PEM {what}"),
         pem::Error::MissingSectionEnd { .. } => "a PEM section has no END line".into(),
         pem::Error::IllegalSectionStart { .. } => "a PEM BEGIN line is malformed".into(),
-        pem::Error::Base64Decode(e) => format!("a PEM section is not base64: {e}"),
+        pem::Error::Base64Decode(_) => "a PEM section is not valid base64".into(),
         other => format!("it is not a PEM {what} file: {other}"),
     };
     ServeError::Tls(format!("TLS {what} file {}: {why}", file.display()))
@@ -54,11 +54,11 @@ pub fn config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, ServeError> 
         .with_no_client_auth()
         .with_single_cert(chain, private)
         .map_err(|e| {
-            ServeError::Tls(format!(
-                "TLS certificate {} with key {}: {e} (is the key the certificate's?)",
-                cert.display(),
-                key.display()
-            ))
+            let why = match e {
+                rustls::Error::InconsistentKeys(_) => "the key is not the certificate's".to_string(),
+                other => other.to_string(),
+            };
+            ServeError::Tls(format!("TLS certificate {} with key {}: {why}", cert.display(), key.display()))
         })?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
