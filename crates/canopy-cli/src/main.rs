@@ -187,7 +187,9 @@ enum UserCommand {
     /// password is the first line of standard input. Creates FILE (mode 0600)
     /// if there is none.
     Add {
+        /// The users file.
         file: std::path::PathBuf,
+        /// The user's name: letters, digits and . _ @ -.
         name: String,
         #[arg(long, value_name = "SPEC", help = ACCESS_HELP)]
         access: String,
@@ -195,13 +197,19 @@ enum UserCommand {
     /// Make a new random bearer token for NAME (replacing NAME's old token),
     /// print it on standard output (only this once: FILE keeps its hash).
     Token {
+        /// The users file.
         file: std::path::PathBuf,
+        /// The token's name (for people: requests show only the token).
         name: String,
         #[arg(long, value_name = "SPEC", help = ACCESS_HELP)]
         access: String,
     },
     /// Remove the user or token NAME.
-    Remove { file: std::path::PathBuf, name: String },
+    Remove {
+        /// The users file.
+        file: std::path::PathBuf,
+        name: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -594,6 +602,9 @@ fn user(command: UserCommand) -> Result<ExitCode> {
             let access = checked(&name, &access)?;
             let mut users = load(&file)?;
             let mut line = String::new();
+            if io::IsTerminal::is_terminal(&io::stdin()) {
+                eprint!("password for {name} (shown as typed): ");
+            }
             io::stdin().read_line(&mut line).map_err(|e| UserError(format!("cannot read standard input: {e}")))?;
             let password = line.strip_suffix('\n').unwrap_or(&line);
             let password = password.strip_suffix('\r').unwrap_or(password);
