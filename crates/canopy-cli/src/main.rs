@@ -140,15 +140,33 @@ enum Command {
     },
     /// Serve the store over HTTP: RESTCONF (RFC 8040) on /restconf, the NMDA
     /// datastores on /restconf/ds/ietf-datastores:NAME, change streams on
-    /// /restconf/streams/NAME. Prints `listening on http://ADDR` once ready;
-    /// SIGTERM or Ctrl-C stops it after the requests under way.
+    /// /restconf/streams/NAME. Prints `listening on http://ADDR` (https with
+    /// TLS) once ready; SIGTERM or Ctrl-C stops it after the requests under way.
     Serve {
-        /// Address to listen on (port 0: any free port). Only loopback addresses.
+        /// Address to listen on (port 0: any free port). Only loopback
+        /// addresses, unless both --users and TLS are given.
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8040")]
         listen: std::net::SocketAddr,
         /// Largest request body accepted, in bytes.
         #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
         max_body: usize,
+        /// Users file (see `canopy user`): every request then needs HTTP Basic
+        /// or bearer credentials, and each user reads or writes only the
+        /// datastores its entry allows. Without it, no authentication.
+        #[arg(long, value_name = "FILE")]
+        users: Option<std::path::PathBuf>,
+        /// Serve HTTPS with this certificate chain (PEM, the server's first).
+        #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
+        tls_cert: Option<std::path::PathBuf>,
+        /// The private key of --tls-cert (PEM).
+        #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
+        tls_key: Option<std::path::PathBuf>,
+    },
+    /// Manage the users file of `serve --users`: add a user with a password,
+    /// make a bearer token, remove either.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
     },
     /// Print every change committed under PATH on a `canopy serve` server, one
     /// JSON line per commit (RFC 8641 push-change-update), until interrupted.
@@ -199,6 +217,42 @@ enum Command {
         from: String,
         #[arg(long, value_name = "URL")]
         to: String,
+    },
+}
+
+/// The access of `user add` and `user token`.
+const ACCESS_HELP: &str = "Access per datastore: DS=MODE items separated by commas, DS running, candidate, \
+startup, operational or * (all), MODE rw, ro or none; later items override earlier ones, datastores not named get \
+none. E.g. `*=ro,running=rw`";
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Add a user, or give an existing one a new password and access. The
+    /// password is the first line of standard input. Creates FILE (mode 0600)
+    /// if there is none.
+    Add {
+        /// The users file.
+        file: std::path::PathBuf,
+        /// The user's name: letters, digits and . _ @ -.
+        name: String,
+        #[arg(long, value_name = "SPEC", help = ACCESS_HELP)]
+        access: String,
+    },
+    /// Make a new random bearer token for NAME (replacing NAME's old token),
+    /// print it on standard output (only this once: FILE keeps its hash).
+    Token {
+        /// The users file.
+        file: std::path::PathBuf,
+        /// The token's name (for people: requests show only the token).
+        name: String,
+        #[arg(long, value_name = "SPEC", help = ACCESS_HELP)]
+        access: String,
+    },
+    /// Remove the user or token NAME.
+    Remove {
+        /// The users file.
+        file: std::path::PathBuf,
+        name: String,
     },
 }
 
@@ -375,10 +429,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Provide { path, server, cmd, timeout_ms } => return remote::provide(server, path, cmd, *timeout_ms),
         _ => {}
     }
-    let store = Store::open(&url)?;
-    if let Command::Serve { listen, max_body } = cli.command {
-        return serve(store, canopy_server::Config { listen, max_body });
+    if let Command::User { command } = cli.command {
+        return user(command);
     }
+    if let Command::Serve { listen, max_body, users, tls_cert, tls_key } = cli.command {
+        // The users file and certificates are checked before the store opens.
+        let users = match users {
+            Some(file) => {
+                Some(std::sync::Arc::new(canopy_server::Users::load(&file).map_err(|e| UserError(e.to_string()))?))
+            }
+            None => None,
+        };
+        let tls = match (tls_cert, tls_key) {
+            (Some(cert), Some(key)) => Some(canopy_server::tls_config(&cert, &key).map_err(serve_error)?),
+            _ => None,
+        };
+        let config = canopy_server::Config { listen, max_body, users, tls };
+        return serve(Store::open(&url)?, config);
+    }
+    let store = Store::open(&url)?;
     let session = store.session(ds);
     // The state a command writes to operational outlives the command.
     let writer = match ds {
@@ -493,6 +562,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Copy { .. }
         | Command::Bench { .. }
         | Command::Serve { .. }
+        | Command::User { .. }
         | Command::Watch { .. }
         | Command::Subscribe { .. }
         | Command::Provide { .. } => {
@@ -552,17 +622,81 @@ fn bench(args: canopy_bench::BenchArgs) -> Result<ExitCode> {
     }
 }
 
-/// Writes what `query` selects as RFC 7951 JSON to `out`, ending with a newline.
+/// `canopy serve`.
 fn serve(store: Store, config: canopy_server::Config) -> Result<ExitCode> {
-    let app = canopy_server::App::new(store, config)?;
+    let scheme = if config.tls.is_some() { "https" } else { "http" };
+    let app = canopy_server::App::new(store, config).map_err(serve_error)?;
     canopy_server::serve_blocking(app, |addr| {
         let mut out = io::stdout().lock();
-        let _ = writeln!(out, "listening on http://{addr}");
+        let _ = writeln!(out, "listening on {scheme}://{addr}");
         let _ = out.flush();
-    })?;
+    })
+    .map_err(serve_error)?;
     Ok(ExitCode::SUCCESS)
 }
 
+/// The server's set-up errors are the user's (exit 1); the rest as they are.
+fn serve_error(e: canopy_server::ServeError) -> anyhow::Error {
+    use canopy_server::ServeError as S;
+    match e {
+        S::Config(_) | S::Users(_) | S::Tls(_) => UserError(e.to_string()).into(),
+        e => e.into(),
+    }
+}
+
+/// `canopy user add|token|remove`.
+fn user(command: UserCommand) -> Result<ExitCode> {
+    use canopy_server::{Access, Users};
+    let load = |file: &std::path::Path| Users::load_or_empty(file).map_err(|e| UserError(e.to_string()));
+    let checked = |name: &str, access: &str| -> Result<Access> {
+        if !canopy_server::valid_name(name) {
+            return Err(UserError(format!("name `{name}`: use letters, digits and . _ @ - (up to 128)")).into());
+        }
+        Ok(access.parse::<Access>().map_err(|e| UserError(format!("--access `{access}`: {e}")))?)
+    };
+    let saved = |users: &Users| users.save().map_err(|e| UserError(e.to_string()));
+    match command {
+        UserCommand::Add { file, name, access } => {
+            let access = checked(&name, &access)?;
+            let mut users = load(&file)?;
+            let mut line = String::new();
+            if io::IsTerminal::is_terminal(&io::stdin()) {
+                eprint!("password for {name} (shown as typed): ");
+            }
+            io::stdin().read_line(&mut line).map_err(|e| UserError(format!("cannot read standard input: {e}")))?;
+            let password = line.strip_suffix('\n').unwrap_or(&line);
+            let password = password.strip_suffix('\r').unwrap_or(password);
+            if password.is_empty() {
+                return Err(UserError("no password: give it as the first line of standard input".into()).into());
+            }
+            let entry = canopy_server::user_entry(&name, password, access).map_err(|e| anyhow::anyhow!(e))?;
+            let replaced = users.put(entry).map_err(UserError)?;
+            saved(&users)?;
+            let done = if replaced { "updated user" } else { "added user" };
+            eprintln!("{done} {name} ({access}) in {}", file.display());
+        }
+        UserCommand::Token { file, name, access } => {
+            let access = checked(&name, &access)?;
+            let mut users = load(&file)?;
+            let (token, entry) = canopy_server::new_token(&name, access);
+            users.put(entry).map_err(UserError)?;
+            saved(&users)?;
+            println!("{token}");
+            eprintln!("token {name} ({access}) stored in {} as its hash: it is shown only now", file.display());
+        }
+        UserCommand::Remove { file, name } => {
+            let mut users = load(&file)?;
+            if !users.remove(&name) {
+                return Err(UserError(format!("{} has no user or token `{name}`", file.display())).into());
+            }
+            saved(&users)?;
+            eprintln!("removed {name} from {}", file.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes what `query` selects as RFC 7951 JSON to `out`, ending with a newline.
 fn print_json(session: &Session, query: &str, opts: ReadOptions, pretty: bool, mut out: impl Write) -> Result<()> {
     session.get_json(query, opts, pretty, &mut out)?;
     // The pretty form ends with a newline already.

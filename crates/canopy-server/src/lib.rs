@@ -7,6 +7,11 @@
 //! then; writes honour `If-Match` and `If-Unmodified-Since`, and answer with
 //! the commit's revision (`Canopy-Revision`).
 //!
+//! With a users file ([`Config::users`]) every request but discovery needs
+//! credentials (HTTP Basic or a bearer token) and each user reads or writes
+//! only the datastores its entry allows; with [`Config::tls`] it speaks HTTPS.
+//! It listens on a loopback address only, unless it has both.
+//!
 //! The server adds transport, not logic: it calls the same [`canopy::Session`]
 //! API the CLI does, on a blocking pool.
 
@@ -17,6 +22,7 @@ use axum::routing::{any, get};
 use axum::Router;
 use canopy::{Datastore, Store, Subscription};
 
+mod auth;
 pub mod client;
 mod error;
 mod fields;
@@ -29,12 +35,17 @@ mod query;
 mod remote;
 mod restconf;
 mod streams;
+mod tls;
 mod track;
 mod uri;
+mod users;
 
+pub use auth::{CACHE_ENTRIES, CACHE_TTL};
 pub use error::{ErrorEntry, RestError};
+pub use tls::config as tls_config;
 pub use track::{Stamp, Tracker};
 pub use uri::{api_path, qualified_name, Resolver};
+pub use users::{new_token, user_entry, valid_name, Access, Entry, Mode, Secret, Users, UsersError};
 
 /// The media type of RESTCONF's JSON encoding.
 pub const YANG_JSON: &str = "application/yang-data+json";
@@ -50,11 +61,15 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Largest request body accepted (bytes); larger ones get 413.
     pub max_body: usize,
+    /// Who may do what; `None`: no authentication, everyone may do anything.
+    pub users: Option<Arc<Users>>,
+    /// HTTPS with this setup (see [`tls_config`]); `None`: plain HTTP.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { listen: SocketAddr::from(([127, 0, 0, 1], 8040)), max_body: 256 << 20 }
+        Config { listen: SocketAddr::from(([127, 0, 0, 1], 8040)), max_body: 256 << 20, users: None, tls: None }
     }
 }
 
@@ -68,8 +83,28 @@ pub enum ServeError {
     Listen { addr: SocketAddr, source: std::io::Error },
     #[error("{0}")]
     Config(String),
+    #[error(transparent)]
+    Users(#[from] UsersError),
+    #[error("{0}")]
+    Tls(String),
     #[error("serving: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// The address of a request's client, as handlers see it (plain TCP or TLS).
+#[derive(Clone, Copy, Debug)]
+pub struct PeerAddr(pub SocketAddr);
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tokio::net::TcpListener>> for PeerAddr {
+    fn connect_info(s: axum::serve::IncomingStream<'_, tokio::net::TcpListener>) -> PeerAddr {
+        PeerAddr(*s.remote_addr())
+    }
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tls::TlsListener>> for PeerAddr {
+    fn connect_info(s: axum::serve::IncomingStream<'_, tls::TlsListener>) -> PeerAddr {
+        PeerAddr(*s.remote_addr())
+    }
 }
 
 /// What every request handler shares.
@@ -77,6 +112,8 @@ pub struct App {
     pub store: Store,
     pub tracker: Arc<Tracker>,
     pub config: Config,
+    /// Checks every request when there is a users file.
+    auth: Option<Arc<auth::Auth>>,
     /// Writes one at a time, so that a precondition checked holds at the commit.
     write_gate: Mutex<()>,
     /// Ends change streams when the server shuts down.
@@ -96,8 +133,10 @@ impl App {
         for ds in Datastore::ALL {
             feeds.push(store.subscribe(ds, "/", i32::MIN, track::Feed(tracker.clone()))?);
         }
+        let auth = config.users.as_ref().map(|u| Arc::new(auth::Auth::new(u.clone())));
         Ok(Arc::new(App {
             store,
+            auth,
             tracker,
             config,
             write_gate: Mutex::new(()),
@@ -133,9 +172,11 @@ pub fn parse_request(uri: &str, method: &str, resolver: &Resolver) -> Result<can
     resolver.to_path(&target.rest)
 }
 
-/// The HTTP routes over `app`.
+/// The HTTP routes over `app`, behind the authentication layer when `app`
+/// has users (without, there is no layer to pay for).
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
+    let auth = app.auth.clone();
+    let routes = Router::new()
         .route("/.well-known/host-meta", get(restconf::host_meta))
         .route("/restconf", any(restconf::api_root))
         .route("/restconf/", any(restconf::api_root))
@@ -148,7 +189,11 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/restconf/yang/{file}", any(library::module))
         .route("/canopy/ws", get(remote::upgrade))
         .fallback(restconf::no_resource)
-        .with_state(app)
+        .with_state(app);
+    match auth {
+        Some(auth) => routes.layer(axum::middleware::from_fn_with_state(auth, auth::check)),
+        None => routes,
+    }
 }
 
 /// Serves `app` on `config.listen` until SIGTERM or Ctrl-C; `ready` gets the
@@ -159,22 +204,35 @@ pub fn router(app: Arc<App>) -> Router {
 /// The address cannot be bound; serving fails.
 pub async fn run(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
     let addr = app.config.listen;
-    if !addr.ip().is_loopback() {
+    if !addr.ip().is_loopback() && (app.config.tls.is_none() || app.config.users.is_none()) {
         return Err(ServeError::Config(format!(
-            "refusing to listen on {addr}: only a loopback address is served without TLS and authentication"
+            "refusing to listen on {addr}: an address other than loopback needs both TLS (--tls-cert, --tls-key) and authentication (--users)"
         )));
     }
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Listen { addr, source })?;
     let bound = listener.local_addr()?;
-    ready(bound);
     let shutdown = app.shutdown.clone();
+    let stopped = async move {
+        stop_signal().await;
+        shutdown.send_replace(true);
+    };
+    let tls = app.config.tls.clone();
     let routes = router(app);
-    axum::serve(listener, routes.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async move {
-            stop_signal().await;
-            shutdown.send_replace(true);
-        })
-        .await?;
+    match tls {
+        None => {
+            ready(bound);
+            axum::serve(listener, routes.into_make_service_with_connect_info::<PeerAddr>())
+                .with_graceful_shutdown(stopped)
+                .await?;
+        }
+        Some(tls) => {
+            let listener = tls::TlsListener::new(listener, tls)?;
+            ready(bound);
+            axum::serve(listener, routes.into_make_service_with_connect_info::<PeerAddr>())
+                .with_graceful_shutdown(stopped)
+                .await?;
+        }
+    }
     Ok(())
 }
 

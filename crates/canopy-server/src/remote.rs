@@ -158,7 +158,7 @@ impl Subscriber for RemoteSub {
 /// `GET /canopy/ws` (a WebSocket upgrade).
 pub async fn upgrade(
     State(app): State<Arc<App>>,
-    ConnectInfo(addr): ConnectInfo<std::net::SocketAddr>,
+    ConnectInfo(crate::PeerAddr(addr)): ConnectInfo<crate::PeerAddr>,
     ws: WebSocketUpgrade,
 ) -> Response {
     let peer = addr.to_string();
