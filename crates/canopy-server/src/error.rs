@@ -101,7 +101,11 @@ impl RestError {
         match e {
             E::Data(D::Path { .. }) => RestError::new(StatusCode::BAD_REQUEST, "protocol", "invalid-value", msg),
             E::Data(D::Json { .. }) => RestError::malformed(msg),
-            E::Data(D::NotFound { path }) => RestError::new(StatusCode::NOT_FOUND, app, "data-missing", msg).at(path),
+            // RFC 8040 section 7 pairs data-missing with 409; a missing
+            // target is 404, which goes with invalid-value (as for GET).
+            E::Data(D::NotFound { path }) => {
+                RestError::new(StatusCode::NOT_FOUND, "protocol", "invalid-value", msg).at(path)
+            }
             E::Data(D::Exists { path }) => RestError::new(StatusCode::CONFLICT, app, "data-exists", msg).at(path),
             E::Data(D::Value { path, .. } | D::Invalid { path, .. }) => {
                 RestError::new(StatusCode::BAD_REQUEST, app, "invalid-value", msg).at(path)
@@ -126,7 +130,7 @@ impl RestError {
                 ErrorKind::Conflict => RestError::new(StatusCode::CONFLICT, app, "in-use", msg),
                 ErrorKind::Unavailable => RestError::new(StatusCode::SERVICE_UNAVAILABLE, app, "resource-denied", msg),
                 ErrorKind::NoSpace => RestError::new(StatusCode::INSUFFICIENT_STORAGE, app, "resource-denied", msg),
-                ErrorKind::NotFound => RestError::new(StatusCode::NOT_FOUND, app, "data-missing", msg),
+                ErrorKind::NotFound => RestError::new(StatusCode::NOT_FOUND, "protocol", "invalid-value", msg),
                 _ => RestError::internal(msg),
             },
             _ => RestError::internal(msg),

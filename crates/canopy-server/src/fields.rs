@@ -42,6 +42,22 @@ impl Fields {
         }
     }
 
+    /// Checks that every name is a child node in the YANG schema, below the
+    /// schema node `parent` (`None`: the top level) of `module`.
+    ///
+    /// # Errors
+    /// The first name that is no child node.
+    pub fn check(&self, model: &canopy_yang::model::Model, parent: Option<usize>, module: Option<&str>) -> Result<(), String> {
+        for (name, sub) in &self.children {
+            let canon = canopy_core::path::canonical_name(name, module);
+            let Some(idx) = model.child(parent, &canon) else {
+                return Err(format!("`{name}` is not a child node here"));
+            };
+            sub.check(model, Some(idx), Some(model.nodes[idx].module.as_str()))?;
+        }
+        Ok(())
+    }
+
     /// Keeps the children of `c` this selection names (list entries keep
     /// their keys). `module`: the module of `c` (names in that module may be
     /// written with or without it).

@@ -181,9 +181,7 @@ fn build(
             if !exists(session, &path).map_err(fail)? {
                 return Err(fail(
                     RestError::new(
-                        StatusCode::NOT_FOUND,
-                        "application",
-                        "data-missing",
+                        StatusCode::NOT_FOUND, "protocol", "invalid-value",
                         format!("{path}: does not exist"),
                     )
                     .at(path.to_string()),

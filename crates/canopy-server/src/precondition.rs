@@ -32,7 +32,7 @@ pub fn evaluate(headers: &HeaderMap, stamp: Stamp, exists: bool, read: bool) -> 
     let failed = |why: String| RestError::new(StatusCode::PRECONDITION_FAILED, "protocol", "operation-failed", why);
     let etag = stamp.etag();
     if let Some(v) = header(headers, "if-match")? {
-        if !matches_list(&v, &etag, exists) {
+        if !matches_list(&v, &etag, exists, true) {
             return Err(failed(format!("If-Match {v} does not match: the resource is {}", describe(exists, &etag))));
         }
     } else if let Some(v) = header(headers, "if-unmodified-since")? {
@@ -46,7 +46,7 @@ pub fn evaluate(headers: &HeaderMap, stamp: Stamp, exists: bool, read: bool) -> 
         }
     }
     if let Some(v) = header(headers, "if-none-match")? {
-        if matches_list(&v, &etag, exists) {
+        if matches_list(&v, &etag, exists, false) {
             return match read {
                 true => Ok(Outcome::NotModified),
                 false => Err(failed(format!("If-None-Match {v} matches: the resource is {}", describe(exists, &etag)))),
@@ -69,12 +69,18 @@ fn describe(exists: bool, etag: &str) -> String {
     }
 }
 
-/// Whether a list of entity tags (`*`, or `"a", W/"b"`) matches.
-fn matches_list(list: &str, etag: &str, exists: bool) -> bool {
+/// Whether a list of entity tags (`*`, or `"a", W/"b"`) matches: by the
+/// strong comparison (`If-Match`: a weak tag never matches) or the weak one.
+fn matches_list(list: &str, etag: &str, exists: bool, strong: bool) -> bool {
     if list.trim() == "*" {
         return exists;
     }
-    exists && list.split(',').map(|t| t.trim().trim_start_matches("W/")).any(|t| t == etag)
+    let mut tags = list.split(',').map(str::trim);
+    exists
+        && match strong {
+            true => tags.any(|t| !t.starts_with("W/") && t == etag),
+            false => tags.any(|t| t.trim_start_matches("W/") == etag),
+        }
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Result<Option<String>, RestError> {
@@ -107,6 +113,7 @@ mod tests {
         assert_eq!(evaluate(&with("if-match", "\"7\""), stamp, true, false).unwrap(), Outcome::Proceed);
         assert_eq!(evaluate(&with("if-match", "\"6\", \"7\""), stamp, true, false).unwrap(), Outcome::Proceed);
         assert_eq!(evaluate(&with("if-match", "\"6\""), stamp, true, false).unwrap_err().status, 412);
+        assert_eq!(evaluate(&with("if-match", "W/\"7\""), stamp, true, false).unwrap_err().status, 412);
         assert_eq!(evaluate(&with("if-match", "*"), stamp, false, false).unwrap_err().status, 412);
         assert_eq!(evaluate(&with("if-none-match", "*"), stamp, true, false).unwrap_err().status, 412);
         assert_eq!(evaluate(&with("if-none-match", "*"), stamp, false, false).unwrap(), Outcome::Proceed);

@@ -282,6 +282,26 @@ fn read(
     if ds == Datastore::Operational && !params.with_origin {
         filter::strip_origin(&mut tree);
     }
+    if let (Some(fields), Some(y)) = (&params.fields, &resolver.yang) {
+        let model = y.model();
+        let at = model.by_path.get(&path.schema_path()).copied();
+        if at.is_some() || path.is_root() {
+            fields.check(model, at, path.module()).map_err(|e| RestError::invalid(format!("query parameter `fields`: {e}")))?;
+        }
+    }
+    if params.with_origin && !path.is_root() {
+        // The target carries its effective origin: its ancestors are not shown.
+        let mut origin = None;
+        for n in 1..=path.segments.len() {
+            let prefix = Path { segments: path.segments[..n].to_vec() };
+            if let Some(c) = tree.lookup(&prefix).and_then(|r| r.container()) {
+                origin = c.meta.get(canopy::ORIGIN).cloned().or(origin);
+            }
+        }
+        if let (Some(o), Ok(c)) = (origin, canopy_core::diff::container_mut(&mut tree, &path)) {
+            c.meta.entry(canopy::ORIGIN.to_string()).or_insert(o);
+        }
+    }
     if let Some(fields) = &params.fields {
         let inner = matches!(tree.lookup(&path), Some(n) if n.container().is_none());
         if inner {
@@ -412,6 +432,22 @@ fn write(
     let (edit, resource) = match *method {
         Method::PUT => (put_edit(&session, &path, text, insert)?, path.clone()),
         Method::POST => {
+            // RFC 8040 4.4.1: the target resource (the parent) must exist;
+            // a non-presence container exists where its parent does.
+            let mut holder = path.clone();
+            while let (Some(y), Some(_)) = (&resolver.yang, holder.last()) {
+                let implicit = y.model().by_path.get(&holder.schema_path()).is_some_and(|&i| {
+                    let n = &y.model().nodes[i];
+                    n.kind == NodeKind::Container && !n.presence
+                });
+                if !implicit {
+                    break;
+                }
+                holder = holder.parent().unwrap_or_default();
+            }
+            if !exists(&session, &holder)? {
+                return Err(RestError::not_found(&path.to_string()));
+            }
             let child = post_child(&resolver, &path, text)?;
             (session.parse_edit(Operation::Create, child.clone(), Some(text), insert)?, child)
         }
@@ -419,8 +455,8 @@ fn write(
             if !exists(&session, &path)? {
                 return Err(RestError::new(
                     StatusCode::NOT_FOUND,
-                    "application",
-                    "data-missing",
+                    "protocol",
+                    "invalid-value",
                     format!("{path}: does not exist (PATCH merges into an existing resource)"),
                 )
                 .at(path.to_string()));
@@ -429,6 +465,12 @@ fn write(
         }
         _ => (Edit::delete(path.clone()), path.clone()),
     };
+    if params.insert.is_some() && resolver.user_ordered(&resource) == Some(false) {
+        return Err(RestError::invalid(format!(
+            "query parameter `insert` applies to entries of lists and leaf-lists ordered by the user; {} is ordered by the system",
+            resource.schema_path()
+        )));
+    }
     let post = *method == Method::POST;
     let commit = session.apply(&[edit]).map_err(|e| match (e, post) {
         // RFC 8040 4.4.1: POST of an existing resource.

@@ -152,6 +152,15 @@ impl Resolver {
         }
     }
 
+    /// Whether the list or leaf-list at `path` is ordered by the user, if known.
+    pub fn user_ordered(&self, path: &Path) -> Option<bool> {
+        let sp = path.schema_path();
+        match &self.yang {
+            Some(y) => y.model().by_path.get(&sp).map(|&i| y.model().nodes[i].user_ordered),
+            None => self.lists.lists.get(&sp).map(|l| l.user_ordered),
+        }
+    }
+
     /// Key names of the list at `path` (its last segment), if known.
     pub fn keys(&self, path: &Path) -> Option<Vec<String>> {
         let sp = path.schema_path();
