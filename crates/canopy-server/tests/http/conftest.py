@@ -16,6 +16,7 @@ read by a helper thread into a queue that the test reads with a timeout.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -48,6 +49,7 @@ JUKEBOX = "example-jukebox@2016-08-15.yang"
 SYSTEM = "example-system.yang"
 EVENTS = "example-events.yang"
 DEFAULTS = "example.yang"  # RFC 6243 Appendix A.1 style, for with-defaults
+TOP = "example-top.yang"  # RFC 8040 §3.5.3 api-path examples
 
 START_TIMEOUT = 30.0  # seconds until the "listening on" line
 STOP_TIMEOUT = 15.0  # seconds from SIGTERM to exit
@@ -357,6 +359,20 @@ class Server:
 
     def delete(self, path: str, **kw: Any) -> requests.Response:
         return self.request("DELETE", path, **kw)
+
+    def raw(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """A request through http.client, path sent byte for byte (requests and
+        urllib3 re-encode what they take for a bad percent-encoding)."""
+        parts = urlsplit(self.base)
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=TIMEOUT[1])
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            resp = conn.getresponse()
+            return resp.status, dict(resp.getheaders()), resp.read()
+        finally:
+            conn.close()
 
     def get_json(self, path: str, **kw: Any) -> Any:
         r = self.get(path, **kw)
