@@ -428,8 +428,12 @@ class EventStream:
     def __init__(self, resp: requests.Response):
         self.resp = resp
         self.events: queue.Queue[Event | BaseException | None] = queue.Queue()
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
+        ctype = resp.headers.get("Content-Type", "")
+        if resp.status_code == 200 and ctype.startswith("text/event-stream"):
+            self.thread = threading.Thread(target=self._read, daemon=True)
+            self.thread.start()
+        else:  # an error reply: left to the test to read
+            self.events.put(None)
 
     @classmethod
     def open(cls, server: Server, path: str, headers: dict[str, str]) -> "EventStream":
