@@ -11,4 +11,5 @@ if ! python3 -c 'import pytest, requests' 2>/dev/null; then
     echo "http-tests: installing crates/canopy-server/tests/http/requirements.txt" >&2
     python3 -m pip install -q -r crates/canopy-server/tests/http/requirements.txt
 fi
+export PYTHONDONTWRITEBYTECODE=1
 exec python3 -m pytest -q crates/canopy-server/tests/http "$@"

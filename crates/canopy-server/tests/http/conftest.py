@@ -16,6 +16,7 @@ read by a helper thread into a queue that the test reads with a timeout.
 
 from __future__ import annotations
 
+import codecs
 import http.client
 import json
 import os
@@ -445,12 +446,23 @@ class EventStream:
     def status_code(self) -> int:
         return self.resp.status_code
 
+    def _chunks(self) -> Iterable[bytes]:
+        # Whatever has arrived, as soon as it has (iter_content(None) would wait
+        # for the end of a body that is not chunked).
+        raw = self.resp.raw
+        if hasattr(raw, "read1"):
+            while chunk := raw.read1(65536):
+                yield chunk
+        else:
+            yield from self.resp.iter_content(chunk_size=1)
+
     def _read(self) -> None:
         buf = ""
         ev: dict[str, Any] = {"event": None, "id": None, "data": []}
+        decoder = codecs.getincrementaldecoder("utf-8")()
         try:
-            for chunk in self.resp.iter_content(chunk_size=None, decode_unicode=False):
-                buf += chunk.decode("utf-8")
+            for chunk in self._chunks():
+                buf += decoder.decode(chunk)
                 while True:
                     cut = min((i for i in (buf.find("\r\n"), buf.find("\n"), buf.find("\r")) if i >= 0), default=-1)
                     if cut < 0:
