@@ -14,6 +14,7 @@ use canopy_store::SyncMode;
 use clap::{Parser, Subcommand};
 
 mod progress;
+mod remote;
 use progress::{Progress, Unit};
 
 #[derive(Parser)]
@@ -136,6 +137,61 @@ enum Command {
     Bench {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
+    },
+    /// Serve the store over HTTP: RESTCONF (RFC 8040) on /restconf, the NMDA
+    /// datastores on /restconf/ds/ietf-datastores:NAME, change streams on
+    /// /restconf/streams/NAME. Prints `listening on http://ADDR` once ready;
+    /// SIGTERM or Ctrl-C stops it after the requests under way.
+    Serve {
+        /// Address to listen on (port 0: any free port). Only loopback addresses.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8040")]
+        listen: std::net::SocketAddr,
+        /// Largest request body accepted, in bytes.
+        #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+        max_body: usize,
+    },
+    /// Print every change committed under PATH on a `canopy serve` server, one
+    /// JSON line per commit (RFC 8641 push-change-update), until interrupted.
+    /// Credentials come from $CANOPY_TOKEN or $CANOPY_USER and $CANOPY_PASSWORD.
+    Watch {
+        #[arg(default_value = "/")]
+        path: String,
+        /// The server's URL.
+        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8040")]
+        server: String,
+        /// Start after this revision (the commits after it that the server still keeps).
+        #[arg(long, value_name = "REVISION")]
+        since: Option<u64>,
+    },
+    /// Take part in the commits of a `canopy serve` server that change PATH:
+    /// print each event (validate, apply, abort) as a JSON line; with
+    /// --validate, run CMD (by `sh -c`, the event on stdin) for each validate:
+    /// exit status 0 accepts the commit, any other rejects it with CMD's stderr.
+    Subscribe {
+        path: String,
+        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8040")]
+        server: String,
+        /// Higher priorities are asked first.
+        #[arg(long, default_value_t = 0)]
+        priority: i32,
+        /// How long the server waits for each answer before it aborts the
+        /// commit and drops this subscriber.
+        #[arg(long, value_name = "MS", default_value_t = 5000)]
+        timeout_ms: u64,
+        #[arg(long, value_name = "CMD")]
+        validate: Option<String>,
+    },
+    /// Provide operational state below PATH to a `canopy serve` server: each
+    /// read runs CMD (by `sh -c`, the path read as $1) and merges the RFC 7951
+    /// JSON document it prints (from the datastore root).
+    Provide {
+        path: String,
+        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8040")]
+        server: String,
+        #[arg(long, value_name = "CMD")]
+        cmd: String,
+        #[arg(long, value_name = "MS", default_value_t = 5000)]
+        timeout_ms: u64,
     },
     /// Copy a whole store into an empty store of any backend (--store is not used).
     Copy {
@@ -311,7 +367,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    match &cli.command {
+        Command::Watch { path, server, since } => return remote::watch(server, &cli.ds, path, *since),
+        Command::Subscribe { path, server, priority, timeout_ms, validate } => {
+            return remote::subscribe(server, &cli.ds, path, *priority, *timeout_ms, validate.as_deref())
+        }
+        Command::Provide { path, server, cmd, timeout_ms } => return remote::provide(server, path, cmd, *timeout_ms),
+        _ => {}
+    }
     let store = Store::open(&url)?;
+    if let Command::Serve { listen, max_body } = cli.command {
+        return serve(store, canopy_server::Config { listen, max_body });
+    }
     let session = store.session(ds);
     // The state a command writes to operational outlives the command.
     let writer = match ds {
@@ -423,7 +490,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("bytes on disk: {}", info.disk_bytes);
             println!("sync: {sync}");
         }
-        Command::Copy { .. } | Command::Bench { .. } => unreachable!("handled before a store is opened"),
+        Command::Copy { .. }
+        | Command::Bench { .. }
+        | Command::Serve { .. }
+        | Command::Watch { .. }
+        | Command::Subscribe { .. }
+        | Command::Provide { .. } => {
+            unreachable!("handled before a store is opened or a session made")
+        }
         Command::Datastore { op } => match op {
             DatastoreCommand::Copy { from, to } => {
                 let from: Datastore = from.parse().map_err(UserError)?;
@@ -479,6 +553,16 @@ fn bench(args: canopy_bench::BenchArgs) -> Result<ExitCode> {
 }
 
 /// Writes what `query` selects as RFC 7951 JSON to `out`, ending with a newline.
+fn serve(store: Store, config: canopy_server::Config) -> Result<ExitCode> {
+    let app = canopy_server::App::new(store, config)?;
+    canopy_server::serve_blocking(app, |addr| {
+        let mut out = io::stdout().lock();
+        let _ = writeln!(out, "listening on http://{addr}");
+        let _ = out.flush();
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn print_json(session: &Session, query: &str, opts: ReadOptions, pretty: bool, mut out: impl Write) -> Result<()> {
     session.get_json(query, opts, pretty, &mut out)?;
     // The pretty form ends with a newline already.

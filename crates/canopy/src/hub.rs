@@ -57,6 +57,15 @@ pub trait Subscriber: Send + Sync {
 
     /// The transaction this subscriber validated is not stored after all.
     fn abort(&self, _event: &ChangeEvent<'_>) {}
+
+    /// Whether deletes must be delivered with what they deleted
+    /// ([`canopy_core::diff::Change::Deleted`]). A subscriber that only needs
+    /// the paths (a change log, a cache invalidator) returns `false`: then a
+    /// deleted subtree may arrive as [`canopy_core::diff::Change::Erased`],
+    /// which the engine removes with one range delete without reading it.
+    fn wants_old_values(&self) -> bool {
+        true
+    }
 }
 
 /// One subscription as the hub keeps it.

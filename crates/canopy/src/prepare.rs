@@ -158,7 +158,7 @@ const ERASE_MAX_EDITS: usize = 64;
 /// entry that can be erased unread (one range delete, [`Change::Erased`]):
 /// a delete or remove of such a node whose lists are all known with keys,
 /// that no other edit of the transaction touches, that no subscriber of the
-/// datastore is told about (subscribers get old values), and whose content no
+/// datastore is told about with old values, and whose content no
 /// YANG check reads.
 pub(crate) fn erasable(
     edits: &[Edit],
@@ -171,7 +171,8 @@ pub(crate) fn erasable(
     // Whether other edits touch an erased path is checked pair by pair: a
     // transaction of many edits (an import, a bulk create) is not worth that
     // quadratic check, and its deletes are read as before.
-    if edits.len() > ERASE_MAX_EDITS || hub.subscribers().iter().any(|s| s.ds == ds) {
+    if edits.len() > ERASE_MAX_EDITS || hub.subscribers().iter().any(|s| s.ds == ds && s.subscriber.wants_old_values())
+    {
         return out;
     }
     for (i, e) in edits.iter().enumerate() {

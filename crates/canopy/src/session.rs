@@ -157,7 +157,16 @@ impl Session<'_> {
     /// a value that does not fit; [`Error::Usage`] for a value missing or given
     /// where the operation does not take one; as [`Session::apply`].
     pub fn edit_json(&self, op: Operation, path: &str, json: Option<&str>, insert: Option<Insert>) -> Result<Commit> {
-        let p: Path = path.parse()?;
+        let edit = self.parse_edit(op, path.parse()?, json, insert)?;
+        self.apply(&[edit])
+    }
+
+    /// The edit [`Session::edit_json`] applies, without applying it: for
+    /// callers that gather several edits into one transaction.
+    ///
+    /// # Errors
+    /// As [`Session::edit_json`], except those of applying.
+    pub fn parse_edit(&self, op: Operation, p: Path, json: Option<&str>, insert: Option<Insert>) -> Result<Edit> {
         let value = match (op, json) {
             (Operation::Delete | Operation::Remove, None) => None,
             (Operation::Delete | Operation::Remove, Some(_)) => {
@@ -193,7 +202,7 @@ impl Session<'_> {
                 })
             }
         };
-        self.apply(&[Edit { op, path: p, value, insert }])
+        Ok(Edit { op, path: p, value, insert })
     }
 
     /// Merges the JSON value `json` (an object for a container or for a list

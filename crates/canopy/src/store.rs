@@ -242,6 +242,15 @@ impl Store {
         self.schema_at(&*snap)
     }
 
+    /// The lists the store knows now, by schema path (`/m:cont/lst`): the YANG
+    /// schema's, declared and learned ones, with their keys and ordering.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub fn known_lists(&self) -> Result<Arc<Schemaless>> {
+        self.schema_now()
+    }
+
     /// Declares a list's keys and ordering before data is imported (a schema
     /// would say this; schemaless stores learn it here or from the first path
     /// that creates an entry). Declaring what is already known does nothing.

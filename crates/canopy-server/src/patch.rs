@@ -1,0 +1,262 @@
+//! YANG Patch (RFC 8072): an ordered list of edits, relative to the target
+//! resource, applied as one transaction; the reply is a `yang-patch-status`.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use canopy::Subtree;
+use canopy::{Datastore, Edit, Insert, Operation, Session};
+use canopy_core::path::{Path, Selector};
+
+use crate::error::{ErrorEntry, RestError};
+use crate::restconf::{exists, json_error, Target};
+use crate::uri::Resolver;
+use crate::{App, REVISION_HEADER, YANG_JSON};
+
+/// One edit as the request gave it.
+struct Given {
+    id: String,
+    path: Path,
+}
+
+/// A failed patch: the status and the errors, each with the edit it belongs
+/// to when that is known.
+struct Failed {
+    status: StatusCode,
+    errors: Vec<(Option<String>, ErrorEntry)>,
+}
+
+impl Failed {
+    fn of(e: RestError, edit: Option<&str>) -> Failed {
+        Failed { status: e.status, errors: e.errors.into_iter().map(|x| (edit.map(str::to_string), x)).collect() }
+    }
+}
+
+/// Runs a YANG Patch document on `session`'s datastore at `target_path`.
+///
+/// # Errors
+/// None of its own: a failed patch is a `yang-patch-status` reply.
+pub(crate) fn run(
+    app: &App,
+    session: &Session<'_>,
+    resolver: &Resolver,
+    target: &Target,
+    target_path: &Path,
+    text: &str,
+    stamps: &[Datastore],
+) -> Result<Response, RestError> {
+    let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(&e))?;
+    let Some(patch) = doc.get("ietf-yang-patch:yang-patch").and_then(|p| p.as_object()) else {
+        return Err(RestError::malformed("a YANG Patch is an object with the member `ietf-yang-patch:yang-patch`"));
+    };
+    let patch_id = match patch.get("patch-id").and_then(|v| v.as_str()) {
+        Some(id) => id.to_string(),
+        None => {
+            return Err(RestError::new(
+                StatusCode::BAD_REQUEST,
+                "application",
+                "missing-element",
+                "the YANG Patch has no `patch-id`",
+            ))
+        }
+    };
+    let edits = patch.get("edit").and_then(|e| e.as_array()).cloned().unwrap_or_default();
+    let mut given = Vec::new();
+    let mut built = Vec::new();
+    for e in &edits {
+        match build(session, resolver, target, target_path, e, &given) {
+            Ok((g, edit)) => {
+                given.push(g);
+                built.push(edit);
+            }
+            Err((id, err)) => return Ok(status_reply(&patch_id, Err(Failed::of(err, id.as_deref())))),
+        }
+    }
+    match session.apply(&built) {
+        Ok(commit) => {
+            let mut r = status_reply(&patch_id, Ok(()));
+            r.headers_mut().insert(REVISION_HEADER, HeaderValue::from(commit.revision));
+            let stamp = app.tracker.stamp(stamps, target_path);
+            if let Ok(v) = HeaderValue::from_str(&stamp.etag()) {
+                r.headers_mut().insert(header::ETAG, v);
+            }
+            Ok(r)
+        }
+        Err(e) => {
+            let err = RestError::from(e);
+            // The edit an error belongs to: the last one at or above its path.
+            let owner = err.errors.first().and_then(|x| x.path.clone()).and_then(|p| {
+                let p: Path = p.parse().ok()?;
+                given.iter().rev().find(|g| g.path.is_prefix_of(&p)).map(|g| g.id.clone())
+            });
+            Ok(status_reply(&patch_id, Err(Failed::of(err, owner.as_deref()))))
+        }
+    }
+}
+
+/// Builds one edit; on error, the edit's id (when it has one) and the error.
+fn build(
+    session: &Session<'_>,
+    resolver: &Resolver,
+    target: &Target,
+    target_path: &Path,
+    e: &serde_json::Value,
+    before: &[Given],
+) -> Result<(Given, Edit), (Option<String>, RestError)> {
+    let id = e.get("edit-id").and_then(|v| v.as_str()).map(str::to_string);
+    let fail = |err: RestError| (id.clone(), err);
+    let Some(id_text) = id.clone() else {
+        return Err(fail(RestError::new(
+            StatusCode::BAD_REQUEST,
+            "application",
+            "missing-element",
+            "an edit has no `edit-id`",
+        )));
+    };
+    if before.iter().any(|g| g.id == id_text) {
+        return Err(fail(RestError::invalid(format!("edit-id `{id_text}` is used twice"))));
+    }
+    let op = e.get("operation").and_then(|v| v.as_str()).unwrap_or_default();
+    let rel = e.get("target").and_then(|v| v.as_str()).ok_or_else(|| {
+        fail(RestError::new(StatusCode::BAD_REQUEST, "application", "missing-element", "the edit has no `target`"))
+    })?;
+    let resolve = |rel: &str| -> Result<Path, RestError> {
+        let rel = if rel == "/" { "" } else { rel };
+        let base = target.rest.trim_end_matches('/');
+        resolver.to_path(&format!("{base}{rel}"))
+    };
+    let path = resolve(rel).map_err(fail)?;
+    let value = e.get("value").map(|v| v.to_string());
+    let position = || -> Result<Option<Insert>, RestError> {
+        let at = e.get("where").and_then(|v| v.as_str()).unwrap_or("last");
+        Ok(Some(match at {
+            "first" => Insert::First,
+            "last" => Insert::Last,
+            "before" | "after" => {
+                let point = e
+                    .get("point")
+                    .and_then(|v| v.as_str())
+                    .ok_or_else(|| RestError::invalid(format!("`where: {at}` needs `point`")))?;
+                let p = resolve(point)?;
+                let values = match p.last().map(|s| &s.selector) {
+                    Some(Selector::Keys(kv)) => kv.iter().map(|(_, v)| v.clone()).collect(),
+                    Some(Selector::Value(v)) => vec![v.clone()],
+                    _ => return Err(RestError::invalid(format!("point `{point}` is not a list or leaf-list entry"))),
+                };
+                if at == "before" {
+                    Insert::Before(values)
+                } else {
+                    Insert::After(values)
+                }
+            }
+            other => return Err(RestError::invalid(format!("`where: {other}` is not before, after, first or last"))),
+        }))
+    };
+    let needs_value = |v: Option<String>| {
+        v.ok_or_else(|| {
+            RestError::new(
+                StatusCode::BAD_REQUEST,
+                "application",
+                "missing-element",
+                format!("operation `{op}` needs a `value`"),
+            )
+        })
+    };
+    let edit = match op {
+        "create" | "merge" | "replace" => {
+            let o = match op {
+                "create" => Operation::Create,
+                "merge" => Operation::Merge,
+                _ => Operation::Replace,
+            };
+            let v = needs_value(value).map_err(fail)?;
+            session.parse_edit(o, path.clone(), Some(&v), None).map_err(|x| fail(x.into()))?
+        }
+        "insert" => {
+            let v = needs_value(value).map_err(fail)?;
+            let at = position().map_err(fail)?;
+            session.parse_edit(Operation::Create, path.clone(), Some(&v), at).map_err(|x| fail(x.into()))?
+        }
+        "move" => {
+            let at = position().map_err(fail)?;
+            if !exists(session, &path).map_err(fail)? {
+                return Err(fail(
+                    RestError::new(
+                        StatusCode::NOT_FOUND,
+                        "application",
+                        "data-missing",
+                        format!("{path}: does not exist"),
+                    )
+                    .at(path.to_string()),
+                ));
+            }
+            match session.get_item(&path.to_string()).map_err(|x| fail(x.into()))? {
+                Some(Subtree::Entry(entry)) => Edit {
+                    op: Operation::Merge,
+                    path: path.clone(),
+                    value: Some(canopy::Node::Container(entry)),
+                    insert: at,
+                },
+                Some(Subtree::Value(_)) => {
+                    session.parse_edit(Operation::Merge, path.clone(), None, at).map_err(|x| fail(x.into()))?
+                }
+                _ => return Err(fail(RestError::invalid(format!("{path}: only list and leaf-list entries move")))),
+            }
+        }
+        "delete" => Edit { op: Operation::Delete, path: path.clone(), value: None, insert: None },
+        "remove" => Edit { op: Operation::Remove, path: path.clone(), value: None, insert: None },
+        other => {
+            return Err(fail(RestError::invalid(format!(
+                "operation `{other}` is not create, delete, insert, merge, move, replace or remove"
+            ))))
+        }
+    };
+    let _ = target_path;
+    Ok((Given { id: id_text, path }, edit))
+}
+
+fn status_reply(patch_id: &str, result: Result<(), Failed>) -> Response {
+    let mut status = serde_json::Map::new();
+    status.insert("patch-id".into(), patch_id.into());
+    let code = match result {
+        Ok(()) => {
+            status.insert("ok".into(), serde_json::json!([null]));
+            StatusCode::OK
+        }
+        Err(f) => {
+            let entry = |x: &ErrorEntry| {
+                let mut m = serde_json::Map::new();
+                m.insert("error-type".into(), x.etype.into());
+                m.insert("error-tag".into(), x.tag.into());
+                if let Some(p) = &x.path {
+                    m.insert("error-path".into(), p.clone().into());
+                }
+                m.insert("error-message".into(), x.message.clone().into());
+                serde_json::Value::Object(m)
+            };
+            let mut global = Vec::new();
+            let mut per_edit: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
+            for (edit, x) in &f.errors {
+                match edit {
+                    None => global.push(entry(x)),
+                    Some(id) => match per_edit.iter_mut().find(|(i, _)| i == id) {
+                        Some((_, v)) => v.push(entry(x)),
+                        None => per_edit.push((id.clone(), vec![entry(x)])),
+                    },
+                }
+            }
+            if !global.is_empty() {
+                status.insert("errors".into(), serde_json::json!({ "error": global }));
+            }
+            if !per_edit.is_empty() {
+                let edits: Vec<serde_json::Value> = per_edit
+                    .into_iter()
+                    .map(|(id, errs)| serde_json::json!({ "edit-id": id, "errors": { "error": errs } }))
+                    .collect();
+                status.insert("edit-status".into(), serde_json::json!({ "edit": edits }));
+            }
+            f.status
+        }
+    };
+    let body = serde_json::json!({ "ietf-yang-patch:yang-patch-status": status });
+    (code, [(header::CONTENT_TYPE, YANG_JSON)], serde_json::to_string_pretty(&body).unwrap_or_default()).into_response()
+}

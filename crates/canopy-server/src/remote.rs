@@ -1,0 +1,308 @@
+//! Remote subscribers and providers: other processes take part in commits
+//! over a WebSocket on `/canopy/ws`, as sysrepo's applications do over shared
+//! memory.
+//!
+//! A client registers change subscriptions (datastore, subtree, priority,
+//! timeout) and operational providers (subtree, timeout). For each commit
+//! that touches a subscribed subtree the server sends `validate` and waits
+//! for the reply on the committing thread: a rejection aborts the commit with
+//! the client's message; no answer within the timeout, or a connection that
+//! drops, aborts it too and drops the client. Then `apply` or `abort` follow.
+//! A read of operational that reaches a provider's subtree asks it for state.
+//!
+//! Messages are JSON text frames; [`crate::client`] speaks them. Every
+//! message has an `op`:
+//! - client → server: `subscribe {id, datastore, path, priority, timeout_ms}`,
+//!   `provide {id, path, timeout_ms}`, `reply {call, ok, error?}` (validate),
+//!   `reply {call, data | error}` (provide);
+//! - server → client: `subscribed {id, sub}`, `providing {id, prov}`,
+//!   `error {id?, message}`, `validate {call, sub, datastore, changes}`,
+//!   `apply {sub, datastore, revision, changes}`, `abort {sub, datastore, changes}`,
+//!   `provide {call, prov, path}`.
+//!
+//! `changes` is an `ietf-yang-patch:yang-patch` document.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, Weak};
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, State};
+use axum::response::Response;
+use canopy::{Change, ChangeEvent, Datastore, Provider, Subscriber, Subscription};
+use canopy_core::json::JsonWriter;
+use serde_json::{json, Value as Json};
+
+use crate::output::write_patch;
+use crate::App;
+
+/// The longest a client may ask the server to wait for one answer.
+const MAX_TIMEOUT: Duration = Duration::from_secs(300);
+/// The wait when the client names none.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A reply to a call.
+enum Reply {
+    Ok,
+    Rejected(String),
+    Data(String),
+}
+
+/// One client connection, as the engine's callbacks see it.
+struct Conn {
+    peer: String,
+    out: tokio::sync::mpsc::UnboundedSender<String>,
+    calls: Mutex<HashMap<u64, mpsc::Sender<Reply>>>,
+    next_call: AtomicU64,
+    alive: AtomicBool,
+    /// Closes the connection (a call timed out).
+    kill: tokio::sync::Notify,
+}
+
+impl Conn {
+    /// Sends a call and waits for its reply.
+    fn call(&self, mut msg: Json, timeout: Duration, what: &str) -> Result<Reply, String> {
+        if !self.alive.load(Ordering::Acquire) {
+            return Err(format!("the remote {what} at {} is disconnected", self.peer));
+        }
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        msg["call"] = id.into();
+        let (tx, rx) = mpsc::channel();
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
+        let sent = self.out.send(msg.to_string()).is_ok();
+        let result = match sent {
+            false => Err(format!("the remote {what} at {} is disconnected", self.peer)),
+            true => match rx.recv_timeout(timeout) {
+                Ok(r) => Ok(r),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    // A client that does not answer is dropped.
+                    self.alive.store(false, Ordering::Release);
+                    self.kill.notify_one();
+                    Err(format!(
+                        "the remote {what} at {} did not answer within {} ms; it is disconnected",
+                        self.peer,
+                        timeout.as_millis()
+                    ))
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    Err(format!("the remote {what} at {} disconnected before answering", self.peer))
+                }
+            },
+        };
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        result
+    }
+
+    fn send(&self, msg: &Json) {
+        if self.alive.load(Ordering::Acquire) {
+            let _ = self.out.send(msg.to_string());
+        }
+    }
+}
+
+/// The YANG Patch of a subscriber's changes.
+fn patch_json(ev: &ChangeEvent<'_>) -> Json {
+    let changes: Vec<&Change> = ev.changes().collect();
+    let mut out = Vec::new();
+    let mut w = JsonWriter::new(&mut out, false);
+    let id =
+        format!("{}-{}", ev.datastore.name(), ev.revision.map_or_else(|| "pending".to_string(), |r| r.to_string()));
+    if write_patch(&mut w, &id, &changes).is_err() || w.finish().is_err() {
+        return Json::Null;
+    }
+    serde_json::from_slice::<Json>(&out).map_or(Json::Null, |mut v| v["ietf-yang-patch:yang-patch"].take())
+}
+
+struct RemoteSub {
+    conn: Arc<Conn>,
+    sub: u64,
+    timeout: Duration,
+}
+
+impl Subscriber for RemoteSub {
+    fn validate(&self, ev: &ChangeEvent<'_>) -> Result<(), String> {
+        let msg = json!({
+            "op": "validate",
+            "sub": self.sub,
+            "datastore": ev.datastore.name(),
+            "changes": { "ietf-yang-patch:yang-patch": patch_json(ev) },
+        });
+        match self.conn.call(msg, self.timeout, "subscriber")? {
+            Reply::Ok => Ok(()),
+            Reply::Rejected(why) => Err(why),
+            Reply::Data(_) => Err(format!("the remote subscriber at {} answered with data", self.conn.peer)),
+        }
+    }
+
+    fn apply(&self, ev: &ChangeEvent<'_>) {
+        self.conn.send(&json!({
+            "op": "apply",
+            "sub": self.sub,
+            "datastore": ev.datastore.name(),
+            "revision": ev.revision,
+            "changes": { "ietf-yang-patch:yang-patch": patch_json(ev) },
+        }));
+    }
+
+    fn abort(&self, ev: &ChangeEvent<'_>) {
+        self.conn.send(&json!({
+            "op": "abort",
+            "sub": self.sub,
+            "datastore": ev.datastore.name(),
+            "changes": { "ietf-yang-patch:yang-patch": patch_json(ev) },
+        }));
+    }
+}
+
+/// `GET /canopy/ws` (a WebSocket upgrade).
+pub async fn upgrade(
+    State(app): State<Arc<App>>,
+    ConnectInfo(addr): ConnectInfo<std::net::SocketAddr>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let peer = addr.to_string();
+    let weak = Arc::downgrade(&app);
+    drop(app);
+    ws.max_message_size(64 << 20).on_upgrade(move |socket| session(weak, socket, peer))
+}
+
+/// What a connection registered; dropping it unregisters.
+#[derive(Default)]
+struct Held {
+    subs: Vec<Subscription>,
+    provs: Vec<Provider>,
+}
+
+async fn session(app: Weak<App>, mut socket: WebSocket, peer: String) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let conn = Arc::new(Conn {
+        peer,
+        out: tx,
+        calls: Mutex::new(HashMap::new()),
+        next_call: AtomicU64::new(1),
+        alive: AtomicBool::new(true),
+        kill: tokio::sync::Notify::new(),
+    });
+    let mut held = Held::default();
+    let mut shutdown = match app.upgrade() {
+        Some(a) => a.shutdown.subscribe(),
+        None => return,
+    };
+    loop {
+        tokio::select! {
+            msg = socket.recv() => {
+                let text = match msg {
+                    Some(Ok(Message::Text(t))) => t.to_string(),
+                    Some(Ok(Message::Binary(_))) => {
+                        let _ = socket.send(Message::Text(error(None, "messages are JSON text").into())).await;
+                        continue;
+                    }
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                };
+                let Some(app) = app.upgrade() else { break };
+                if let Some(answer) = handle(&app, &conn, &mut held, &text) {
+                    if socket.send(Message::Text(answer.into())).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            out = rx.recv() => match out {
+                Some(text) => if socket.send(Message::Text(text.into())).await.is_err() { break },
+                None => break,
+            },
+            () = conn.kill.notified() => break,
+            _ = shutdown.changed() => break,
+        }
+    }
+    conn.alive.store(false, Ordering::Release);
+    // Pending calls see their sender dropped: the commits they hold abort.
+    conn.calls.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    drop(held);
+    let _ = socket.send(Message::Close(None)).await;
+}
+
+fn error(id: Option<u64>, message: &str) -> String {
+    json!({ "op": "error", "id": id, "message": message }).to_string()
+}
+
+fn timeout_of(msg: &Json) -> Duration {
+    msg.get("timeout_ms").and_then(Json::as_u64).map_or(DEFAULT_TIMEOUT, Duration::from_millis).min(MAX_TIMEOUT)
+}
+
+/// Handles one client message; returns the answer to send, if any.
+fn handle(app: &App, conn: &Arc<Conn>, held: &mut Held, text: &str) -> Option<String> {
+    let msg: Json = match serde_json::from_str(text) {
+        Ok(m) => m,
+        Err(e) => return Some(error(None, &format!("invalid JSON at line {}, column {}: {e}", e.line(), e.column()))),
+    };
+    let id = msg.get("id").and_then(Json::as_u64);
+    let path = msg.get("path").and_then(Json::as_str).unwrap_or("/");
+    match msg.get("op").and_then(Json::as_str).unwrap_or_default() {
+        "subscribe" => {
+            let name = msg.get("datastore").and_then(Json::as_str).unwrap_or("running");
+            let name = name.strip_prefix("ietf-datastores:").unwrap_or(name);
+            let Some(ds) = Datastore::ALL.into_iter().find(|d| d.name() == name) else {
+                return Some(error(id, &format!("no datastore `{name}`")));
+            };
+            let priority = msg.get("priority").and_then(Json::as_i64).unwrap_or(0);
+            let priority = i32::try_from(priority).unwrap_or(if priority < 0 { i32::MIN } else { i32::MAX });
+            let sub = conn.next_call.fetch_add(1, Ordering::Relaxed);
+            let s = RemoteSub { conn: conn.clone(), sub, timeout: timeout_of(&msg) };
+            match app.store.subscribe(ds, path, priority, s) {
+                Ok(handle) => {
+                    held.subs.push(handle);
+                    Some(json!({ "op": "subscribed", "id": id, "sub": sub }).to_string())
+                }
+                Err(e) => Some(error(id, &e.to_string())),
+            }
+        }
+        "provide" => {
+            let prov = conn.next_call.fetch_add(1, Ordering::Relaxed);
+            let c = conn.clone();
+            let timeout = timeout_of(&msg);
+            let lists = match app.store.known_lists() {
+                Ok(l) => l,
+                Err(e) => return Some(error(id, &e.to_string())),
+            };
+            let provide = move |p: &canopy::Path| -> Result<canopy::Container, String> {
+                let msg = json!({ "op": "provide", "prov": prov, "path": p.to_string() });
+                match c.call(msg, timeout, "provider")? {
+                    Reply::Data(doc) => canopy_core::json::parse_str(&doc, &*lists)
+                        .map_err(|e| format!("the remote provider at {} sent {e}", c.peer)),
+                    Reply::Rejected(why) => Err(why),
+                    Reply::Ok => Ok(canopy::Container::default()),
+                }
+            };
+            match app.store.provide(path, provide) {
+                Ok(handle) => {
+                    held.provs.push(handle);
+                    Some(json!({ "op": "providing", "id": id, "prov": prov }).to_string())
+                }
+                Err(e) => Some(error(id, &e.to_string())),
+            }
+        }
+        "reply" => {
+            let call = msg.get("call").and_then(Json::as_u64)?;
+            let reply = if let Some(e) = msg.get("error").and_then(Json::as_str) {
+                Reply::Rejected(e.to_string())
+            } else if let Some(d) = msg.get("data") {
+                Reply::Data(d.to_string())
+            } else if msg.get("ok").and_then(Json::as_bool) == Some(false) {
+                Reply::Rejected("rejected".to_string())
+            } else {
+                Reply::Ok
+            };
+            let waiting = conn.calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&call);
+            match waiting {
+                Some(tx) => {
+                    let _ = tx.send(reply);
+                    None
+                }
+                None => Some(error(None, &format!("no call {call} is waiting (it timed out or was answered)"))),
+            }
+        }
+        other => Some(error(id, &format!("unknown op `{other}` (subscribe, provide, reply)"))),
+    }
+}
