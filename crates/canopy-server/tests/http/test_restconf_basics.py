@@ -833,8 +833,19 @@ def test_filter_on_data_is_an_xpath(servers):
     assert [a["name"] for a in artists] == ["Foo Fighters"]
     r = srv.get(DATA + qs(filter="/example-jukebox:jukebox/library/artist[album/year<2000]/name"))
     assert r.status_code == 200, r.text
+    artists = unwrap_data(r.json()).get("example-jukebox:jukebox", {}).get("library", {}).get("artist")
+    assert artists == [{"name": "Nick Cave and the Bad Seeds"}], r.text
+
+
+def test_filter_selects_a_leaf_of_every_entry(servers):
+    # An XPath, not an instance path: a list step without a predicate selects
+    # every entry.
+    srv = servers(config=TWO_ARTISTS)
+    r = srv.get(DATA + qs(filter="/example-jukebox:jukebox/library/artist/name"))
+    assert r.status_code == 200, r.text
     artists = unwrap_data(r.json())["example-jukebox:jukebox"]["library"]["artist"]
-    assert [a["name"] for a in artists] == ["Nick Cave and the Bad Seeds"]
+    assert sorted(a["name"] for a in artists) == ["Foo Fighters", "Nick Cave and the Bad Seeds"]
+    assert all(set(a) == {"name"} for a in artists), artists
 
 
 def test_filter_bad_xpath_is_400(servers):
