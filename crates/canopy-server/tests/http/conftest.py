@@ -90,6 +90,7 @@ ERROR_STATUS = {
     "missing-attribute": {400},
     "bad-attribute": {400},
     "unknown-attribute": {400},
+    "missing-element": {400},
     "bad-element": {400},
     "unknown-element": {400},
     "unknown-namespace": {400},

@@ -50,6 +50,10 @@ def test_datastore_resource(srv, name):
     data = unwrap_data(srv.get_json(ds(name)))
     if name != "startup":  # startup was never written: it may be empty
         assert "example-jukebox:jukebox" in data, data
+
+
+@pytest.mark.parametrize("name", DATASTORES)
+def test_datastore_resource_xml(srv, name):
     r = srv.get(ds(name), accept=YANG_XML)
     assert r.status_code == 200 and r.headers["Content-Type"].startswith(YANG_XML)
 

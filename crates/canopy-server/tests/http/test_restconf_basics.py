@@ -117,6 +117,10 @@ def test_yang_library_version_leaf(jukebox):
     api = jukebox.get_json("/restconf")["ietf-restconf:restconf"]
     body = jukebox.get_json("/restconf/yang-library-version")
     assert body == {"ietf-restconf:yang-library-version": api["yang-library-version"]}
+
+
+def test_yang_library_version_leaf_xml(jukebox):
+    api = jukebox.get_json("/restconf")["ietf-restconf:restconf"]
     r = jukebox.get("/restconf/yang-library-version", accept=YANG_XML)
     assert r.status_code == 200
     root = ET.fromstring(r.content)
