@@ -29,6 +29,11 @@ cargo clippy --all-targets -- -D warnings
 step "cargo test --workspace"
 cargo test --workspace
 
+# The server from outside: RESTCONF over HTTP against `canopy serve` as a child
+# process (pytest and requests; the binary cargo test built).
+step "scripts/http-tests.sh (RESTCONF over HTTP)"
+CANOPY_BIN="${CARGO_TARGET_DIR:-target}/debug/canopy" scripts/http-tests.sh
+
 # Extra test steps go here (each behind its own environment variable, e.g. the
 # crash tests with CANOPY_CRASH_KILLS, backends that need a running server).
 

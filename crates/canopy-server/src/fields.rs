@@ -47,7 +47,12 @@ impl Fields {
     ///
     /// # Errors
     /// The first name that is no child node.
-    pub fn check(&self, model: &canopy_yang::model::Model, parent: Option<usize>, module: Option<&str>) -> Result<(), String> {
+    pub fn check(
+        &self,
+        model: &canopy_yang::model::Model,
+        parent: Option<usize>,
+        module: Option<&str>,
+    ) -> Result<(), String> {
         for (name, sub) in &self.children {
             let canon = canopy_core::path::canonical_name(name, module);
             let Some(idx) = model.child(parent, &canon) else {

@@ -181,7 +181,9 @@ fn build(
             if !exists(session, &path).map_err(fail)? {
                 return Err(fail(
                     RestError::new(
-                        StatusCode::NOT_FOUND, "protocol", "invalid-value",
+                        StatusCode::NOT_FOUND,
+                        "protocol",
+                        "invalid-value",
                         format!("{path}: does not exist"),
                     )
                     .at(path.to_string()),

@@ -286,7 +286,9 @@ fn read(
         let model = y.model();
         let at = model.by_path.get(&path.schema_path()).copied();
         if at.is_some() || path.is_root() {
-            fields.check(model, at, path.module()).map_err(|e| RestError::invalid(format!("query parameter `fields`: {e}")))?;
+            fields
+                .check(model, at, path.module())
+                .map_err(|e| RestError::invalid(format!("query parameter `fields`: {e}")))?;
         }
     }
     if params.with_origin && !path.is_root() {
