@@ -209,7 +209,7 @@ pub async fn run(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
             "refusing to listen on {addr}: an address other than loopback needs both TLS (--tls-cert, --tls-key) and authentication (--users)"
         )));
     }
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Listen { addr, source })?;
+    let listener = listen(addr).map_err(|source| ServeError::Listen { addr, source })?;
     let bound = listener.local_addr()?;
     let shutdown = app.shutdown.clone();
     let stopped = async move {
@@ -234,6 +234,18 @@ pub async fn run(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
         }
     }
     Ok(())
+}
+
+/// Binds `addr` with a deep accept queue: a thousand clients connecting at
+/// once must not find it full (tokio's default holds 1024).
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(4096)
 }
 
 async fn stop_signal() {
