@@ -346,7 +346,8 @@ mod tests {
 
     #[test]
     fn every_suite_has_its_seed_in_order() {
-        let suites: Vec<&str> = ALL.iter().map(|s| s.name).collect();
+        // The server suite has no seed document of its own (it stands beside seed 003's clients).
+        let suites: Vec<&str> = ALL.iter().map(|s| s.name).filter(|n| *n != "server").collect();
         let seeds: Vec<&str> = SEEDS.iter().map(|s| s.suite).collect();
         assert_eq!(seeds, suites);
         assert!(for_suite("nosuch").is_none());
