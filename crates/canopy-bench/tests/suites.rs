@@ -200,7 +200,7 @@ fn arguments_are_checked() {
     assert!(parse(&["keyset", "--repeat", "x"]).unwrap_err().to_string().contains("--repeat"));
     assert!(parse(&["keyset", "--format", "xml"]).unwrap_err().to_string().contains("xml"));
     let o = parse(&["all", "--size", "2,200", "--backends", "sqlite,lmdb", "--format=json"]).unwrap();
-    assert_eq!(o.suites.len(), 5);
+    assert_eq!(o.suites.len(), 6);
     assert_eq!(o.size, SizeSpec::List(vec![2, 200]));
     assert_eq!(o.backends, ["sqlite", "lmdb"]);
 }
