@@ -13,6 +13,40 @@ use std::path::Path;
 use crate::backend::{Backend, Batch, BatchOp};
 use crate::error::ErrorKind;
 
+/// The URL of the test server the environment variable `var` names
+/// (`scripts/servers.sh start` sets `CANOPY_POSTGRES_URL` and the like).
+/// Unset, `None` and a note that the test is skipped; in CI (`CI` set), a
+/// panic: CI runs every backend against its server.
+///
+/// # Panics
+/// In CI, when `var` is unset.
+pub fn server_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{var} is not set: CI runs every backend against its server (scripts/servers.sh start)")
+        }
+        _ => {
+            eprintln!("skipped: {var} is not set (eval \"$(scripts/servers.sh start)\" sets it)");
+            None
+        }
+    }
+}
+
+/// `url` with the query parameters `params` (`a=1&b=2`) added.
+pub fn with_params(url: &str, params: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{params}")
+}
+
+/// A name for a namespace (schema, key prefix) of the test directory `dir`:
+/// `prefix` and the directory name's letters and digits, lower case.
+pub fn namespace_of(prefix: &str, dir: &Path) -> String {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tail: String = name.chars().filter(char::is_ascii_alphanumeric).collect();
+    format!("{prefix}{}", tail.to_ascii_lowercase())
+}
+
 /// Opens (creating when absent) a backend whose data lives in this directory.
 pub type Opener<'a> = &'a dyn Fn(&Path) -> Box<dyn Backend>;
 
@@ -319,10 +353,16 @@ pub fn compact_keeps_data(open: Opener, dir: &Path) {
 }
 
 /// Expands the suite for one backend: `conformance_tests!(opener, persistent = bool)`.
+/// A backend that needs a server adds `when = expr`: each test returns at
+/// once, passing, when `expr` is false (the server is not configured; the
+/// expression says so itself).
 #[macro_export]
 macro_rules! conformance_tests {
     ($open:expr, persistent = $persistent:expr) => {
-        $crate::conformance_tests!(@tests $open, $persistent;
+        $crate::conformance_tests!($open, persistent = $persistent, when = true);
+    };
+    ($open:expr, persistent = $persistent:expr, when = $when:expr) => {
+        $crate::conformance_tests!(@tests $open, $when;
             empty_store, put_get_delete_revision, scans_in_order_with_bounds,
             delete_prefix_removes_exactly_the_subtree, scan_and_delete_from_the_empty_key, conflicting_batch_writes_nothing,
             write_views_read_then_commit, unflushed_batches_apply_like_others,
@@ -330,16 +370,19 @@ macro_rules! conformance_tests {
             readers_run_during_writes, compact_keeps_data);
         #[test]
         fn survives_reopen() {
-            if $persistent {
+            if $persistent && $when {
                 let dir = tempfile::tempdir().unwrap();
                 $crate::conformance::survives_reopen(&$open, dir.path());
             }
         }
     };
-    (@tests $open:expr, $persistent:expr; $($name:ident),*) => {
+    (@tests $open:expr, $when:expr; $($name:ident),*) => {
         $(
             #[test]
             fn $name() {
+                if !$when {
+                    return;
+                }
                 let dir = tempfile::tempdir().unwrap();
                 $crate::conformance::$name(&$open, dir.path());
             }
