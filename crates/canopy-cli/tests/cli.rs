@@ -424,7 +424,11 @@ fn malformed_input_is_a_user_error() {
         ("lmdb:x?sync=maybe", "sync must be"),
         ("lmdb:x?cache=yes", "cache must be"),
         ("nosuch:x", "unknown backend `nosuch`"),
-        ("postgres://127.0.0.1/db", "not enabled in this build"),
+        ("canopy://127.0.0.1/db", "not enabled in this build"),
+        (
+            "postgres://me:secret@127.0.0.1:1/db",
+            "postgres server 127.0.0.1:1 (database db, schema public): unreachable",
+        ),
         ("", "it is empty"),
     ] {
         env.raw(&["--store", url, "get", "/"], None, None).user_error(needle);

@@ -181,6 +181,9 @@ enum Kind {
     Snapshot,
     #[cfg_attr(not(feature = "backend-file"), allow(dead_code))]
     Json,
+    /// The server `CANOPY_POSTGRES_URL` names, a schema per store.
+    #[cfg_attr(not(feature = "backend-postgres"), allow(dead_code))]
+    Postgres,
 }
 
 #[test]
@@ -204,6 +207,14 @@ fn kill_during_commits_snapshot() {
 #[test]
 fn kill_during_commits_json() {
     kill_during_commits_on(Kind::Json, 100);
+}
+
+#[cfg(feature = "backend-postgres")]
+#[test]
+fn kill_during_commits_postgres() {
+    if canopy_store::conformance::server_url("CANOPY_POSTGRES_URL").is_some() {
+        kill_during_commits_on(Kind::Postgres, 50);
+    }
 }
 
 fn kill_during_commits_on(kind: Kind, default_kills: usize) {
@@ -250,5 +261,11 @@ fn store_url(kind: Kind, dir: &Path, cache: bool) -> String {
         Kind::Sqlite => format!("sqlite:{}?sync=commit{cache}", dir.join("store.db").display()),
         Kind::Snapshot => format!("snapshot:{}?sync=commit{cache}", dir.join("store.snap").display()),
         Kind::Json => format!("json:{}?sync=commit{cache}", dir.join("store.json").display()),
+        Kind::Postgres => {
+            let server = std::env::var("CANOPY_POSTGRES_URL").expect("checked by the test");
+            // A namespace per directory and per run (the server outlives runs).
+            let ns = canopy_store::conformance::namespace_of(&format!("c{}_", std::process::id()), dir);
+            canopy_store::conformance::with_params(&server, &format!("schema={ns}&sync=commit{cache}"))
+        }
     }
 }
