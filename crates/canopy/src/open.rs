@@ -28,6 +28,8 @@ pub fn open_backend(url: &StoreUrl) -> Result<Box<dyn Backend>> {
         "snapshot" | "json" => Ok(Box::new(canopy_file::FileBackend::open_url(url)?)),
         #[cfg(feature = "backend-postgres")]
         "postgres" | "postgresql" => Ok(Box::new(canopy_postgres::PostgresBackend::open_url(url)?)),
+        #[cfg(feature = "backend-redis")]
+        "redis" => Ok(Box::new(canopy_redis::RedisBackend::open_url(url)?)),
         "memory" => {
             url.check_params(&[])?;
             Ok(Box::new(canopy_store::memory::MemoryBackend::new()))

@@ -184,6 +184,9 @@ enum Kind {
     /// The server `CANOPY_POSTGRES_URL` names, a schema per store.
     #[cfg_attr(not(feature = "backend-postgres"), allow(dead_code))]
     Postgres,
+    /// The server `CANOPY_REDIS_URL` names, a key prefix per store.
+    #[cfg_attr(not(feature = "backend-redis"), allow(dead_code))]
+    Redis,
 }
 
 #[test]
@@ -214,6 +217,14 @@ fn kill_during_commits_json() {
 fn kill_during_commits_postgres() {
     if canopy_store::conformance::server_url("CANOPY_POSTGRES_URL").is_some() {
         kill_during_commits_on(Kind::Postgres, 50);
+    }
+}
+
+#[cfg(feature = "backend-redis")]
+#[test]
+fn kill_during_commits_redis() {
+    if canopy_store::conformance::server_url("CANOPY_REDIS_URL").is_some() {
+        kill_during_commits_on(Kind::Redis, 50);
     }
 }
 
@@ -261,11 +272,16 @@ fn store_url(kind: Kind, dir: &Path, cache: bool) -> String {
         Kind::Sqlite => format!("sqlite:{}?sync=commit{cache}", dir.join("store.db").display()),
         Kind::Snapshot => format!("snapshot:{}?sync=commit{cache}", dir.join("store.snap").display()),
         Kind::Json => format!("json:{}?sync=commit{cache}", dir.join("store.json").display()),
-        Kind::Postgres => {
-            let server = std::env::var("CANOPY_POSTGRES_URL").expect("checked by the test");
-            // A namespace per directory and per run (the server outlives runs).
-            let ns = canopy_store::conformance::namespace_of(&format!("c{}_", std::process::id()), dir);
-            canopy_store::conformance::with_params(&server, &format!("schema={ns}&sync=commit{cache}"))
-        }
+        Kind::Postgres => server_store("CANOPY_POSTGRES_URL", "schema", dir, cache),
+        Kind::Redis => server_store("CANOPY_REDIS_URL", "prefix", dir, cache),
     }
+}
+
+/// A store of the server the environment variable `var` names, in the
+/// namespace (`schema`, `prefix`) of `dir` and of this run (a server
+/// outlives runs).
+fn server_store(var: &str, namespace: &str, dir: &Path, cache: &str) -> String {
+    let server = std::env::var(var).expect("checked by the test");
+    let ns = canopy_store::conformance::namespace_of(&format!("c{}_", std::process::id()), dir);
+    canopy_store::conformance::with_params(&server, &format!("{namespace}={ns}&sync=commit{cache}"))
 }
