@@ -30,6 +30,8 @@ pub fn open_backend(url: &StoreUrl) -> Result<Box<dyn Backend>> {
         "postgres" | "postgresql" => Ok(Box::new(canopy_postgres::PostgresBackend::open_url(url)?)),
         #[cfg(feature = "backend-redis")]
         "redis" => Ok(Box::new(canopy_redis::RedisBackend::open_url(url)?)),
+        #[cfg(feature = "backend-etcd")]
+        "etcd" => Ok(Box::new(canopy_etcd::EtcdBackend::open_url(url)?)),
         "memory" => {
             url.check_params(&[])?;
             Ok(Box::new(canopy_store::memory::MemoryBackend::new()))

@@ -187,6 +187,9 @@ enum Kind {
     /// The server `CANOPY_REDIS_URL` names, a key prefix per store.
     #[cfg_attr(not(feature = "backend-redis"), allow(dead_code))]
     Redis,
+    /// The server `CANOPY_ETCD_URL` names, a key prefix per store.
+    #[cfg_attr(not(feature = "backend-etcd"), allow(dead_code))]
+    Etcd,
 }
 
 #[test]
@@ -225,6 +228,14 @@ fn kill_during_commits_postgres() {
 fn kill_during_commits_redis() {
     if canopy_store::conformance::server_url("CANOPY_REDIS_URL").is_some() {
         kill_during_commits_on(Kind::Redis, 50);
+    }
+}
+
+#[cfg(feature = "backend-etcd")]
+#[test]
+fn kill_during_commits_etcd() {
+    if canopy_store::conformance::server_url("CANOPY_ETCD_URL").is_some() {
+        kill_during_commits_on(Kind::Etcd, 50);
     }
 }
 
@@ -274,6 +285,7 @@ fn store_url(kind: Kind, dir: &Path, cache: bool) -> String {
         Kind::Json => format!("json:{}?sync=commit{cache}", dir.join("store.json").display()),
         Kind::Postgres => server_store("CANOPY_POSTGRES_URL", "schema", dir, cache),
         Kind::Redis => server_store("CANOPY_REDIS_URL", "prefix", dir, cache),
+        Kind::Etcd => server_store("CANOPY_ETCD_URL", "prefix", dir, cache),
     }
 }
 

@@ -238,7 +238,7 @@ proptest! {
 }
 
 /// A namespace no earlier run used: a server outlives test runs.
-#[cfg(any(feature = "backend-postgres", feature = "backend-redis"))]
+#[cfg(any(feature = "backend-postgres", feature = "backend-redis", feature = "backend-etcd"))]
 fn fresh_namespace() -> String {
     format!("m{}_{:08x}", std::process::id(), rand::random::<u32>())
 }
@@ -262,6 +262,18 @@ proptest! {
     #[test]
     fn redis_uncached_then_reopened(t in txs()) {
         let Some(server) = canopy_store::conformance::server_url("CANOPY_REDIS_URL") else { return Ok(()) };
+        let params = format!("prefix={}&sync=off", fresh_namespace());
+        uncached_then_reopened(&canopy_store::conformance::with_params(&server, &params), t)?;
+    }
+}
+
+#[cfg(feature = "backend-etcd")]
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn etcd_uncached_then_reopened(t in txs()) {
+        let Some(server) = canopy_store::conformance::server_url("CANOPY_ETCD_URL") else { return Ok(()) };
         let params = format!("prefix={}&sync=off", fresh_namespace());
         uncached_then_reopened(&canopy_store::conformance::with_params(&server, &params), t)?;
     }
