@@ -32,6 +32,8 @@ pub fn open_backend(url: &StoreUrl) -> Result<Box<dyn Backend>> {
         "redis" => Ok(Box::new(canopy_redis::RedisBackend::open_url(url)?)),
         #[cfg(feature = "backend-etcd")]
         "etcd" => Ok(Box::new(canopy_etcd::EtcdBackend::open_url(url)?)),
+        #[cfg(feature = "backend-mongodb")]
+        "mongodb" => Ok(Box::new(canopy_mongodb::MongoBackend::open_url(url)?)),
         "memory" => {
             url.check_params(&[])?;
             Ok(Box::new(canopy_store::memory::MemoryBackend::new()))

@@ -238,7 +238,12 @@ proptest! {
 }
 
 /// A namespace no earlier run used: a server outlives test runs.
-#[cfg(any(feature = "backend-postgres", feature = "backend-redis", feature = "backend-etcd"))]
+#[cfg(any(
+    feature = "backend-postgres",
+    feature = "backend-redis",
+    feature = "backend-etcd",
+    feature = "backend-mongodb"
+))]
 fn fresh_namespace() -> String {
     format!("m{}_{:08x}", std::process::id(), rand::random::<u32>())
 }
@@ -276,6 +281,21 @@ proptest! {
         let Some(server) = canopy_store::conformance::server_url("CANOPY_ETCD_URL") else { return Ok(()) };
         let params = format!("prefix={}&sync=off", fresh_namespace());
         uncached_then_reopened(&canopy_store::conformance::with_params(&server, &params), t)?;
+    }
+}
+
+#[cfg(feature = "backend-mongodb")]
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn mongodb_uncached_then_reopened(t in txs()) {
+        let Some(server) = canopy_store::conformance::server_url("CANOPY_MONGODB_URL") else { return Ok(()) };
+        // The namespace is the database, in the URL's path.
+        let (base, query) = server.split_once('?').unwrap_or((&server, ""));
+        let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
+        let url = format!("{base}/{}?{query}&sync=off", fresh_namespace());
+        uncached_then_reopened(&url, t)?;
     }
 }
 
