@@ -133,6 +133,17 @@ impl EtcdBackend {
         Ok(backend)
     }
 
+    /// A request that changes nothing: sent again once when the connection
+    /// fails on the way (a pooled connection the server closed).
+    fn read(&self, what: &str, endpoint: &str, body: &Value) -> Result<Value> {
+        match self.call(what, endpoint, body) {
+            Err(e) if e.kind() == ErrorKind::Unavailable && !e.to_string().contains("timed out") => {
+                self.call(what, endpoint, body)
+            }
+            other => other,
+        }
+    }
+
     /// One request to the gateway.
     fn call(&self, what: &str, endpoint: &str, body: &Value) -> Result<Value> {
         let url = format!("{}/{endpoint}", self.base);
@@ -191,7 +202,7 @@ impl EtcdBackend {
 
     /// The store's revision and the etcd revision it was read at.
     fn current(&self) -> Result<(u64, i64)> {
-        let reply = self.call("read the revision", "kv/range", &json!({ "key": b64(&self.rev_key) }))?;
+        let reply = self.read("read the revision", "kv/range", &json!({ "key": b64(&self.rev_key) }))?;
         let at = reply.get("header").and_then(|h| field_i64(h, "revision")).ok_or_else(|| self.damaged("revision"))?;
         let revision = match reply.get("kvs").and_then(Value::as_array).and_then(|a| a.first()) {
             None => 0,
@@ -321,7 +332,7 @@ impl Snapshot for EtcdSnapshot<'_> {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let b = self.backend;
         let reply =
-            b.call("read", "kv/range", &json!({"key": b64(&concat(&b.data, key)), "revision": self.at.to_string()}))?;
+            b.read("read", "kv/range", &json!({"key": b64(&concat(&b.data, key)), "revision": self.at.to_string()}))?;
         match reply.get("kvs").and_then(Value::as_array).and_then(|a| a.first()) {
             None => Ok(None),
             Some(kv) => field_bytes(kv, "value").map(Some).ok_or_else(|| b.damaged("read")),
@@ -344,7 +355,7 @@ impl Snapshot for EtcdSnapshot<'_> {
                 body["sort_order"] = json!("DESCEND");
                 body["sort_target"] = json!("KEY");
             }
-            let reply = b.call("scan", "kv/range", &body)?;
+            let reply = b.read("scan", "kv/range", &body)?;
             let kvs = reply.get("kvs").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
             let mut last = None;
             for kv in kvs {

@@ -222,6 +222,14 @@ fn pg_err(place: &str, what: &str, e: &postgres::Error) -> StoreError {
     StoreError::new(kind, format!("{place}: {what}: {} ({}){hint}", db.message(), code.code()))
 }
 
+/// Whether `e` says the connection is gone (closed, or ended by the server:
+/// class 08 connection exceptions, 57P01..57P03 shutdowns), not the statement wrong.
+fn connection_lost(conn: &Conn, e: &postgres::Error) -> bool {
+    conn.client.is_closed()
+        || e.is_closed()
+        || e.code().is_some_and(|c| c.code().starts_with("08") || c.code().starts_with("57P"))
+}
+
 /// The revision as stored: 8 bytes big-endian.
 fn decode_revision(bytes: &[u8]) -> Option<u64> {
     bytes.try_into().ok().map(u64::from_be_bytes)
@@ -447,11 +455,11 @@ impl PostgresBackend {
                     }
                     return Ok((conn, revision));
                 }
-                Err(e) if from_pool && conn.client.is_closed() && !retried => {
-                    // The server went away since: every pooled connection is dead.
+                Err(e) if from_pool && !retried && connection_lost(&conn, &e) => {
+                    // The server ended it (a restart, an administrator): so
+                    // were the other pooled connections, most likely.
                     self.idle().clear();
                     retried = true;
-                    let _ = e;
                 }
                 Err(e) => return Err(self.err("begin a transaction", e)),
             }

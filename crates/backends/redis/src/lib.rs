@@ -208,6 +208,13 @@ impl RedisBackend {
         })?;
         conn.set_read_timeout(Some(self.io_timeout)).map_err(|e| self.err("connect", &e))?;
         conn.set_write_timeout(Some(self.io_timeout)).map_err(|e| self.err("connect", &e))?;
+        // Named after the store, for `CLIENT LIST` (`canopy:{P}`).
+        let mut conn = conn;
+        redis::cmd("CLIENT")
+            .arg("SETNAME")
+            .arg(format!("canopy:{}", self.prefix))
+            .query::<()>(&mut conn)
+            .map_err(|e| self.err("connect", &e))?;
         Ok(conn)
     }
 
@@ -260,9 +267,20 @@ impl RedisBackend {
     }
 
     /// Runs `f` on a pooled connection; a connection whose command failed
-    /// on the way (not with the server's answer) is dropped, and a pooled
-    /// one found closed (the server restarted) is replaced once.
+    /// on the way (not with the server's answer) is dropped.
     fn with_conn<T>(&self, what: &str, f: impl Fn(&mut Connection) -> redis::RedisResult<T>) -> Result<T> {
+        self.on_conn(what, false, f)
+    }
+
+    /// As [`RedisBackend::with_conn`], for a command that changes nothing: a
+    /// pooled connection found closed (the server restarted) is replaced and
+    /// the command sent again, once. (A commit is not: whether the server ran
+    /// it before the connection broke is unknown.)
+    fn reading<T>(&self, what: &str, f: impl Fn(&mut Connection) -> redis::RedisResult<T>) -> Result<T> {
+        self.on_conn(what, true, f)
+    }
+
+    fn on_conn<T>(&self, what: &str, retry: bool, f: impl Fn(&mut Connection) -> redis::RedisResult<T>) -> Result<T> {
         let mut retried = false;
         loop {
             let pooled = self.idle().pop();
@@ -277,7 +295,7 @@ impl RedisBackend {
                     return Ok(v);
                 }
                 Err(e) if e.is_connection_dropped() || e.is_io_error() || e.is_timeout() => {
-                    if from_pool && !retried && !e.is_timeout() {
+                    if retry && from_pool && !retried && !e.is_timeout() {
                         self.idle().clear();
                         retried = true;
                         continue;
@@ -320,7 +338,7 @@ impl Snapshot for RedisSnapshot<'_> {
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let b = self.backend;
-        let reply: Vec<Vec<u8>> = b.with_conn("read", |c| {
+        let reply: Vec<Vec<u8>> = b.reading("read", |c| {
             b.scripts.get.key(&b.prefix).arg(&self.id).arg(self.revision).arg(b.lease_ms).arg(key).invoke(c)
         })?;
         Ok(reply.into_iter().next())
@@ -335,7 +353,7 @@ impl Snapshot for RedisSnapshot<'_> {
         let mut high = end.map_or_else(|| b"+".to_vec(), |e| lex(false, e));
         let mut limit = FIRST_PAGE;
         loop {
-            let reply: Vec<Value> = b.with_conn("scan", |c| {
+            let reply: Vec<Value> = b.reading("scan", |c| {
                 b.scripts
                     .scan
                     .key(&b.prefix)
@@ -378,7 +396,7 @@ impl Backend for RedisBackend {
 
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
         let id = RedisBackend::new_snapshot_id();
-        let revision = self.with_conn("begin a snapshot", |c| {
+        let revision = self.reading("begin a snapshot", |c| {
             self.scripts.open.key(&self.prefix).arg(&id).arg(self.lease_ms).invoke::<Value>(c)
         })?;
         let revision = number(revision)
