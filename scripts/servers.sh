@@ -95,6 +95,8 @@ start_postgres() {
         die "PostgreSQL did not start: $(tail -5 "$pgdata/server.log")"
     remember postgres "$(head -1 "$pgdata/postmaster.pid")"
     echo "export CANOPY_POSTGRES_URL='postgres://canopy:$password@127.0.0.1:$port/postgres'"
+    # Where its programs are: the fault tests start a server of their own.
+    echo "export CANOPY_POSTGRES_BIN='$bin'"
 }
 
 start_redis() {
