@@ -107,15 +107,22 @@ impl OwnServer {
             let mut child = cmd.spawn().unwrap();
             // Up when it answers; a server that exits at once found the
             // killed one's processes still there: again.
-            while std::time::Instant::now() < deadline {
-                if child.try_wait().unwrap().is_some() {
-                    break;
+            let exited = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break Some(status);
                 }
                 if postgres::Client::connect(&self.url(), postgres::NoTls).is_ok() {
-                    self.child = Some(child);
-                    return;
+                    break None;
+                }
+                if std::time::Instant::now() > deadline {
+                    let _ = child.kill();
+                    break Some(child.wait().unwrap());
                 }
                 std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            if exited.is_none() {
+                self.child = Some(child);
+                return;
             }
             assert!(std::time::Instant::now() < deadline, "postgres did not start");
             std::thread::sleep(std::time::Duration::from_millis(100));
