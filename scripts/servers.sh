@@ -160,6 +160,14 @@ stop_all() {
     }
     local name pid
     while read -r name pid; do
+        # Only the process started here: a PID of a server that already
+        # ended may belong to another program by now.
+        local cmd
+        cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)
+        case "$cmd" in
+        *"$d"* | *redis-server*) ;;
+        *) continue ;;
+        esac
         if kill -0 "$pid" 2>/dev/null; then
             # PostgreSQL's fast shutdown is SIGINT; the others stop on SIGTERM.
             if [ "$name" = postgres ]; then kill -INT "$pid"; else kill -TERM "$pid"; fi
