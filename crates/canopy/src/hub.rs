@@ -184,6 +184,14 @@ pub(crate) fn hub_for(url: &str) -> Arc<Hub> {
         Ok(u) if u.scheme.as_deref() == Some("memory") => {
             format!("memory#{}", UNIQUE.fetch_add(1, Ordering::Relaxed))
         }
+        // A server's store: its address and the namespace in it (one
+        // server holds many stores), without the credentials.
+        Ok(u) if u.location.starts_with("//") => {
+            let place = u.location.rsplit_once('@').map_or(&u.location[2..], |(_, at)| at);
+            let ns: Vec<String> =
+                ["schema", "prefix"].iter().filter_map(|k| u.params.get(*k).map(|v| format!("{k}={v}"))).collect();
+            format!("{}://{place}?{}", u.scheme.as_deref().unwrap_or(""), ns.join("&"))
+        }
         Ok(u) => {
             let place = std::fs::canonicalize(&u.location)
                 .map(|p| p.to_string_lossy().into_owned())

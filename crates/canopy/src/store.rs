@@ -138,7 +138,7 @@ impl Store {
             Some(other) => {
                 return Err(canopy_store::StoreError::new(
                     ErrorKind::InvalidUrl,
-                    format!("invalid store URL `{url}`: cache must be `on` or `off`, not `{other}`"),
+                    format!("invalid store URL `{}`: cache must be `on` or `off`, not `{other}`", parsed.redacted()),
                 )
                 .into())
             }
@@ -152,7 +152,8 @@ impl Store {
     /// As [`Store::open`].
     pub fn open_with(url: &StoreUrl, options: Options) -> Result<Store> {
         let backend = crate::open::open_backend(url)?;
-        Store::from_backend(backend, url.as_str(), options)
+        // The store keeps (and shows) its URL without the password.
+        Store::from_backend(backend, url.redacted(), options)
     }
 
     /// Wraps an already open backend.
@@ -187,7 +188,7 @@ impl Store {
         Ok(store)
     }
 
-    /// The URL the store was opened with.
+    /// The URL the store was opened with (its password, if any, as `***`).
     pub fn url(&self) -> &str {
         &self.url
     }
