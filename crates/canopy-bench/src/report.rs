@@ -105,6 +105,16 @@ pub struct Row {
 }
 
 impl Row {
+    /// The rows `{prefix}: latency p50` and `… p99` of a sample of latencies.
+    pub fn latencies(prefix: &str, s: &crate::timing::Sample) -> [Row; 2] {
+        [50.0, 99.0].map(|p| {
+            Row::new(
+                format!("{prefix}: latency p{p}"),
+                Cell::Time(crate::timing::Sample { runs: vec![s.percentile(p)] }),
+            )
+        })
+    }
+
     pub fn new(name: impl Into<String>, canopy: Cell) -> Row {
         Row { name: name.into(), canopy, floor: None, stat: Stat::Mean }
     }

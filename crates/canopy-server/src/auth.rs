@@ -21,7 +21,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use canopy::Datastore;
-use percent_encoding::percent_decode_str;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -74,9 +73,7 @@ pub(crate) fn need(method: &Method, path: &str) -> Need {
         _ => {}
     }
     if let Some(name) = path.strip_prefix("/restconf/streams/") {
-        let name = percent_decode_str(name).decode_utf8_lossy();
-        let name = name.strip_prefix("ietf-datastores:").unwrap_or(&name);
-        return match Datastore::ALL.into_iter().find(|d| d.name() == name) {
+        return match crate::uri::datastore_named(name) {
             Some(ds) => Need::Read(one(ds)),
             None => Need::Login,
         };

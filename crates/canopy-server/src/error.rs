@@ -17,6 +17,20 @@ pub struct ErrorEntry {
     pub message: String,
 }
 
+impl ErrorEntry {
+    /// The entry as `ietf-restconf:errors` and `yang-patch-status` carry it.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        m.insert("error-type".into(), self.etype.into());
+        m.insert("error-tag".into(), self.tag.into());
+        if let Some(p) = &self.path {
+            m.insert("error-path".into(), p.clone().into());
+        }
+        m.insert("error-message".into(), self.message.clone().into());
+        serde_json::Value::Object(m)
+    }
+}
+
 /// An error reply: a status and one or more errors.
 #[derive(Clone, Debug)]
 pub struct RestError {
@@ -139,20 +153,7 @@ impl RestError {
 
     /// The `ietf-restconf:errors` document.
     pub fn body(&self) -> String {
-        let errors: Vec<serde_json::Value> = self
-            .errors
-            .iter()
-            .map(|e| {
-                let mut m = serde_json::Map::new();
-                m.insert("error-type".into(), e.etype.into());
-                m.insert("error-tag".into(), e.tag.into());
-                if let Some(p) = &e.path {
-                    m.insert("error-path".into(), p.clone().into());
-                }
-                m.insert("error-message".into(), e.message.clone().into());
-                serde_json::Value::Object(m)
-            })
-            .collect();
+        let errors: Vec<serde_json::Value> = self.errors.iter().map(ErrorEntry::to_json).collect();
         let doc = serde_json::json!({ "ietf-restconf:errors": { "error": errors } });
         serde_json::to_string_pretty(&doc).unwrap_or_default()
     }

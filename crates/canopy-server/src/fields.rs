@@ -1,8 +1,7 @@
 //! The `fields` query parameter (RFC 8040, section 4.8.3): which descendants
 //! of the target a read returns, as `a;b/c;d(e;f/g)`.
 
-use canopy_core::tree::{Container, List, Node};
-use canopy_core::Insert;
+use canopy_core::tree::{Container, Node};
 
 /// A selection of child nodes; an empty selection below a name takes the
 /// node whole.
@@ -83,24 +82,18 @@ impl Fields {
             match node {
                 Node::Container(inner) => sub.apply(inner, m),
                 Node::List(list) => {
-                    let mut kept = List::new(list.info.clone());
-                    let info = list.info.clone();
-                    for mut e in std::mem::replace(&mut **list, List::new(info.clone())).into_entries() {
-                        let keys: Vec<(String, Node)> = info
-                            .keys
-                            .iter()
-                            .filter_map(|k| e.children.get(k).map(|v| (k.clone(), v.clone())))
-                            .collect();
-                        sub.apply(&mut e, m);
-                        for (k, v) in keys {
+                    let keys = list.info.keys.clone();
+                    crate::filter::retain_entries(list, |e| {
+                        let key_leaves: Vec<(String, Node)> =
+                            keys.iter().filter_map(|k| e.children.get(k).map(|v| (k.clone(), v.clone()))).collect();
+                        sub.apply(e, m);
+                        for (k, v) in key_leaves {
                             if e.children.get(&k).is_none() {
                                 e.children.insert(k, v);
                             }
                         }
-                        // Re-inserting in order keeps the list's order.
-                        let _ = kept.insert(e, &Insert::Last);
-                    }
-                    **list = kept;
+                        true
+                    });
                 }
                 _ => {}
             }

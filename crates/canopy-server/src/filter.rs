@@ -93,7 +93,7 @@ pub fn strip_origin(c: &mut Container) {
 
 /// Keeps the entries of `list` that `keep` accepts (it may change them,
 /// but not their keys), in their order.
-fn retain_entries(list: &mut List, mut keep: impl FnMut(&mut Container) -> bool) {
+pub(crate) fn retain_entries(list: &mut List, mut keep: impl FnMut(&mut Container) -> bool) {
     let info = list.info.clone();
     let mut kept = List::new(info.clone());
     for mut e in std::mem::replace(list, List::new(info)).into_entries() {

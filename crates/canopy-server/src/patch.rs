@@ -63,7 +63,7 @@ pub(crate) fn run(
     let mut given = Vec::new();
     let mut built = Vec::new();
     for e in &edits {
-        match build(session, resolver, target, target_path, e, &given) {
+        match build(session, resolver, target, e, &given) {
             Ok((g, edit)) => {
                 given.push(g);
                 built.push(edit);
@@ -98,7 +98,6 @@ fn build(
     session: &Session<'_>,
     resolver: &Resolver,
     target: &Target,
-    target_path: &Path,
     e: &serde_json::Value,
     before: &[Given],
 ) -> Result<(Given, Edit), (Option<String>, RestError)> {
@@ -210,7 +209,6 @@ fn build(
             ))))
         }
     };
-    let _ = target_path;
     Ok((Given { id: id_text, path }, edit))
 }
 
@@ -223,16 +221,7 @@ fn status_reply(patch_id: &str, result: Result<(), Failed>) -> Response {
             StatusCode::OK
         }
         Err(f) => {
-            let entry = |x: &ErrorEntry| {
-                let mut m = serde_json::Map::new();
-                m.insert("error-type".into(), x.etype.into());
-                m.insert("error-tag".into(), x.tag.into());
-                if let Some(p) = &x.path {
-                    m.insert("error-path".into(), p.clone().into());
-                }
-                m.insert("error-message".into(), x.message.clone().into());
-                serde_json::Value::Object(m)
-            };
+            let entry = ErrorEntry::to_json;
             let mut global = Vec::new();
             let mut per_edit: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
             for (edit, x) in &f.errors {

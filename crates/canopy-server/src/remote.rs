@@ -30,7 +30,7 @@ use std::time::Duration;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
 use axum::response::Response;
-use canopy::{Change, ChangeEvent, Datastore, Provider, Subscriber, Subscription};
+use canopy::{Change, ChangeEvent, Provider, Subscriber, Subscription};
 use canopy_core::json::JsonWriter;
 use serde_json::{json, Value as Json};
 
@@ -62,15 +62,15 @@ struct Conn {
 
 impl Conn {
     /// Sends a call and waits for its reply.
-    fn call(&self, mut msg: Json, timeout: Duration, what: &str) -> Result<Reply, String> {
+    /// Sends the message `msg` makes of a call id and waits for its reply.
+    fn call(&self, msg: impl FnOnce(u64) -> String, timeout: Duration, what: &str) -> Result<Reply, String> {
         if !self.alive.load(Ordering::Acquire) {
             return Err(format!("the remote {what} at {} is disconnected", self.peer));
         }
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
-        msg["call"] = id.into();
         let (tx, rx) = mpsc::channel();
         self.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
-        let sent = self.out.send(msg.to_string()).is_ok();
+        let sent = self.out.send(msg(id)).is_ok();
         let result = match sent {
             false => Err(format!("the remote {what} at {} is disconnected", self.peer)),
             true => match rx.recv_timeout(timeout) {
@@ -94,24 +94,26 @@ impl Conn {
         result
     }
 
-    fn send(&self, msg: &Json) {
+    fn send(&self, msg: String) {
         if self.alive.load(Ordering::Acquire) {
-            let _ = self.out.send(msg.to_string());
+            let _ = self.out.send(msg);
         }
     }
 }
 
-/// The YANG Patch of a subscriber's changes.
-fn patch_json(ev: &ChangeEvent<'_>) -> Json {
+/// A subscriber message (`op` and its fields as JSON members, without
+/// braces) with the event's changes as `changes`: an
+/// `{"ietf-yang-patch:yang-patch": …}` document written straight from them.
+fn event_message(head: &str, ev: &ChangeEvent<'_>) -> String {
     let changes: Vec<&Change> = ev.changes().collect();
-    let mut out = Vec::new();
-    let mut w = JsonWriter::new(&mut out, false);
     let id =
         format!("{}-{}", ev.datastore.name(), ev.revision.map_or_else(|| "pending".to_string(), |r| r.to_string()));
-    if write_patch(&mut w, &id, &changes).is_err() || w.finish().is_err() {
-        return Json::Null;
-    }
-    serde_json::from_slice::<Json>(&out).map_or(Json::Null, |mut v| v["ietf-yang-patch:yang-patch"].take())
+    let mut out = format!("{{{head},\"changes\":").into_bytes();
+    let mut w = JsonWriter::new(&mut out, false);
+    // Writing into a Vec fails only on events out of order, which write_patch never makes.
+    let _ = write_patch(&mut w, &id, &changes).and_then(|()| w.finish().map(drop));
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
 }
 
 struct RemoteSub {
@@ -120,14 +122,23 @@ struct RemoteSub {
     timeout: Duration,
 }
 
+impl RemoteSub {
+    /// The members of an event message before its changes.
+    fn head(&self, op: &str, ev: &ChangeEvent<'_>, call: Option<u64>) -> String {
+        let mut head = format!("\"op\":\"{op}\",\"sub\":{},\"datastore\":\"{}\"", self.sub, ev.datastore.name());
+        if let Some(r) = ev.revision {
+            head.push_str(&format!(",\"revision\":{r}"));
+        }
+        if let Some(c) = call {
+            head.push_str(&format!(",\"call\":{c}"));
+        }
+        head
+    }
+}
+
 impl Subscriber for RemoteSub {
     fn validate(&self, ev: &ChangeEvent<'_>) -> Result<(), String> {
-        let msg = json!({
-            "op": "validate",
-            "sub": self.sub,
-            "datastore": ev.datastore.name(),
-            "changes": { "ietf-yang-patch:yang-patch": patch_json(ev) },
-        });
+        let msg = |call| event_message(&self.head("validate", ev, Some(call)), ev);
         match self.conn.call(msg, self.timeout, "subscriber")? {
             Reply::Ok => Ok(()),
             Reply::Rejected(why) => Err(why),
@@ -136,22 +147,11 @@ impl Subscriber for RemoteSub {
     }
 
     fn apply(&self, ev: &ChangeEvent<'_>) {
-        self.conn.send(&json!({
-            "op": "apply",
-            "sub": self.sub,
-            "datastore": ev.datastore.name(),
-            "revision": ev.revision,
-            "changes": { "ietf-yang-patch:yang-patch": patch_json(ev) },
-        }));
+        self.conn.send(event_message(&self.head("apply", ev, None), ev));
     }
 
     fn abort(&self, ev: &ChangeEvent<'_>) {
-        self.conn.send(&json!({
-            "op": "abort",
-            "sub": self.sub,
-            "datastore": ev.datastore.name(),
-            "changes": { "ietf-yang-patch:yang-patch": patch_json(ev) },
-        }));
+        self.conn.send(event_message(&self.head("abort", ev, None), ev));
     }
 }
 
@@ -242,8 +242,7 @@ fn handle(app: &App, conn: &Arc<Conn>, held: &mut Held, text: &str) -> Option<St
     match msg.get("op").and_then(Json::as_str).unwrap_or_default() {
         "subscribe" => {
             let name = msg.get("datastore").and_then(Json::as_str).unwrap_or("running");
-            let name = name.strip_prefix("ietf-datastores:").unwrap_or(name);
-            let Some(ds) = Datastore::ALL.into_iter().find(|d| d.name() == name) else {
+            let Some(ds) = crate::uri::datastore_named(name) else {
                 return Some(error(id, &format!("no datastore `{name}`")));
             };
             let priority = msg.get("priority").and_then(Json::as_i64).unwrap_or(0);
@@ -267,7 +266,8 @@ fn handle(app: &App, conn: &Arc<Conn>, held: &mut Held, text: &str) -> Option<St
                 Err(e) => return Some(error(id, &e.to_string())),
             };
             let provide = move |p: &canopy::Path| -> Result<canopy::Container, String> {
-                let msg = json!({ "op": "provide", "prov": prov, "path": p.to_string() });
+                let msg =
+                    |call| json!({ "op": "provide", "call": call, "prov": prov, "path": p.to_string() }).to_string();
                 match c.call(msg, timeout, "provider")? {
                     Reply::Data(doc) => canopy_core::json::parse_str(&doc, &*lists)
                         .map_err(|e| format!("the remote provider at {} sent {e}", c.peer)),

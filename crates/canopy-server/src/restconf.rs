@@ -56,22 +56,16 @@ impl Target {
             Some(i) => (&after[..i], &after[i..]),
             None => (after, ""),
         };
-        let decoded = percent_decode_str(name).decode_utf8_lossy();
-        let ds = match decoded.as_ref() {
-            "ietf-datastores:running" => Datastore::Running,
-            "ietf-datastores:candidate" => Datastore::Candidate,
-            "ietf-datastores:startup" => Datastore::Startup,
-            "ietf-datastores:operational" => Datastore::Operational,
-            other => {
-                return Err(RestError::new(
-                    StatusCode::NOT_FOUND,
-                    "protocol",
-                    "invalid-value",
-                    format!(
-                        "no datastore `{other}` (there are ietf-datastores:running, candidate, startup and operational)"
-                    ),
-                ))
-            }
+        let Some(ds) = crate::uri::datastore_named(name).filter(|_| !name.is_empty()) else {
+            let other = percent_decode_str(name).decode_utf8_lossy();
+            return Err(RestError::new(
+                StatusCode::NOT_FOUND,
+                "protocol",
+                "invalid-value",
+                format!(
+                    "no datastore `{other}` (there are ietf-datastores:running, candidate, startup and operational)"
+                ),
+            ));
         };
         Ok(Target { place: Place::Ds(ds), rest: rest.to_string() })
     }
@@ -88,11 +82,20 @@ impl Target {
     /// The datastores whose changes change what a read of this resource shows.
     fn read_stamps(&self) -> &'static [Datastore] {
         match self.place {
-            Place::Data | Place::Ds(Datastore::Operational) => &[Datastore::Running, Datastore::Operational],
-            Place::Ds(Datastore::Candidate) => &[Datastore::Candidate, Datastore::Running],
-            Place::Ds(Datastore::Running) => &[Datastore::Running],
-            Place::Ds(Datastore::Startup) => &[Datastore::Startup],
+            Place::Data => stamps_of(Datastore::Operational),
+            Place::Ds(ds) => stamps_of(ds),
         }
+    }
+}
+
+/// The datastores whose changes change what `ds` shows: operational shows
+/// running's configuration, the candidate running's until it is edited.
+fn stamps_of(ds: Datastore) -> &'static [Datastore] {
+    match ds {
+        Datastore::Operational => &[Datastore::Running, Datastore::Operational],
+        Datastore::Candidate => &[Datastore::Candidate, Datastore::Running],
+        Datastore::Running => &[Datastore::Running],
+        Datastore::Startup => &[Datastore::Startup],
     }
 }
 
@@ -408,12 +411,7 @@ fn write(
         std::str::from_utf8(body).map_err(|e| RestError::malformed(format!("the request body is not UTF-8: {e}")))?;
     let resolver = app.resolver()?;
     let path = resolver.to_path(&target.rest)?;
-    let stamps: &[Datastore] = match ds {
-        Datastore::Candidate => &[Datastore::Candidate, Datastore::Running],
-        Datastore::Running => &[Datastore::Running],
-        Datastore::Startup => &[Datastore::Startup],
-        Datastore::Operational => &[Datastore::Operational],
-    };
+    let stamps = stamps_of(ds);
     let session = app.store.session(ds);
 
     let _gate = app.write_gate.lock().unwrap_or_else(|p| p.into_inner());

@@ -37,13 +37,12 @@ pub async fn stream(
 }
 
 fn open(app: &App, ds: &str, query: Option<&str>, headers: &HeaderMap) -> Result<(Datastore, Path, u64), RestError> {
-    let name = ds.strip_prefix("ietf-datastores:").unwrap_or(ds);
-    let ds = Datastore::ALL.into_iter().find(|d| d.name() == name).ok_or_else(|| {
+    let ds = crate::uri::datastore_named(ds).ok_or_else(|| {
         RestError::new(
             StatusCode::NOT_FOUND,
             "protocol",
             "invalid-value",
-            format!("no datastore `{name}` (streams: running, candidate, startup, operational)"),
+            format!("no datastore `{ds}` (streams: running, candidate, startup, operational)"),
         )
     })?;
     let mut filter = Path::root();

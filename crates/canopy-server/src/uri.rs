@@ -10,6 +10,7 @@ use std::sync::Arc;
 use canopy_core::path::{canonical_name, is_valid_name, Path, Segment, Selector};
 use canopy_core::schema::NodeKind;
 use canopy_core::Schemaless;
+use canopy_store::keys::Datastore;
 use canopy_yang::YangSchema;
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
 
@@ -169,6 +170,13 @@ impl Resolver {
             None => self.lists.lists.get(&sp).map(|l| l.keys.clone()),
         }
     }
+}
+
+/// The datastore a URI names (`running` or `ietf-datastores:running`,
+/// percent-encoded or not).
+pub fn datastore_named(name: &str) -> Option<Datastore> {
+    let name = percent_decode_str(name).decode_utf8_lossy();
+    name.strip_prefix("ietf-datastores:").unwrap_or(&name).parse().ok()
 }
 
 fn decode(s: &str) -> Result<String, String> {

@@ -2,7 +2,7 @@
 //! `/openroadm:openroadm-devices/openroadm-device[device-id]`. Get one device
 //! with all its descendants (100 per run), get the whole tree, and 1..16
 //! concurrent readers each doing sequential gets (throughput, p50/p99
-//! latency). In-process: the HTTP server does not exist yet.
+//! latency). In-process: `canopy bench server` measures concurrent clients over HTTP.
 //!
 //! One device (see [`device`]): the entry (1), `info` (1) with `geoLocation`
 //! (1), 3 `shelves` (3), 8 `circuit-packs` (8) of 6 `ports` each (48),
@@ -354,14 +354,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         rates.remove(0);
         let s = Sample { runs: lat };
         rows.push(Row::new(format!("{readers} readers: throughput"), Cell::Rate { unit: "gets/s", runs: rates }));
-        rows.push(Row::new(
-            format!("{readers} readers: latency p50"),
-            Cell::Time(Sample { runs: vec![s.percentile(50.0)] }),
-        ));
-        rows.push(Row::new(
-            format!("{readers} readers: latency p99"),
-            Cell::Time(Sample { runs: vec![s.percentile(99.0)] }),
-        ));
+        rows.extend(Row::latencies(&format!("{readers} readers"), &s));
     }
     Ok(Table {
         backend: cx.label(),

@@ -200,8 +200,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     let mut single = single.into_inner();
     single.drain(..100.min(single.len()));
     let s = Sample { runs: single };
-    rows.push(Row::new("GET one entry, one client: p50", Cell::Time(Sample { runs: vec![s.percentile(50.0)] })));
-    rows.push(Row::new("GET one entry, one client: p99", Cell::Time(Sample { runs: vec![s.percentile(99.0)] })));
+    rows.extend(Row::latencies("GET one entry, one client", &s));
 
     let counts: &[usize] = if size < 1000 { &CLIENTS_SMALL } else { &CLIENTS };
     let mut checks = Vec::new();
@@ -232,14 +231,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         checks.push(format!("{clients} clients: {worst:.1}% of the gets succeeded in the worst run"));
         rows.push(Row::new(format!("{clients} clients: success"), Cell::Rate { unit: "% ok", runs: oks }));
         rows.push(Row::new(format!("{clients} clients: throughput"), Cell::Rate { unit: "gets/s", runs: rates }));
-        rows.push(Row::new(
-            format!("{clients} clients: latency p50"),
-            Cell::Time(Sample { runs: vec![all.percentile(50.0)] }),
-        ));
-        rows.push(Row::new(
-            format!("{clients} clients: latency p99"),
-            Cell::Time(Sample { runs: vec![all.percentile(99.0)] }),
-        ));
+        rows.extend(Row::latencies(&format!("{clients} clients"), &all));
     }
     drop(server);
     Ok(Table { backend: cx.label(), size, modes: format!("{modes}; HTTP/1.1 keep-alive on loopback"), rows, checks })
