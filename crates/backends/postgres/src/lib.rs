@@ -180,13 +180,19 @@ fn parse_target(url: &StoreUrl) -> Result<Target> {
 /// What a statement's error means for canopy, with the server's words.
 fn pg_err(place: &str, what: &str, e: &postgres::Error) -> StoreError {
     let Some(db) = e.as_db_error() else {
-        let kind = if e.is_closed() { ErrorKind::Unavailable } else { ErrorKind::Io };
+        // A closed connection, or a socket error talking to the server (reset,
+        // broken pipe, timed out): the server is away, not the request wrong.
+        let socket = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+        let kind = if e.is_closed() || socket { ErrorKind::Unavailable } else { ErrorKind::Io };
         let detail = match std::error::Error::source(e) {
             Some(src) if !e.to_string().contains(&src.to_string()) => format!("{e}: {src}"),
             _ => e.to_string(),
         };
-        let hint =
-            if e.is_closed() { " (the server closed the connection: stopped, restarted or unreachable)" } else { "" };
+        let hint = if kind == ErrorKind::Unavailable {
+            " (the server closed the connection: stopped, restarted or unreachable)"
+        } else {
+            ""
+        };
         return StoreError::new(kind, format!("{place}: {what}: {detail}{hint}"));
     };
     let code = db.code();
