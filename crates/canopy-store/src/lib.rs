@@ -8,6 +8,7 @@
 //! backend runs.
 
 pub mod backend;
+pub mod changelog;
 pub mod conformance;
 pub mod error;
 pub mod files;
@@ -19,6 +20,6 @@ pub mod stream;
 pub mod treeio;
 pub mod url;
 
-pub use backend::{Backend, Batch, BatchOp, Snapshot, SyncMode, WriteView};
+pub use backend::{Announcements, Backend, Batch, BatchOp, Snapshot, SyncMode, WriteView};
 pub use error::{ErrorKind, Result, StoreError};
 pub use url::StoreUrl;

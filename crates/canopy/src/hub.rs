@@ -100,6 +100,9 @@ pub(crate) struct Hub {
     /// processes read), kept here so that this process reads it without
     /// loading it.
     pub pushed: Mutex<BTreeMap<u64, Pushed>>,
+    /// Whether this process's listener of the store's change log runs
+    /// (`crate::listen`).
+    pub listener: Mutex<bool>,
 }
 
 /// A connection's pushed state.

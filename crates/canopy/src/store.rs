@@ -23,11 +23,17 @@ pub struct Options {
     /// Keep each datastore's tree in memory: reads never touch the backend,
     /// writes go through to it as diffs. The URL parameter `cache=on` sets it.
     pub cache: bool,
+    /// How many commits the store's change log keeps for the other processes
+    /// attached to it (`None`: 1,000 on a backend that announces commits to
+    /// them, none on the others). The URL parameter `changelog=N` sets it.
+    pub changelog: Option<u64>,
 }
 
 /// An open store.
 pub struct Store {
-    pub(crate) backend: Box<dyn Backend>,
+    pub(crate) backend: std::sync::Arc<dyn Backend>,
+    /// Commits the change log keeps (0: no change log is written).
+    pub(crate) changelog: u64,
     pub(crate) url: String,
     /// What the newest revision seen says besides its data: lists, the YANG
     /// schema, locks and the candidate's state, as one unit.
@@ -143,7 +149,19 @@ impl Store {
                 .into())
             }
         };
-        Store::open_with(&parsed, Options { cache })
+        let changelog = match parsed.params.remove("changelog") {
+            None => None,
+            Some(n) => Some(n.parse::<u64>().map_err(|_| {
+                canopy_store::StoreError::new(
+                    ErrorKind::InvalidUrl,
+                    format!(
+                        "invalid store URL `{}`: changelog must be a number of commits (0 for none), not `{n}`",
+                        parsed.redacted()
+                    ),
+                )
+            })?),
+        };
+        Store::open_with(&parsed, Options { cache, changelog })
     }
 
     /// Opens a store with explicit options.
@@ -174,8 +192,10 @@ impl Store {
                 let _ = backend.apply(&batch);
             }
         }
+        let changelog = options.changelog.unwrap_or(if backend.announces() { crate::listen::DEFAULT_KEPT } else { 0 });
         let store = Store {
-            backend,
+            backend: backend.into(),
+            changelog,
             url: url.to_string(),
             catalog: Catalogs::new(),
             writer: Mutex::new(()),

@@ -27,13 +27,16 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use canopy_store::backend::{prefix_end, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit};
+use canopy_store::backend::{prefix_end, Announcements, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit};
 use canopy_store::error::{ErrorKind, Result, StoreError};
 use canopy_store::StoreUrl;
 use serde_json::{json, Value};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const IO_TIMEOUT: Duration = Duration::from_secs(60);
+/// A watch quiet this long is made again (and its thread ends when nobody
+/// listens any more).
+const WATCH_READ: Duration = Duration::from_secs(5);
 const FIRST_PAGE: i64 = 64;
 const MAX_PAGE: i64 = 4096;
 /// Attempts of a batch that expects no revision (another writer may commit in between).
@@ -407,6 +410,83 @@ impl Backend for EtcdBackend {
         Err(StoreError::new(ErrorKind::Conflict, format!("{}: other writers kept committing first", self.place)))
     }
 
+    fn announces(&self) -> bool {
+        true
+    }
+
+    /// A watch of the revision key (`/v3/watch`, a stream of JSON objects) on
+    /// a connection of its own, read by a thread that hands the revisions on
+    /// and watches again from where it was when a read times out.
+    fn announcements(&self) -> Result<Box<dyn Announcements>> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Heard>(1024);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
+        let agent = ureq::AgentBuilder::new().timeout_connect(CONNECT_TIMEOUT).timeout_read(WATCH_READ).build();
+        let (url, key, place) = (format!("{}/watch", self.base), b64(&self.rev_key), self.place.clone());
+        std::thread::Builder::new()
+            .name("canopy-etcd-watch".into())
+            .spawn(move || {
+                let mut from: Option<i64> = None;
+                let mut ready = Some(ready_tx);
+                loop {
+                    let mut create = json!({"key": key});
+                    if let Some(r) = from {
+                        create["start_revision"] = json!((r + 1).to_string());
+                    }
+                    let reply = agent
+                        .post(&url)
+                        .set("Content-Type", "application/json")
+                        .send_string(&json!({ "create_request": create }).to_string());
+                    let resp = match reply {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let e = StoreError::new(ErrorKind::Unavailable, format!("{place}: watch: {e}"));
+                            match ready.take() {
+                                Some(r) => drop(r.send(Err(e))),
+                                None => drop(tx.try_send(Heard::Broken(e))),
+                            }
+                            return;
+                        }
+                    };
+                    let values = serde_json::Deserializer::from_reader(resp.into_reader()).into_iter::<Value>();
+                    for v in values {
+                        let Ok(v) = v else { break };
+                        let result = &v["result"];
+                        if let Some(r) = result["header"]["revision"].as_str().and_then(|r| r.parse().ok()) {
+                            from = Some(from.map_or(r, |f: i64| f.max(r)));
+                        }
+                        if result["created"].as_bool() == Some(true) {
+                            if let Some(r) = ready.take() {
+                                let _ = r.send(Ok(()));
+                            }
+                        }
+                        for ev in result["events"].as_array().into_iter().flatten() {
+                            let revision = ev["kv"]["value"]
+                                .as_str()
+                                .and_then(|s| B64.decode(s).ok())
+                                .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+                                .map_or(u64::MAX, u64::from_be_bytes);
+                            if let Err(std::sync::mpsc::TrySendError::Disconnected(_)) =
+                                tx.try_send(Heard::Commit(revision))
+                            {
+                                return;
+                            }
+                        }
+                    }
+                    // A read timed out, or the stream ended: watch again, unless
+                    // nobody listens any more.
+                    if let Err(std::sync::mpsc::TrySendError::Disconnected(_)) = tx.try_send(Heard::Tick) {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| StoreError::io(format!("{}: watch", self.place), e))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Box::new(EtcdAnnouncements { rx })),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(StoreError::new(ErrorKind::Unavailable, format!("{}: the watch ended", self.place))),
+        }
+    }
+
     fn sync_mode(&self) -> SyncMode {
         self.sync
     }
@@ -429,6 +509,36 @@ impl Backend for EtcdBackend {
     /// `--auto-compaction-retention` does.
     fn compact(&self) -> Result<()> {
         self.call("compact", "maintenance/defragment", &json!({})).map(drop)
+    }
+}
+
+/// What the watching thread of [`EtcdBackend::announcements`] hands on.
+enum Heard {
+    Commit(u64),
+    /// The watch is made again (the thread looks whether anyone listens).
+    Tick,
+    Broken(StoreError),
+}
+
+struct EtcdAnnouncements {
+    rx: std::sync::mpsc::Receiver<Heard>,
+}
+
+impl Announcements for EtcdAnnouncements {
+    fn next(&mut self, timeout: Duration) -> Result<Option<u64>> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Heard::Commit(r)) => return Ok(Some(r)),
+                Ok(Heard::Tick) => continue,
+                Ok(Heard::Broken(e)) => return Err(e),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Ok(None),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(StoreError::new(ErrorKind::Unavailable, "the watch ended"))
+                }
+            }
+        }
     }
 }
 

@@ -35,7 +35,7 @@ use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use canopy_store::backend::{prefix_end, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit, WriteView};
+use canopy_store::backend::{prefix_end, Announcements, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit, WriteView};
 use canopy_store::error::{ErrorKind, Result, StoreError};
 use canopy_store::keys::{FORMAT, FORMAT_VERSION, REVISION};
 use canopy_store::StoreUrl;
@@ -124,6 +124,9 @@ pub struct PostgresBackend {
     sync: SyncMode,
     connect_timeout: Duration,
     idle: Mutex<Vec<Conn>>,
+    /// The `NOTIFY` channel of the store's commits: `canopy_` and a hash of
+    /// the table's name (a channel name is at most 63 bytes).
+    channel: String,
 }
 
 /// The parts of a `postgres://` URL.
@@ -325,8 +328,9 @@ impl PostgresBackend {
         .iter()
         .map(|w| sql_text(&table, *w))
         .collect();
+        let channel = format!("canopy_{:016x}", fnv1a(table.as_bytes()));
         let backend =
-            PostgresBackend { config, place, table, sql, sync, connect_timeout, idle: Mutex::new(Vec::new()) };
+            PostgresBackend { config, place, table, sql, sync, connect_timeout, idle: Mutex::new(Vec::new()), channel };
         let mut conn = backend.connect()?;
         backend.init(&mut conn, &target.schema)?;
         backend.give_back(conn);
@@ -568,12 +572,13 @@ impl PostgresBackend {
             let put = conn.statement(self, Sql::PutRevision)?;
             conn.client.execute(&put, &[&REVISION, &next_bytes.as_slice()]).map_err(err)?;
         }
-        let commit = if !flush && self.sync == SyncMode::Commit {
-            "SET LOCAL synchronous_commit = off; COMMIT"
-        } else {
-            "COMMIT"
-        };
-        conn.client.batch_execute(commit).map_err(err)?;
+        // Listeners hear of the commit when it commits (and not otherwise).
+        let commit = format!(
+            "SELECT pg_notify('{}', '{next}'); {}COMMIT",
+            self.channel,
+            if !flush && self.sync == SyncMode::Commit { "SET LOCAL synchronous_commit = off; " } else { "" }
+        );
+        conn.client.batch_execute(&commit).map_err(err)?;
         Ok(next)
     }
 
@@ -719,6 +724,18 @@ impl Backend for PostgresBackend {
         self.sync
     }
 
+    fn announces(&self) -> bool {
+        true
+    }
+
+    /// A connection of its own that `LISTEN`s to the store's channel; every
+    /// commit notifies it with its revision.
+    fn announcements(&self) -> Result<Box<dyn Announcements>> {
+        let mut conn = self.connect()?;
+        conn.client.batch_execute(&format!("LISTEN {}", self.channel)).map_err(|e| self.err("listen", e))?;
+        Ok(Box::new(PgAnnouncements { client: conn.client, place: self.place.clone() }))
+    }
+
     /// The table's size with its index and TOAST data.
     fn disk_size(&self) -> Result<u64> {
         self.with_conn(|conn| {
@@ -758,6 +775,40 @@ impl Backend for PostgresBackend {
         }
         Ok(problems)
     }
+}
+
+/// The store's commits as `NOTIFY` delivers them to a listening connection.
+struct PgAnnouncements {
+    client: Client,
+    place: String,
+}
+
+impl Announcements for PgAnnouncements {
+    fn next(&mut self, timeout: Duration) -> Result<Option<u64>> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let closed =
+            || StoreError::new(ErrorKind::Unavailable, format!("{}: the listening connection closed", self.place));
+        if self.client.is_closed() {
+            return Err(closed());
+        }
+        let heard = {
+            let mut notifications = self.client.notifications();
+            let mut it = notifications.timeout_iter(timeout);
+            it.next().map(|n| n.map(|n| n.payload().parse().unwrap_or(u64::MAX)))
+        };
+        match heard {
+            Ok(Some(r)) => Ok(Some(r)),
+            Ok(None) if self.client.is_closed() => Err(closed()),
+            Ok(None) => Ok(None),
+            Err(e) => Err(pg_err(&self.place, "listen", &e)),
+        }
+    }
+}
+
+/// FNV-1a: a stable 64-bit hash (channel names must not depend on the
+/// process, as `std`'s hasher does).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use canopy_store::backend::{prefix_end, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit};
+use canopy_store::backend::{prefix_end, Announcements, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit};
 use canopy_store::error::{ErrorKind, Result, StoreError};
 use canopy_store::StoreUrl;
 use redis::{Connection, Script, Value};
@@ -40,6 +40,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const IO_TIMEOUT: Duration = Duration::from_secs(60);
 const SNAPSHOT_LEASE: Duration = Duration::from_secs(300);
 const MAX_IDLE: usize = 8;
+/// How often the listening thread looks whether anyone still listens.
+const LISTEN_POLL: Duration = Duration::from_millis(500);
 const FIRST_PAGE: usize = 64;
 const MAX_PAGE: usize = 1024;
 
@@ -441,6 +443,61 @@ impl Backend for RedisBackend {
         self.sync
     }
 
+    fn announces(&self) -> bool {
+        true
+    }
+
+    /// A connection of its own subscribed to `{P}:commits`, which every
+    /// commit's script publishes its revision to. A thread reads it (a
+    /// subscribed connection does nothing else) and hands the revisions on.
+    fn announcements(&self) -> Result<Box<dyn Announcements>> {
+        let mut conn = self.connect()?;
+        let channel = format!("{}:commits", self.prefix);
+        let place = self.place.clone();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Heard>(1024);
+        // Subscribed before this returns: no commit after it goes unheard.
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
+        std::thread::Builder::new()
+            .name("canopy-redis-listen".into())
+            .spawn(move || {
+                let mut pubsub = conn.as_pubsub();
+                let subscribed = pubsub
+                    .subscribe(&channel)
+                    .and_then(|()| pubsub.set_read_timeout(Some(LISTEN_POLL)))
+                    .map_err(|e| redis_err(&place, "subscribe", &e));
+                let ok = subscribed.is_ok();
+                let _ = ready_tx.send(subscribed);
+                if !ok {
+                    return;
+                }
+                loop {
+                    let sent = match pubsub.get_message() {
+                        Ok(m) => tx.try_send(Heard::Commit(
+                            m.get_payload::<String>().ok().and_then(|p| p.parse().ok()).unwrap_or(u64::MAX),
+                        )),
+                        Err(e) if e.is_timeout() => match tx.try_send(Heard::Tick) {
+                            // Nobody listens any more.
+                            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => return,
+                            _ => continue,
+                        },
+                        Err(e) => {
+                            let _ = tx.try_send(Heard::Broken(redis_err(&place, "listen", &e)));
+                            return;
+                        }
+                    };
+                    if let Err(std::sync::mpsc::TrySendError::Disconnected(_)) = sent {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| StoreError::io(format!("{}: listen", self.place), e))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Box::new(RedisAnnouncements { rx })),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(StoreError::new(ErrorKind::Unavailable, format!("{}: the listener ended", self.place))),
+        }
+    }
+
     fn approx_len(&self) -> Result<Option<u64>> {
         let key = format!("{}:v", self.prefix);
         self.with_conn("count", |c| redis::cmd("HLEN").arg(&key).query::<u64>(c)).map(Some)
@@ -468,6 +525,36 @@ impl Backend for RedisBackend {
             problems.push(format!("{}: {keys} keys in {zk} but {values} values in {vk}", self.place));
         }
         Ok(problems)
+    }
+}
+
+/// What the listening thread of [`RedisBackend::announcements`] hands on.
+enum Heard {
+    Commit(u64),
+    /// Nothing for a while (the thread looks whether anyone still listens).
+    Tick,
+    Broken(StoreError),
+}
+
+struct RedisAnnouncements {
+    rx: std::sync::mpsc::Receiver<Heard>,
+}
+
+impl Announcements for RedisAnnouncements {
+    fn next(&mut self, timeout: Duration) -> Result<Option<u64>> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Heard::Commit(r)) => return Ok(Some(r)),
+                Ok(Heard::Tick) => continue,
+                Ok(Heard::Broken(e)) => return Err(e),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Ok(None),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(StoreError::new(ErrorKind::Unavailable, "the listening connection ended"))
+                }
+            }
+        }
     }
 }
 

@@ -54,4 +54,6 @@ if #first > 0 then oldest = tonumber(first[2]) end
 local low = tonumber(redis.call('GET', ULOW) or tostring(cur))
 for r = low, oldest do redis.call('UNLINK', undo_hash(r), undo_keys(r)) end
 if oldest + 1 > low then redis.call('SET', ULOW, oldest + 1) end
+-- Listeners (other processes attached to the store) hear of the commit.
+redis.call('PUBLISH', KEYS[1] .. ':commits', nxt)
 return {'ok', tostring(nxt)}
