@@ -27,7 +27,7 @@ pub struct Options {
 
 /// An open store.
 pub struct Store {
-    pub(crate) backend: Box<dyn Backend>,
+    pub(crate) backend: Arc<dyn Backend>,
     pub(crate) url: String,
     /// What the newest revision seen says besides its data: lists, the YANG
     /// schema, locks and the candidate's state, as one unit.
@@ -174,7 +174,7 @@ impl Store {
             }
         }
         let store = Store {
-            backend,
+            backend: Arc::from(backend),
             url: url.to_string(),
             catalog: Catalogs::new(),
             writer: Mutex::new(()),
@@ -200,6 +200,12 @@ impl Store {
     /// The backend behind the store.
     pub fn backend(&self) -> &dyn Backend {
         &*self.backend
+    }
+
+    /// The backend behind the store, shared: for key ranges of its own beside
+    /// the store's (see [`canopy_store::prefixed::Prefixed`]).
+    pub fn shared_backend(&self) -> Arc<dyn Backend> {
+        self.backend.clone()
     }
 
     /// A session on a datastore.
