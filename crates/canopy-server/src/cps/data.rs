@@ -42,7 +42,10 @@ fn data_error(anchor: &Anchor, e: canopy::Error, get: bool) -> CpsError {
 fn not_found(anchor: &Anchor, xpath: &str, get: bool) -> CpsError {
     CpsError::not_found(
         if get { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST },
-        format!("DataNode with xpath {xpath} was not found for anchor {} and dataspace {}.", anchor.name, anchor.dataspace),
+        format!(
+            "DataNode with xpath {xpath} was not found for anchor {} and dataspace {}.",
+            anchor.name, anchor.dataspace
+        ),
     )
 }
 
@@ -70,7 +73,10 @@ pub fn upload_modules(call: &Call) -> Result<Vec<ModuleRef>, CpsError> {
                 texts.push((n.clone(), utf8(&n, &b)?));
             }
         } else {
-            return Err(CpsError::bad("Unsupported file type.", format!("Filename: {name}. Only .yang and .zip files.")));
+            return Err(CpsError::bad(
+                "Unsupported file type.",
+                format!("Filename: {name}. Only .yang and .zip files."),
+            ));
         }
     }
     if texts.is_empty() {
@@ -94,15 +100,51 @@ pub fn upload_modules(call: &Call) -> Result<Vec<ModuleRef>, CpsError> {
 fn value_json(v: &Value) -> Json {
     match v {
         Value::String(s) => Json::String(s.clone()),
-        Value::Number(n) => serde_json::from_str::<serde_json::Number>(n).map_or_else(|_| Json::String(n.clone()), Json::Number),
+        Value::Number(n) => {
+            serde_json::from_str::<serde_json::Number>(n).map_or_else(|_| Json::String(n.clone()), Json::Number)
+        }
         Value::Bool(b) => Json::Bool(*b),
         Value::Empty => Json::Null,
     }
 }
 
+/// Where a node is in the schema, to print 64-bit integers as numbers.
+#[derive(Clone, Copy)]
+pub struct At<'m> {
+    model: &'m Model,
+    idx: Option<usize>,
+}
+
+impl<'m> At<'m> {
+    fn child(self, name: &str) -> At<'m> {
+        let idx = match self.idx {
+            None => self.model.top.get(name).copied(),
+            Some(i) => self.model.nodes[i].children.get(name).copied(),
+        };
+        At { model: self.model, idx }
+    }
+
+    fn int64(self) -> bool {
+        self.idx.is_some_and(|i| self.model.nodes[i].int64)
+    }
+
+    fn of(model: &'m Model, chain: &[Loc<'_>]) -> At<'m> {
+        chain.iter().fold(At { model, idx: None }, |at, l| at.child(l.name))
+    }
+}
+
+fn typed_json(v: &Value, at: At<'_>) -> Json {
+    match v {
+        Value::String(s) if at.int64() => {
+            serde_json::from_str::<serde_json::Number>(s).map_or_else(|_| Json::String(s.clone()), Json::Number)
+        }
+        v => value_json(v),
+    }
+}
+
 /// A node as CPS's data map: leaves, then (with depth left) child containers
 /// as objects and lists as arrays, names without module prefixes.
-pub fn data_map(c: &Container, depth: Option<usize>) -> Map<String, Json> {
+pub fn data_map(c: &Container, depth: Option<usize>, at: At<'_>) -> Map<String, Json> {
     let mut m = Map::new();
     let deeper = match depth {
         Some(0) => None,
@@ -111,29 +153,34 @@ pub fn data_map(c: &Container, depth: Option<usize>) -> Map<String, Json> {
     };
     for (name, node) in c.children.iter() {
         let key = local(name).to_string();
+        let cat = at.child(name);
         match node {
             Node::Leaf { value, .. } => {
-                m.insert(key, value_json(value));
+                m.insert(key, typed_json(value, cat));
             }
             Node::LeafList(v) => {
-                m.insert(key, v.iter().map(|e| value_json(&e.value)).collect());
+                m.insert(key, v.iter().map(|e| typed_json(&e.value, cat)).collect());
             }
             Node::AnyData { value, .. } => {
                 m.insert(key, (**value).clone());
             }
             Node::Container(cc) => {
                 if let Some(d) = deeper {
-                    m.insert(key, Json::Object(data_map(cc, d)));
+                    m.insert(key, Json::Object(data_map(cc, d, cat)));
                 }
             }
             Node::List(l) => {
                 if let Some(d) = deeper {
-                    m.insert(key, l.entries().map(|e| Json::Object(data_map(e, d))).collect());
+                    m.insert(key, l.entries().map(|e| Json::Object(data_map(e, d, cat))).collect());
                 }
             }
         }
     }
     m
+}
+
+fn chain_map(model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Map<String, Json> {
+    data_map(chain.last().expect("a node").node, depth, At::of(model, chain))
 }
 
 /// `prefix:name` of a result: CPS names every node with the prefix of its
@@ -145,9 +192,9 @@ fn qualified(anchor: &Anchor, chain: &[Loc<'_>]) -> String {
     format!("{}:{last}", anchor.set.prefix_of(module))
 }
 
-fn node_map(anchor: &Anchor, chain: &[Loc<'_>], depth: Option<usize>) -> Json {
+fn node_map(anchor: &Anchor, model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Json {
     let mut m = Map::new();
-    m.insert(qualified(anchor, chain), Json::Object(data_map(chain.last().expect("a node").node, depth)));
+    m.insert(qualified(anchor, chain), Json::Object(chain_map(model, chain, depth)));
     Json::Object(m)
 }
 
@@ -162,11 +209,16 @@ fn descendants(call: &Call, version: u8) -> Result<Option<usize>, CpsError> {
         "" | "none" | "0" => Ok(Some(0)),
         "all" | "-1" => Ok(None),
         "direct" | "1" => Ok(Some(1)),
-        n if n.bytes().all(|b| b.is_ascii_digit()) => n
-            .parse::<usize>()
-            .map(Some)
-            .map_err(|_| CpsError::bad("FetchDescendantsOption validation error.", format!("{n} is not valid fetch descendants option"))),
-        n => Err(CpsError::bad("FetchDescendantsOption validation error.", format!("{n} is not valid fetch descendants option"))),
+        n if n.bytes().all(|b| b.is_ascii_digit()) => n.parse::<usize>().map(Some).map_err(|_| {
+            CpsError::bad(
+                "FetchDescendantsOption validation error.",
+                format!("{n} is not valid fetch descendants option"),
+            )
+        }),
+        n => Err(CpsError::bad(
+            "FetchDescendantsOption validation error.",
+            format!("{n} is not valid fetch descendants option"),
+        )),
     }
 }
 
@@ -193,7 +245,9 @@ fn locate<'a>(root: &'a Container, at: &Path) -> Vec<Chain<'a>> {
                     continue;
                 }
                 let hit = match &seg.selector {
-                    Selector::Keys(kv) => kv.iter().all(|(k, v)| child.keys.iter().any(|(ck, cv)| ck == k && same_key(cv, v))),
+                    Selector::Keys(kv) => {
+                        kv.iter().all(|(k, v)| child.keys.iter().any(|(ck, cv)| ck == k && same_key(cv, v)))
+                    }
                     _ => true,
                 };
                 if hit {
@@ -224,8 +278,14 @@ pub fn get_node(anchor: &Anchor, call: &Call, version: u8) -> Result<Reply, CpsE
     let depth = descendants(call, version)?;
     let xpath = call.param("xpath").unwrap_or("/");
     let at = instance(anchor, xpath)?;
+    let yang = yang_model(anchor)?;
+    let model = yang.model();
     let tree = read(anchor, &at, depth)?;
-    let found = if at.segments.is_empty() { children(&tree).into_iter().map(|l| vec![l]).collect() } else { locate(&tree, &at) };
+    let found = if at.segments.is_empty() {
+        children(&tree).into_iter().map(|l| vec![l]).collect()
+    } else {
+        locate(&tree, &at)
+    };
     if found.is_empty() {
         return Err(match at.segments.is_empty() {
             true => CpsError::not_found(
@@ -236,13 +296,13 @@ pub fn get_node(anchor: &Anchor, call: &Call, version: u8) -> Result<Reply, CpsE
         });
     }
     let reply = match version {
-        1 => node_map(anchor, &found[0], depth),
-        2 => found.iter().map(|c| node_map(anchor, c, depth)).collect(),
+        1 => node_map(anchor, model, &found[0], depth),
+        2 => found.iter().map(|c| node_map(anchor, model, c, depth)).collect(),
         _ => {
             let mut m = Map::new();
             for c in &found {
                 let name = qualified(anchor, c);
-                let data = Json::Object(data_map(c.last().expect("a node").node, depth));
+                let data = Json::Object(chain_map(model, c, depth));
                 if c.last().is_some_and(|l| !l.keys.is_empty()) {
                     match m.entry(name).or_insert_with(|| Json::Array(Vec::new())) {
                         Json::Array(a) => a.push(data),
@@ -334,7 +394,10 @@ fn writes(model: &Model, parent: &Path, body: &Json, whole_lists: bool) -> Resul
                     })?;
                     keys.push((k.clone(), v));
                 }
-                out.push(Write { path: parent.child(canon.clone(), Selector::Keys(keys)), json: member(&Json::Array(vec![e])) });
+                out.push(Write {
+                    path: parent.child(canon.clone(), Selector::Keys(keys)),
+                    json: member(&Json::Array(vec![e])),
+                });
             }
         } else {
             out.push(Write { path: parent.child(canon.clone(), Selector::None), json: member(value) });
@@ -352,7 +415,8 @@ fn xpath_text(p: &Path) -> String {
         s.push('/');
         s.push_str(local(&seg.name));
         if let Selector::Keys(kv) = &seg.selector {
-            let inner: Vec<String> = kv.iter().map(|(k, v)| format!("@{}='{}'", local(k), v.replace('\'', "''"))).collect();
+            let inner: Vec<String> =
+                kv.iter().map(|(k, v)| format!("@{}='{}'", local(k), v.replace('\'', "''"))).collect();
             s.push_str(&format!("[{}]", inner.join(" and ")));
         }
     }
@@ -364,7 +428,8 @@ fn body_json(call: &Call) -> Result<Json, CpsError> {
     if ct.contains("xml") {
         return Err(CpsError::bad("Data Validation Failed", "XML bodies are not supported yet; send application/json"));
     }
-    serde_json::from_slice(&call.body).map_err(|e| CpsError::bad("Data Validation Failed", format!("malformed JSON: {e}")))
+    serde_json::from_slice(&call.body)
+        .map_err(|e| CpsError::bad("Data Validation Failed", format!("malformed JSON: {e}")))
 }
 
 /// CPS's observed-timestamp: `yyyy-MM-dd'T'HH:mm:ss.SSSZ` (`Z` as `+hhmm`).
@@ -391,7 +456,10 @@ fn check_timestamp(call: &Call) -> Result<(), CpsError> {
     if ok {
         Ok(())
     } else {
-        Err(CpsError::bad("observed-timestamp must be in ISO format", format!("`{t}` is not yyyy-MM-ddTHH:mm:ss.SSS+hhmm")))
+        Err(CpsError::bad(
+            "observed-timestamp must be in ISO format",
+            format!("`{t}` is not yyyy-MM-ddTHH:mm:ss.SSS+hhmm"),
+        ))
     }
 }
 
@@ -493,7 +561,8 @@ fn run_query(anchor: &Anchor, cps_path: &str, depth: Option<usize>) -> Result<Ve
     let q = cpath::parse(cps_path).map_err(|e| path_error(&e))?;
     let yang = yang_model(anchor)?;
     let Some(at) = cpath::plan(&q, yang.model()) else { return Ok(Vec::new()) };
-    let tree = anchor.store.running().get(&at.to_string(), ReadOptions::default()).map_err(|e| data_error(anchor, e, true))?;
+    let tree =
+        anchor.store.running().get(&at.to_string(), ReadOptions::default()).map_err(|e| data_error(anchor, e, true))?;
     let found = cpath::evaluate(&q, &tree);
     if let Some(attr) = &q.attribute {
         let mut seen = Vec::new();
@@ -507,7 +576,7 @@ fn run_query(anchor: &Anchor, cps_path: &str, depth: Option<usize>) -> Result<Ve
         }
         return Ok(seen.into_iter().map(|v| json!({ attr.as_str(): v })).collect());
     }
-    Ok(found.iter().map(|c| node_map(anchor, c, depth)).collect())
+    Ok(found.iter().map(|c| node_map(anchor, yang.model(), c, depth)).collect())
 }
 
 pub fn query(anchor: &Anchor, call: &Call, version: u8) -> Result<Reply, CpsError> {
@@ -550,22 +619,22 @@ pub fn query_dataspace(reg: &Registry, ds: &str, call: &Call) -> Result<Reply, C
 
 // --- delta ----------------------------------------------------------------------
 
-fn leaves(c: &Container) -> BTreeMap<String, Json> {
-    data_map(c, Some(0)).into_iter().collect()
+fn leaves(model: &Model, c: &Chain<'_>) -> BTreeMap<String, Json> {
+    chain_map(model, c, Some(0)).into_iter().collect()
 }
 
-fn diff(src: Option<&Chain<'_>>, tgt: Option<&Chain<'_>>, out: &mut Vec<Json>) {
+fn diff(model: &Model, src: Option<&Chain<'_>>, tgt: Option<&Chain<'_>>, out: &mut Vec<Json>) {
     match (src, tgt) {
         (Some(s), None) => out.push(json!({
             "action": "remove", "xpath": xpath_of(s),
-            "sourceData": data_map(s.last().expect("a node").node, None),
+            "sourceData": chain_map(model, s, None),
         })),
         (None, Some(t)) => out.push(json!({
             "action": "create", "xpath": xpath_of(t),
-            "targetData": data_map(t.last().expect("a node").node, None),
+            "targetData": chain_map(model, t, None),
         })),
         (Some(s), Some(t)) => {
-            let (a, b) = (leaves(s.last().expect("a node").node), leaves(t.last().expect("a node").node));
+            let (a, b) = (leaves(model, s), leaves(model, t));
             let mut sd = Map::new();
             let mut td = Map::new();
             for (k, v) in &a {
@@ -590,7 +659,7 @@ fn diff(src: Option<&Chain<'_>>, tgt: Option<&Chain<'_>>, out: &mut Vec<Json>) {
                 }
                 out.push(Json::Object(e));
             }
-            diff_children(s, t, out);
+            diff_children(model, s, t, out);
         }
         (None, None) => {}
     }
@@ -607,19 +676,19 @@ fn extend<'a>(c: &Chain<'a>) -> Vec<(String, Chain<'a>)> {
         .collect()
 }
 
-fn diff_children(s: &Chain<'_>, t: &Chain<'_>, out: &mut Vec<Json>) {
+fn diff_children(model: &Model, s: &Chain<'_>, t: &Chain<'_>, out: &mut Vec<Json>) {
     let (a, b) = (extend(s), extend(t));
     for (x, sc) in &a {
-        diff(Some(sc), b.iter().find(|(y, _)| y == x).map(|(_, c)| c), out);
+        diff(model, Some(sc), b.iter().find(|(y, _)| y == x).map(|(_, c)| c), out);
     }
     for (x, tc) in &b {
         if !a.iter().any(|(y, _)| y == x) {
-            diff(None, Some(tc), out);
+            diff(model, None, Some(tc), out);
         }
     }
 }
 
-fn delta_trees(src: &Container, tgt: &Container, at: &Path) -> Vec<Json> {
+fn delta_trees(model: &Model, src: &Container, tgt: &Container, at: &Path) -> Vec<Json> {
     let mut out = Vec::new();
     let (a, b) = if at.segments.is_empty() {
         (children(src).into_iter().map(|l| vec![l]).collect(), children(tgt).into_iter().map(|l| vec![l]).collect())
@@ -628,12 +697,12 @@ fn delta_trees(src: &Container, tgt: &Container, at: &Path) -> Vec<Json> {
     };
     for sc in &a {
         let x = xpath_of(sc);
-        diff(Some(sc), b.iter().find(|c| xpath_of(c) == x), &mut out);
+        diff(model, Some(sc), b.iter().find(|c| xpath_of(c) == x), &mut out);
     }
     for tc in &b {
         let x = xpath_of(tc);
         if !a.iter().any(|c| xpath_of(c) == x) {
-            diff(None, Some(tc), &mut out);
+            diff(model, None, Some(tc), &mut out);
         }
     }
     out
@@ -644,7 +713,8 @@ pub fn delta_anchors(src: &Anchor, tgt: &Anchor, call: &Call) -> Result<Reply, C
     let at = instance(src, xpath)?;
     let a = read(src, &at, None)?;
     let b = read(tgt, &at, None)?;
-    Ok(Reply::Json(Json::Array(delta_trees(&a, &b, &at)), vec![]))
+    let yang = yang_model(src)?;
+    Ok(Reply::Json(Json::Array(delta_trees(yang.model(), &a, &b, &at)), vec![]))
 }
 
 pub fn delta_document(src: &Anchor, call: &Call) -> Result<Reply, CpsError> {
@@ -664,7 +734,7 @@ pub fn delta_document(src: &Anchor, call: &Call) -> Result<Reply, CpsError> {
     store.running().apply(&edits).map_err(|e| data_error(src, e, false))?;
     let b = store.running().get(&at.to_string(), ReadOptions::default()).map_err(|e| data_error(src, e, false))?;
     let a = read(src, &at, None)?;
-    Ok(Reply::Json(Json::Array(delta_trees(&a, &b, &at)), vec![]))
+    Ok(Reply::Json(Json::Array(delta_trees(yang.model(), &a, &b, &at)), vec![]))
 }
 
 pub fn apply_delta(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
@@ -678,7 +748,9 @@ pub fn apply_delta(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
     let mut edits = Vec::new();
     for e in &entries {
         let action = e["action"].as_str().unwrap_or("");
-        let xpath = e["xpath"].as_str().ok_or_else(|| CpsError::bad("Data Validation Failed", "a delta entry needs an xpath"))?;
+        let xpath = e["xpath"]
+            .as_str()
+            .ok_or_else(|| CpsError::bad("Data Validation Failed", "a delta entry needs an xpath"))?;
         let at = cpath::to_instance(xpath, model).map_err(|e| path_error(&e))?;
         let Some(last) = at.last().cloned() else {
             return Err(CpsError::bad("Data Validation Failed", "a delta entry names a data node, not `/`"));
@@ -686,14 +758,22 @@ pub fn apply_delta(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
         let parent = at.parent().unwrap_or_default();
         match action {
             "create" => {
-                let idx = schema_at(model, &at).ok_or_else(|| CpsError::bad("Data Validation Failed", format!("no node {xpath}")))?;
+                let idx = schema_at(model, &at)
+                    .ok_or_else(|| CpsError::bad("Data Validation Failed", format!("no node {xpath}")))?;
                 let data = e.get("targetData").cloned().unwrap_or_else(|| json!({}));
                 let mut m = Map::new();
-                let v = if model.nodes[idx].kind == canopy_core::schema::NodeKind::List { Json::Array(vec![data]) } else { data };
+                let v = if model.nodes[idx].kind == canopy_core::schema::NodeKind::List {
+                    Json::Array(vec![data])
+                } else {
+                    data
+                };
                 m.insert(last.name.clone(), v);
                 let json = Json::Object(m).to_string();
                 let _ = parent;
-                edits.push(s.parse_edit(Operation::Create, at.clone(), Some(&json), None).map_err(|e| data_error(anchor, e, false))?);
+                edits.push(
+                    s.parse_edit(Operation::Create, at.clone(), Some(&json), None)
+                        .map_err(|e| data_error(anchor, e, false))?,
+                );
             }
             "remove" => edits.push(Edit::delete(at.clone())),
             "replace" => {
@@ -707,14 +787,27 @@ pub fn apply_delta(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
                             .map_err(|e| data_error(anchor, e, false))?,
                     );
                 }
-                for leaf in e.get("sourceData").and_then(Json::as_object).map(|m| m.keys().cloned().collect::<Vec<_>>()).unwrap_or_default() {
+                for leaf in e
+                    .get("sourceData")
+                    .and_then(Json::as_object)
+                    .map(|m| m.keys().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default()
+                {
                     if !target.contains_key(&leaf) {
-                        edits.push(Edit { op: Operation::Remove, path: at.child(leaf, Selector::None), value: None, insert: None });
+                        edits.push(Edit {
+                            op: Operation::Remove,
+                            path: at.child(leaf, Selector::None),
+                            value: None,
+                            insert: None,
+                        });
                     }
                 }
             }
             other => {
-                return Err(CpsError::bad("Data Validation Failed", format!("unknown delta action `{other}` (create, remove or replace)")))
+                return Err(CpsError::bad(
+                    "Data Validation Failed",
+                    format!("unknown delta action `{other}` (create, remove or replace)"),
+                ))
             }
         }
     }

@@ -72,9 +72,7 @@ fn u16_at(b: &[u8], i: usize) -> Result<usize, String> {
 }
 
 fn u32_at(b: &[u8], i: usize) -> Result<usize, String> {
-    b.get(i..i + 4)
-        .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]) as usize)
-        .ok_or_else(|| "truncated zip".into())
+    b.get(i..i + 4).map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]) as usize).ok_or_else(|| "truncated zip".into())
 }
 
 /// The files of a zip archive whose names end in `suffix`: (name, content).

@@ -78,7 +78,8 @@ impl IntoResponse for Reply {
             Reply::Status(s) => s.into_response(),
             Reply::Text(s, t) => (s, [(header::CONTENT_TYPE, "text/plain")], t).into_response(),
             Reply::Json(v, extra) => {
-                let mut r = (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response();
+                let mut r =
+                    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response();
                 for (k, v) in extra {
                     if let Ok(v) = v.parse() {
                         r.headers_mut().insert(k, v);

@@ -450,9 +450,8 @@ fn value_text(n: &Node) -> String {
 
 /// The values of a leaf or leaf-list child.
 pub fn leaf_values<'a>(c: &'a Container, leaf: &str) -> Vec<&'a Value> {
-    let found = c.children.get(leaf).or_else(|| {
-        c.children.iter().find(|(n, _)| local(n) == leaf).map(|(_, node)| node)
-    });
+    let found =
+        c.children.get(leaf).or_else(|| c.children.iter().find(|(n, _)| local(n) == leaf).map(|(_, node)| node));
     match found {
         Some(Node::Leaf { value, .. }) => vec![value],
         Some(Node::LeafList(v)) => v.iter().map(|e| &e.value).collect(),
@@ -553,7 +552,9 @@ pub fn evaluate<'a>(q: &CpsPath, root: &'a Container) -> Vec<Chain<'a>> {
         chain.remove(0);
     }
     if let Some((leaf, text)) = &q.text {
-        found.retain(|c| leaf_values(c.last().expect("a result is a node").node, leaf).iter().any(|v| v.as_text() == text.as_str()));
+        found.retain(|c| {
+            leaf_values(c.last().expect("a result is a node").node, leaf).iter().any(|v| v.as_text() == text.as_str())
+        });
     }
     if let Some(anc) = &q.ancestor {
         let mut out: Vec<Chain<'a>> = Vec::new();
@@ -660,6 +661,15 @@ pub fn plan(q: &CpsPath, model: &Model) -> Option<Path> {
     }
     if paths.is_empty() {
         return None;
+    }
+    // An ancestor is printed with its own data: the plan starts at it.
+    if let Some(anc) = &q.ancestor {
+        for p in &mut paths {
+            if let Some(i) = p.segments.iter().position(|s| local(&s.name) == anc[0].name) {
+                p.segments.truncate(i + 1);
+                p.segments[i].selector = Selector::None;
+            }
+        }
     }
     let mut common = paths[0].segments.clone();
     for p in &paths[1..] {

@@ -84,7 +84,8 @@ pub fn check_name(what: &str, name: &str) -> Result<(), CpsError> {
     if name.is_empty() {
         return Err(CpsError::bad("Name or ID Cannot be empty", format!("{what} name must not be empty")));
     }
-    if let Some(c) = name.chars().find(|c| c.is_whitespace() || "!\"#$%&'()*+,./\\:;<=>?@[]^`{|}~".contains(*c) || c.is_control())
+    if let Some(c) =
+        name.chars().find(|c| c.is_whitespace() || "!\"#$%&'()*+,./\\:;<=>?@[]^`{|}~".contains(*c) || c.is_control())
     {
         return Err(CpsError::bad(
             format!("{name} is an invalid {what} name"),
@@ -108,7 +109,11 @@ pub fn module_dir(texts: &[(String, String)]) -> std::io::Result<tempfile::TempD
     let dir = tempfile::tempdir()?;
     for (i, (file, text)) in texts.iter().enumerate() {
         let name = module_name(text).unwrap_or_else(|| format!("upload-{i}"));
-        let name = if name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) { name } else { format!("upload-{i}") };
+        let name = if name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
+            name
+        } else {
+            format!("upload-{i}")
+        };
         let _ = file;
         std::fs::write(dir.path().join(format!("{name}.yang")), text)?;
     }
@@ -274,7 +279,10 @@ impl Registry {
     pub fn schema_set(&self, ds: &str, name: &str) -> Result<SchemaSet, CpsError> {
         self.dataspace_exists(ds)?;
         let raw = self.get(&key(b'S', ds, Some(name)))?.ok_or_else(|| {
-            CpsError::bad("Schema Set not found.", format!("Schema Set with name {name} was not found for dataspace {ds}."))
+            CpsError::bad(
+                "Schema Set not found.",
+                format!("Schema Set with name {name} was not found for dataspace {ds}."),
+            )
         })?;
         decode_set(name, &raw)
     }
@@ -347,7 +355,10 @@ impl Registry {
     pub fn delete_anchor(&self, ds: &str, anchor: &str) -> Result<(), CpsError> {
         let _g = self.lock();
         self.anchor_set(ds, anchor)?;
-        self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&(ds.to_string(), anchor.to_string()));
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&(ds.to_string(), anchor.to_string()));
         let mut b = Batch::default();
         b.delete(key(b'A', ds, Some(anchor)));
         b.delete_prefix(data_prefix(ds, anchor));
