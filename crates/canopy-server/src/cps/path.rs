@@ -575,7 +575,7 @@ pub fn evaluate<'a>(q: &CpsPath, root: &'a Container) -> Vec<Chain<'a>> {
                 }
             }
         }
-        out.sort_by_key(|c| order_key(c));
+        out.sort_by_key(order_key);
         return out;
     }
     found
