@@ -784,6 +784,35 @@ mod tests {
         }
     }
 
+    fn deep_network() -> canopy_yang::YangSchema {
+        let text = include_str!("../../tests/http/modules/cps/deep-network.yang");
+        canopy_yang::YangSchema::add_texts(&[], &[("deep-network.yang".into(), text.into())], &[]).unwrap()
+    }
+
+    #[test]
+    fn a_pinned_key_is_a_lookup_whether_absolute_or_descendant() {
+        let y = deep_network();
+        let plan_of = |q: &str| plan(&parse(q).unwrap(), y.model()).map(|p| p.to_string());
+        let one = Some("/deep-network:network/device[id='x']".to_string());
+        assert_eq!(plan_of("//device[@id='x']"), one);
+        assert_eq!(plan_of("/network/device[@id='x']"), one);
+        assert_eq!(
+            plan_of("//device[@id=\"x\"]/interface[@name='eth0']/unit"),
+            Some("/deep-network:network/device[id='x']/interface[name='eth0']".into())
+        );
+        // Other predicates read the list they filter, and nothing else.
+        assert_eq!(plan_of("//device[@vendor='x']"), Some("/deep-network:network".into()));
+        // Below an unpinned list, the plan stops above it.
+        assert_eq!(plan_of("//unit[@number=1]"), Some("/deep-network:network".into()));
+        // A name the schema does not have reads nothing.
+        assert_eq!(plan_of("//nothing"), None);
+        // An ancestor is read whole.
+        assert_eq!(
+            plan_of("//device[@id='x']/interface/ancestor::device"),
+            Some("/deep-network:network/device".into())
+        );
+    }
+
     #[test]
     fn and_binds_tighter() {
         let q = parse("/a[@x=1 or @y=2 and @z=3]").unwrap();
