@@ -16,6 +16,7 @@ pub mod fragment;
 pub mod keys;
 pub mod memory;
 pub mod metered;
+pub mod prefixed;
 pub mod stream;
 pub mod treeio;
 pub mod url;

@@ -31,7 +31,7 @@ pub struct Options {
 
 /// An open store.
 pub struct Store {
-    pub(crate) backend: std::sync::Arc<dyn Backend>,
+    pub(crate) backend: Arc<dyn Backend>,
     /// Commits the change log keeps (0: no change log is written).
     pub(crate) changelog: u64,
     pub(crate) url: String,
@@ -194,7 +194,7 @@ impl Store {
         }
         let changelog = options.changelog.unwrap_or(if backend.announces() { crate::listen::DEFAULT_KEPT } else { 0 });
         let store = Store {
-            backend: backend.into(),
+            backend: Arc::from(backend),
             changelog,
             url: url.to_string(),
             catalog: Catalogs::new(),
@@ -221,6 +221,12 @@ impl Store {
     /// The backend behind the store.
     pub fn backend(&self) -> &dyn Backend {
         &*self.backend
+    }
+
+    /// The backend behind the store, shared: for key ranges of its own beside
+    /// the store's (see [`canopy_store::prefixed::Prefixed`]).
+    pub fn shared_backend(&self) -> Arc<dyn Backend> {
+        self.backend.clone()
     }
 
     /// A session on a datastore.
