@@ -100,8 +100,8 @@ pub(crate) struct Hub {
     /// processes read), kept here so that this process reads it without
     /// loading it.
     pub pushed: Mutex<BTreeMap<u64, Pushed>>,
-    /// Whether this process's listener of the store's change log runs
-    /// (`crate::listen`).
+    /// Whether this process's listener of the store's change log runs (see
+    /// `Store::listen`).
     pub listener: Mutex<bool>,
 }
 

@@ -24,8 +24,6 @@ use crate::hub::Hub;
 use crate::store::Store;
 use crate::subscribe::Matched;
 
-/// Log records kept by default on a backend that announces commits.
-pub(crate) const DEFAULT_KEPT: u64 = 1000;
 /// How long a listener waits for an announcement before it reads the
 /// revision anyway (announcements can be lost while a connection is down).
 const HEARTBEAT: Duration = Duration::from_secs(1);

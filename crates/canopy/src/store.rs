@@ -29,6 +29,10 @@ pub struct Options {
     pub changelog: Option<u64>,
 }
 
+/// Commits the change log keeps by default on a backend that announces
+/// commits to other processes.
+pub(crate) const DEFAULT_CHANGELOG: u64 = 1000;
+
 /// An open store.
 pub struct Store {
     pub(crate) backend: Arc<dyn Backend>,
@@ -192,7 +196,7 @@ impl Store {
                 let _ = backend.apply(&batch);
             }
         }
-        let changelog = options.changelog.unwrap_or(if backend.announces() { crate::listen::DEFAULT_KEPT } else { 0 });
+        let changelog = options.changelog.unwrap_or(if backend.announces() { DEFAULT_CHANGELOG } else { 0 });
         let store = Store {
             backend: Arc::from(backend),
             changelog,
