@@ -36,6 +36,7 @@ fn child() {
             for i in 0..n.parse::<u64>().unwrap() {
                 let c = store.running().set(&format!("/m:c/v{i}"), Value::Number(i.to_string())).unwrap();
                 println!("committed {} v{i}", c.revision);
+                eprintln!("acknowledged {} at {}", c.revision, now_ns());
             }
         }
         ["leaf", tag, n] => {
@@ -53,6 +54,11 @@ fn read(store: &Store, path: &str) -> String {
     to_string(&store.running().get(path, Default::default()).unwrap(), &WriteOptions::default())
 }
 
+/// Nanoseconds since the Unix epoch (one clock for every process here).
+fn now_ns() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}
+
 /// Starts the child process on `url` with `task`.
 fn spawn(url: &str, task: &str) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
@@ -60,25 +66,38 @@ fn spawn(url: &str, task: &str) -> std::process::Child {
         .env(CHILD_URL, url)
         .env(CHILD_TASK, task)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap()
 }
 
 /// What a child committed: revision → what it wrote.
 fn committed(child: std::process::Child) -> BTreeMap<u64, String> {
+    committed_at(child).0
+}
+
+/// What a child committed, and when each commit was acknowledged to it
+/// (revision → nanoseconds since the Unix epoch).
+fn committed_at(child: std::process::Child) -> (BTreeMap<u64, String>, BTreeMap<u64, u128>) {
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "the child failed");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        // The harness may print its "test child ... " in front of the first line.
-        .filter_map(|l| l.split_once("committed ").map(|(_, rest)| rest))
-        .map(|l| {
-            let (r, what) = l.split_once(' ').unwrap();
-            (r.parse().unwrap(), what.to_string())
-        })
-        .collect()
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the child failed: {stderr}");
+    let pairs = |text: &str, word: &str| -> Vec<(u64, String)> {
+        text.lines()
+            // The harness may print its "test child ... " in front of the first line.
+            .filter_map(|l| l.split_once(word).map(|(_, rest)| rest))
+            .map(|l| {
+                let (r, what) = l.split_once(' ').unwrap();
+                (r.parse().unwrap(), what.to_string())
+            })
+            .collect()
+    };
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let times = pairs(&stderr, "acknowledged ")
+        .into_iter()
+        .map(|(r, at)| (r, at.trim_start_matches("at ").parse().unwrap()))
+        .collect();
+    (pairs(&stdout, "committed ").into_iter().collect(), times)
 }
 
 /// The stores the tests run on, for a test directory: (name, URL).
@@ -99,11 +118,14 @@ fn stores(dir: &Path) -> Vec<(&'static str, String)> {
 
 /// What `apply` was called with: (revision, path, value created or set).
 type Seen = Arc<Mutex<Vec<(u64, String, String)>>>;
+/// When `apply` was called, by revision (nanoseconds since the Unix epoch).
+type Heard = Arc<Mutex<BTreeMap<u64, u128>>>;
 
-struct Recorder(Seen);
+struct Recorder(Seen, Heard);
 
 impl Subscriber for Recorder {
     fn apply(&self, ev: &ChangeEvent<'_>) {
+        self.1.lock().unwrap().insert(ev.revision.unwrap(), now_ns());
         for c in ev.changes() {
             let value = match c {
                 Change::Created { node: Subtree::Node(Node::Leaf { value, .. }), .. }
@@ -131,9 +153,9 @@ fn subscriptions_fire_in_every_process() {
     let dir = tempfile::tempdir().unwrap();
     for (name, url) in stores(dir.path()) {
         let store = Store::open(&url).unwrap();
-        let seen: Seen = Default::default();
-        let _sub = store.subscribe(Datastore::Running, "/m:c", 0, Recorder(seen.clone())).unwrap();
-        let theirs = committed(spawn(&url, "sets 20"));
+        let (seen, heard): (Seen, Heard) = Default::default();
+        let _sub = store.subscribe(Datastore::Running, "/m:c", 0, Recorder(seen.clone(), heard.clone())).unwrap();
+        let (theirs, acknowledged) = committed_at(spawn(&url, "sets 20"));
         assert_eq!(theirs.len(), 20, "{name}");
         wait_for(name, || seen.lock().unwrap().iter().filter(|(_, p, _)| p.starts_with("/m:c/v")).count() >= 20);
         let mine = store.running().set("/m:c/own", Value::String("here".into())).unwrap();
@@ -147,6 +169,15 @@ fn subscriptions_fire_in_every_process() {
             .collect();
         assert_eq!(leaves, expected, "{name}: the other process's commits, in order");
         let own: Vec<_> = got.iter().filter(|(_, p, _)| p == "/m:c/own").collect();
+        // How long after the other process's acknowledgement each commit
+        // reached this one (a figure for docs/benchmarks.md, not a check).
+        let heard = heard.lock().unwrap();
+        let mut delays: Vec<f64> =
+            acknowledged.iter().filter_map(|(r, at)| heard.get(r).map(|h| (*h as f64 - *at as f64) / 1e6)).collect();
+        delays.sort_by(f64::total_cmp);
+        if let (Some(p50), Some(max)) = (delays.get(delays.len() / 2), delays.last()) {
+            eprintln!("{name}: a commit reached the other process {p50:.2} ms (median), {max:.2} ms (max) after it was acknowledged, {} commits", delays.len());
+        }
         assert_eq!(own, [&(mine.revision, "/m:c/own".to_string(), "here".to_string())], "{name}: own commit once");
     }
 }
