@@ -29,6 +29,7 @@ mod error;
 mod fields;
 mod filter;
 mod library;
+mod monitoring;
 mod output;
 mod patch;
 mod precondition;

@@ -243,16 +243,31 @@ fn read(
     enc: Enc,
 ) -> Result<Response, RestError> {
     let params = Params::parse(query, Use::Read)?;
-    if params.tagged {
-        return Err(RestError::invalid(
-            "with-defaults=report-all-tagged is not supported (report-all, trim and explicit are)",
-        ));
-    }
     let library = matches!(target.place, Place::Data | Place::Ds(Datastore::Operational))
         && target.rest.trim_end_matches('/') == format!("/{}", crate::library::NODE);
     if library {
         let doc = crate::library::document(&app.store.schema_modules()?);
         let mut r = encoding::protocol_reply(StatusCode::OK, &doc, enc);
+        if head {
+            *r.body_mut() = Body::empty();
+        }
+        return Ok(r);
+    }
+    let monitoring = matches!(target.place, Place::Data | Place::Ds(Datastore::Operational))
+        .then(|| target.rest.strip_prefix(&format!("/{}", crate::monitoring::NODE)))
+        .flatten()
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'));
+    if let Some(rest) = monitoring {
+        if params.with_origin || params.filter.is_some() || params.fields.is_some() || params.depth.is_some() {
+            return Err(RestError::invalid(
+                "ietf-restconf-monitoring takes none of the query parameters with-origin, filter, fields and depth",
+            ));
+        }
+        let doc = crate::monitoring::document(headers, app.config.tls.is_some());
+        let Some(part) = crate::monitoring::select(&doc, rest)? else {
+            return Err(RestError::not_found(&format!("/{}{rest}", crate::monitoring::NODE)));
+        };
+        let mut r = encoding::protocol_reply(StatusCode::OK, &part, enc);
         if head {
             *r.body_mut() = Body::empty();
         }
@@ -285,6 +300,9 @@ fn read(
     let session = app.store.session(ds);
     let query_text = params.filter.clone().unwrap_or_else(|| path.to_string());
     let mut tree = session.get(&query_text, opts)?;
+    if let (true, Some(y)) = (params.tagged, &resolver.yang) {
+        y.tag_defaults(&mut tree, &path);
+    }
     if params.content != Content::All {
         let keep = if params.content == Content::Config { Keep::Config } else { Keep::State };
         match (&resolver.yang, ds) {
