@@ -249,6 +249,12 @@ fn build(
             let v = needs_value(value).map_err(fail)?;
             session.parse_edit(o, path.clone(), Some(&v), None).map_err(|x| fail(x.into()))?
         }
+        "insert" | "move" if resolver.user_ordered(&path) == Some(false) => {
+            return Err(fail(RestError::invalid(format!(
+                "operation `{op}` applies to entries of lists and leaf-lists ordered by the user; {} is ordered by the system",
+                path.schema_path()
+            ))));
+        }
         "insert" => {
             let v = needs_value(value).map_err(fail)?;
             let at = position().map_err(fail)?;

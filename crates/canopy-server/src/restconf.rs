@@ -488,6 +488,37 @@ fn write(
     if needs_body && text.trim().is_empty() {
         return Err(RestError::malformed(format!("{method} needs a request body")));
     }
+    if resolver.yang.is_some() && media == Media::Json && needs_body {
+        // RFC 7951 section 4: a member at the top of a document names its module.
+        let members = canopy_core::json::top_level_members(text).map_err(|e| RestError::malformed(e.to_string()))?;
+        if let Some(m) = members.iter().find(|m| !m.name.contains(':') && !m.name.starts_with('@')) {
+            return Err(RestError::new(
+                StatusCode::BAD_REQUEST,
+                "protocol",
+                "unknown-element",
+                format!(
+                    "line {}: top-level member `{}` does not name its module (`module:{}`)",
+                    m.line, m.name, m.name
+                ),
+            ));
+        }
+    }
+    if *method != Method::POST
+        && resolver.kind(&path) == Some(NodeKind::List)
+        && path.last().is_some_and(|s| s.selector == Selector::None)
+    {
+        // RFC 8040 3.5.3, 4.7: a list resource is one entry, named by its keys.
+        return Err(RestError::new(
+            StatusCode::BAD_REQUEST,
+            "protocol",
+            "invalid-value",
+            format!(
+                "{path} is a whole list: {method} takes one entry, named by its keys (`{}=KEY`)",
+                path.last().map_or("", |s| s.name.as_str())
+            ),
+        )
+        .at(path.to_string()));
+    }
     let insert = insert_of(&resolver, &params)?;
     let (edit, resource) = match *method {
         Method::PUT => (put_edit(&session, &path, text, insert)?, path.clone()),
