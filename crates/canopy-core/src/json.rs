@@ -37,6 +37,10 @@ pub use parse::{
 pub use view::{ChildView, NodeView};
 pub use write::{to_string, write_container, write_members, JsonWriter, WriteOptions};
 
+/// The annotation that marks a default value in `report-all-tagged` replies
+/// (RFC 6243 section 6, RFC 8040 section 4.8.9); written as a JSON boolean.
+pub const DEFAULT_TAG: &str = "ietf-netconf-with-defaults:default";
+
 /// `\u00XX` escapes of the control characters without a short escape.
 const CONTROL_ESCAPES: [&str; 32] = [
     "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007", "\\u0008", "\\t", "\\n",

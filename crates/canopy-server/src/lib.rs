@@ -25,10 +25,12 @@ use canopy::{Datastore, Store, Subscription};
 mod auth;
 pub mod client;
 pub mod cps;
+mod encoding;
 mod error;
 mod fields;
 mod filter;
 mod library;
+mod monitoring;
 mod output;
 mod patch;
 mod precondition;
@@ -50,8 +52,12 @@ pub use users::{new_token, user_entry, valid_name, Access, Entry, Mode, Secret, 
 
 /// The media type of RESTCONF's JSON encoding.
 pub const YANG_JSON: &str = "application/yang-data+json";
+/// The media type of RESTCONF's XML encoding.
+pub const YANG_XML: &str = "application/yang-data+xml";
 /// The media type of YANG Patch in JSON.
 pub const YANG_PATCH_JSON: &str = "application/yang-patch+json";
+/// The media type of YANG Patch in XML.
+pub const YANG_PATCH_XML: &str = "application/yang-patch+xml";
 /// The response header that carries the revision a write committed.
 pub const REVISION_HEADER: &str = "canopy-revision";
 
@@ -195,7 +201,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/canopy/ws", get(remote::upgrade))
         .route("/cps/api/{*rest}", any(cps::handle))
         .fallback(restconf::no_resource)
-        .with_state(app);
+        .with_state(app)
+        .layer(axum::middleware::from_fn(encoding::errors_as_requested));
     match auth {
         Some(auth) => routes.layer(axum::middleware::from_fn_with_state(auth, auth::check)),
         None => routes,

@@ -2,15 +2,16 @@
 //! resource, applied as one transaction; the reply is a `yang-patch-status`.
 
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use canopy::Subtree;
-use canopy::{Datastore, Edit, Insert, Operation, Session};
+use canopy::{Edit, Insert, Operation, Session};
 use canopy_core::path::{Path, Selector};
 
+use crate::encoding::{self, Enc};
 use crate::error::{ErrorEntry, RestError};
 use crate::restconf::{exists, json_error, Target};
 use crate::uri::Resolver;
-use crate::{App, REVISION_HEADER, YANG_JSON};
+use crate::{App, REVISION_HEADER};
 
 /// One edit as the request gave it.
 struct Given {
@@ -31,6 +32,87 @@ impl Failed {
     }
 }
 
+/// The resource an edit's `target` names below the patch's target.
+fn edit_path(resolver: &Resolver, target: &Target, rel: &str) -> Result<Path, RestError> {
+    let rel = if rel == "/" { "" } else { rel };
+    let base = target.rest.trim_end_matches('/');
+    resolver.to_path(&format!("{base}{rel}"))
+}
+
+/// A YANG Patch in XML (`application/yang-patch+xml`) as the JSON document
+/// [`run`] reads: the envelope is taken apart here, each edit's `value`
+/// (the target node itself) read by libyang below the target's parent.
+///
+/// # Errors
+/// 400 for XML that is not well-formed, not a `yang-patch`, or data that
+/// does not fit the schema.
+pub(crate) fn xml_to_json(
+    yang: &canopy_yang::YangSchema,
+    resolver: &Resolver,
+    target: &Target,
+    text: &str,
+) -> Result<String, RestError> {
+    let doc = encoding::parse_xml(text)?;
+    let top = doc.root_element();
+    let in_ns = |n: &roxmltree::Node<'_, '_>| n.tag_name().namespace() == Some(encoding::YANG_PATCH_NS);
+    if top.tag_name().name() != "yang-patch" || !in_ns(&top) {
+        return Err(RestError::malformed(format!(
+            "a YANG Patch in XML is a `yang-patch` element in namespace {}",
+            encoding::YANG_PATCH_NS
+        )));
+    }
+    let unknown = |n: &roxmltree::Node<'_, '_>, within: &str| {
+        RestError::new(
+            StatusCode::BAD_REQUEST,
+            "protocol",
+            "unknown-element",
+            format!(
+                "`{}` (namespace {}) is no member of {within}",
+                n.tag_name().name(),
+                n.tag_name().namespace().unwrap_or("none")
+            ),
+        )
+    };
+    let text_of =
+        |n: &roxmltree::Node<'_, '_>| serde_json::Value::String(n.text().unwrap_or_default().trim().to_string());
+    let mut patch = serde_json::Map::new();
+    let mut edits = Vec::new();
+    for c in top.children().filter(roxmltree::Node::is_element) {
+        match c.tag_name().name() {
+            "patch-id" | "comment" if in_ns(&c) => {
+                patch.insert(c.tag_name().name().into(), text_of(&c));
+            }
+            "edit" if in_ns(&c) => {
+                let mut edit = serde_json::Map::new();
+                let mut value = None;
+                for f in c.children().filter(roxmltree::Node::is_element) {
+                    match f.tag_name().name() {
+                        "edit-id" | "operation" | "target" | "point" | "where" if in_ns(&f) => {
+                            edit.insert(f.tag_name().name().into(), text_of(&f));
+                        }
+                        "value" if in_ns(&f) => value = Some(f),
+                        _ => return Err(unknown(&f, "a YANG Patch edit")),
+                    }
+                }
+                if let Some(v) = value {
+                    let rel = edit.get("target").and_then(|t| t.as_str()).unwrap_or_default();
+                    let path = edit_path(resolver, target, rel)?;
+                    let parent = path.parent().unwrap_or_default();
+                    let elements: Vec<String> =
+                        v.children().filter(roxmltree::Node::is_element).map(encoding::standalone).collect();
+                    let json = encoding::data_to_json(yang, &parent, &elements)?;
+                    let json: serde_json::Value = serde_json::from_str(&json).map_err(|e| json_error(&e))?;
+                    edit.insert("value".into(), json);
+                }
+                edits.push(serde_json::Value::Object(edit));
+            }
+            _ => return Err(unknown(&c, "a YANG Patch")),
+        }
+    }
+    patch.insert("edit".into(), serde_json::Value::Array(edits));
+    Ok(serde_json::json!({ "ietf-yang-patch:yang-patch": patch }).to_string())
+}
+
 /// Runs a YANG Patch document on `session`'s datastore at `target_path`.
 ///
 /// # Errors
@@ -42,8 +124,9 @@ pub(crate) fn run(
     target: &Target,
     target_path: &Path,
     text: &str,
-    stamps: &[Datastore],
+    enc: Enc,
 ) -> Result<Response, RestError> {
+    let stamps = crate::restconf::stamps_of(session.datastore());
     let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(&e))?;
     let Some(patch) = doc.get("ietf-yang-patch:yang-patch").and_then(|p| p.as_object()) else {
         return Err(RestError::malformed("a YANG Patch is an object with the member `ietf-yang-patch:yang-patch`"));
@@ -68,12 +151,12 @@ pub(crate) fn run(
                 given.push(g);
                 built.push(edit);
             }
-            Err((id, err)) => return Ok(status_reply(&patch_id, Err(Failed::of(err, id.as_deref())))),
+            Err((id, err)) => return Ok(status_reply(enc, &patch_id, Err(Failed::of(err, id.as_deref())))),
         }
     }
     match session.apply(&built) {
         Ok(commit) => {
-            let mut r = status_reply(&patch_id, Ok(()));
+            let mut r = status_reply(enc, &patch_id, Ok(()));
             r.headers_mut().insert(REVISION_HEADER, HeaderValue::from(commit.revision));
             let stamp = app.tracker.stamp(stamps, target_path);
             if let Ok(v) = HeaderValue::from_str(&stamp.etag()) {
@@ -88,7 +171,7 @@ pub(crate) fn run(
                 let p: Path = p.parse().ok()?;
                 given.iter().rev().find(|g| g.path.is_prefix_of(&p)).map(|g| g.id.clone())
             });
-            Ok(status_reply(&patch_id, Err(Failed::of(err, owner.as_deref()))))
+            Ok(status_reply(enc, &patch_id, Err(Failed::of(err, owner.as_deref()))))
         }
     }
 }
@@ -118,11 +201,7 @@ fn build(
     let rel = e.get("target").and_then(|v| v.as_str()).ok_or_else(|| {
         fail(RestError::new(StatusCode::BAD_REQUEST, "application", "missing-element", "the edit has no `target`"))
     })?;
-    let resolve = |rel: &str| -> Result<Path, RestError> {
-        let rel = if rel == "/" { "" } else { rel };
-        let base = target.rest.trim_end_matches('/');
-        resolver.to_path(&format!("{base}{rel}"))
-    };
+    let resolve = |rel: &str| edit_path(resolver, target, rel);
     let path = resolve(rel).map_err(fail)?;
     let value = e.get("value").map(|v| v.to_string());
     let position = || -> Result<Option<Insert>, RestError> {
@@ -170,6 +249,12 @@ fn build(
             let v = needs_value(value).map_err(fail)?;
             session.parse_edit(o, path.clone(), Some(&v), None).map_err(|x| fail(x.into()))?
         }
+        "insert" | "move" if resolver.user_ordered(&path) == Some(false) => {
+            return Err(fail(RestError::invalid(format!(
+                "operation `{op}` applies to entries of lists and leaf-lists ordered by the user; {} is ordered by the system",
+                path.schema_path()
+            ))));
+        }
         "insert" => {
             let v = needs_value(value).map_err(fail)?;
             let at = position().map_err(fail)?;
@@ -212,7 +297,7 @@ fn build(
     Ok((Given { id: id_text, path }, edit))
 }
 
-fn status_reply(patch_id: &str, result: Result<(), Failed>) -> Response {
+fn status_reply(enc: Enc, patch_id: &str, result: Result<(), Failed>) -> Response {
     let mut status = serde_json::Map::new();
     status.insert("patch-id".into(), patch_id.into());
     let code = match result {
@@ -247,5 +332,5 @@ fn status_reply(patch_id: &str, result: Result<(), Failed>) -> Response {
         }
     };
     let body = serde_json::json!({ "ietf-yang-patch:yang-patch-status": status });
-    (code, [(header::CONTENT_TYPE, YANG_JSON)], serde_json::to_string_pretty(&body).unwrap_or_default()).into_response()
+    encoding::protocol_reply(code, &body, enc)
 }

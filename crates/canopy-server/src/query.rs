@@ -154,6 +154,7 @@ impl RestError {
 }
 
 fn decode(s: &str) -> Result<String, RestError> {
+    crate::uri::check_percent(s).map_err(|e| RestError::invalid(format!("query: {e}")))?;
     percent_decode_str(s)
         .decode_utf8()
         .map(|c| c.into_owned())

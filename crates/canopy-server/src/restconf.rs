@@ -13,13 +13,14 @@ use canopy_core::schema::NodeKind;
 use canopy_core::tree::{Container, NodeRef};
 use percent_encoding::percent_decode_str;
 
+use crate::encoding::{self, Enc};
 use crate::error::RestError;
 use crate::filter::{self, Keep};
 use crate::precondition::{self, Outcome};
 use crate::query::{Content, InsertAt, Params, Use};
 use crate::track::Stamp;
 use crate::uri::{api_path, Resolver};
-use crate::{output, patch, App, REVISION_HEADER, YANG_JSON, YANG_PATCH_JSON};
+use crate::{output, patch, App, REVISION_HEADER, YANG_JSON, YANG_PATCH_JSON, YANG_PATCH_XML, YANG_XML};
 
 /// The `yang-library-version` this server reports (RFC 8525's revision).
 const YANG_LIBRARY_VERSION: &str = "2019-01-04";
@@ -90,7 +91,7 @@ impl Target {
 
 /// The datastores whose changes change what `ds` shows: operational shows
 /// running's configuration, the candidate running's until it is edited.
-fn stamps_of(ds: Datastore) -> &'static [Datastore] {
+pub(crate) fn stamps_of(ds: Datastore) -> &'static [Datastore] {
     match ds {
         Datastore::Operational => &[Datastore::Running, Datastore::Operational],
         Datastore::Candidate => &[Datastore::Candidate, Datastore::Running],
@@ -116,38 +117,37 @@ pub async fn host_meta() -> Response {
     ([(header::CONTENT_TYPE, "application/xrd+xml")], body).into_response()
 }
 
-fn json_reply(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONTENT_TYPE, YANG_JSON)], body).into_response()
-}
-
-fn read_only(method: &Method, body: impl FnOnce() -> String) -> Response {
+fn read_only(method: &Method, headers: &HeaderMap, doc: impl FnOnce() -> serde_json::Value) -> Response {
+    let enc = match encoding::negotiate(headers) {
+        Ok(e) => e,
+        Err(e) => return e.into_response(),
+    };
     match *method {
-        Method::GET => json_reply(StatusCode::OK, body()),
-        Method::HEAD => json_reply(StatusCode::OK, String::new()),
+        Method::GET => encoding::protocol_reply(StatusCode::OK, &doc(), enc),
+        Method::HEAD => (StatusCode::OK, [(header::CONTENT_TYPE, enc.media())]).into_response(),
         Method::OPTIONS => (StatusCode::OK, [(header::ALLOW, ALLOW_READ)]).into_response(),
         _ => RestError::method_not_allowed(method.as_str(), ALLOW_READ).into_response(),
     }
 }
 
-pub async fn api_root(method: Method) -> Response {
-    read_only(&method, || {
-        serde_json::to_string_pretty(&serde_json::json!({
+pub async fn api_root(method: Method, headers: HeaderMap) -> Response {
+    read_only(&method, &headers, || {
+        serde_json::json!({
             "ietf-restconf:restconf": {
                 "data": {},
                 "operations": {},
                 "yang-library-version": YANG_LIBRARY_VERSION
             }
-        }))
-        .unwrap_or_default()
+        })
     })
 }
 
-pub async fn yang_library_version(method: Method) -> Response {
-    read_only(&method, || serde_json::json!({ "ietf-restconf:yang-library-version": YANG_LIBRARY_VERSION }).to_string())
+pub async fn yang_library_version(method: Method, headers: HeaderMap) -> Response {
+    read_only(&method, &headers, || serde_json::json!({ "ietf-restconf:yang-library-version": YANG_LIBRARY_VERSION }))
 }
 
-pub async fn operations(method: Method) -> Response {
-    read_only(&method, || serde_json::json!({ "ietf-restconf:operations": {} }).to_string())
+pub async fn operations(method: Method, headers: HeaderMap) -> Response {
+    read_only(&method, &headers, || serde_json::json!({ "ietf-restconf:operations": {} }))
 }
 
 pub async fn no_resource(uri: Uri) -> Response {
@@ -163,10 +163,13 @@ pub async fn data(State(app): State<Arc<App>>, method: Method, uri: Uri, headers
     };
     let query = uri.query().map(str::to_string);
     let result = match method {
-        Method::GET | Method::HEAD => {
-            let head = method == Method::HEAD;
-            blocking(app, move |app| read(app, &target, query.as_deref(), &headers, head)).await
-        }
+        Method::GET | Method::HEAD => match encoding::negotiate(&headers) {
+            Ok(enc) => {
+                let head = method == Method::HEAD;
+                blocking(app, move |app| read(app, &target, query.as_deref(), &headers, head, enc)).await
+            }
+            Err(e) => Err(e),
+        },
         Method::OPTIONS => Ok(options(&target)),
         Method::PUT | Method::POST | Method::PATCH | Method::DELETE => {
             match axum::body::to_bytes(body, app.config.max_body).await {
@@ -213,7 +216,9 @@ fn options(target: &Target) -> Response {
     if allowed(target) == ALLOW_DATA {
         r.headers_mut().insert(
             header::HeaderName::from_static("accept-patch"),
-            HeaderValue::from_static("application/yang-data+json, application/yang-patch+json"),
+            HeaderValue::from_static(
+                "application/yang-data+json, application/yang-data+xml, application/yang-patch+json, application/yang-patch+xml",
+            ),
         );
     }
     r
@@ -235,21 +240,43 @@ fn read(
     query: Option<&str>,
     headers: &HeaderMap,
     head: bool,
+    enc: Enc,
 ) -> Result<Response, RestError> {
     let params = Params::parse(query, Use::Read)?;
-    if params.tagged {
-        return Err(RestError::invalid(
-            "with-defaults=report-all-tagged is not supported (report-all, trim and explicit are)",
-        ));
-    }
     let library = matches!(target.place, Place::Data | Place::Ds(Datastore::Operational))
         && target.rest.trim_end_matches('/') == format!("/{}", crate::library::NODE);
     if library {
         let doc = crate::library::document(&app.store.schema_modules()?);
-        let body = if head { String::new() } else { serde_json::to_string_pretty(&doc).unwrap_or_default() };
-        return Ok(json_reply(StatusCode::OK, body));
+        let mut r = encoding::protocol_reply(StatusCode::OK, &doc, enc);
+        if head {
+            *r.body_mut() = Body::empty();
+        }
+        return Ok(r);
+    }
+    let monitoring = matches!(target.place, Place::Data | Place::Ds(Datastore::Operational))
+        .then(|| target.rest.strip_prefix(&format!("/{}", crate::monitoring::NODE)))
+        .flatten()
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'));
+    if let Some(rest) = monitoring {
+        if params.with_origin || params.filter.is_some() || params.fields.is_some() || params.depth.is_some() {
+            return Err(RestError::invalid(
+                "ietf-restconf-monitoring takes none of the query parameters with-origin, filter, fields and depth",
+            ));
+        }
+        let doc = crate::monitoring::document(headers, app.config.tls.is_some());
+        let Some(part) = crate::monitoring::select(&doc, rest)? else {
+            return Err(RestError::not_found(&format!("/{}{rest}", crate::monitoring::NODE)));
+        };
+        let mut r = encoding::protocol_reply(StatusCode::OK, &part, enc);
+        if head {
+            *r.body_mut() = Body::empty();
+        }
+        return Ok(r);
     }
     let resolver = app.resolver()?;
+    if enc == Enc::Xml {
+        encoding::schema_for_xml(resolver.yang.as_ref(), true)?;
+    }
     let path = resolver.to_path(&target.rest)?;
     if params.with_origin && target.place != Place::Ds(Datastore::Operational) {
         return Err(RestError::invalid("query parameter `with-origin` applies only to the operational datastore"));
@@ -273,6 +300,9 @@ fn read(
     let session = app.store.session(ds);
     let query_text = params.filter.clone().unwrap_or_else(|| path.to_string());
     let mut tree = session.get(&query_text, opts)?;
+    if let (true, Some(y)) = (params.tagged, &resolver.yang) {
+        y.tag_defaults(&mut tree, &path);
+    }
     if params.content != Content::All {
         let keep = if params.content == Content::Config { Keep::Config } else { Keep::State };
         match (&resolver.yang, ds) {
@@ -324,8 +354,11 @@ fn read(
     if !head {
         output::write_target(&mut body, &path, node, true)
             .map_err(|e| RestError::internal(format!("writing the reply: {e}")))?;
+        if let (Enc::Xml, Some(y)) = (enc, &resolver.yang) {
+            body = encoding::data_reply_xml(y, &path, &body)?.into_bytes();
+        }
     }
-    let mut r = (StatusCode::OK, [(header::CONTENT_TYPE, YANG_JSON)], body).into_response();
+    let mut r = (StatusCode::OK, [(header::CONTENT_TYPE, enc.media())], body).into_response();
     stamp_headers(&mut r, stamp);
     Ok(r)
 }
@@ -350,7 +383,9 @@ impl Drop for Writing<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Media {
     Json,
+    Xml,
     YangPatch,
+    YangPatchXml,
 }
 
 fn media(headers: &HeaderMap) -> Result<Media, RestError> {
@@ -358,12 +393,16 @@ fn media(headers: &HeaderMap) -> Result<Media, RestError> {
     let t = v.to_str().unwrap_or_default().split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
     match t.as_str() {
         "application/yang-data+json" | "application/json" | "" => Ok(Media::Json),
+        "application/yang-data+xml" | "application/xml" => Ok(Media::Xml),
         "application/yang-patch+json" => Ok(Media::YangPatch),
+        "application/yang-patch+xml" => Ok(Media::YangPatchXml),
         other => Err(RestError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "protocol",
             "invalid-value",
-            format!("media type `{other}` is not supported here (use {YANG_JSON} or, with PATCH, {YANG_PATCH_JSON})"),
+            format!(
+                "media type `{other}` is not supported here (use {YANG_JSON} or {YANG_XML}; with PATCH, also {YANG_PATCH_JSON} or {YANG_PATCH_XML})"
+            ),
         )),
     }
 }
@@ -399,18 +438,39 @@ fn write(
     };
     let params = Params::parse(query, using)?;
     let media = if *method == Method::DELETE { Media::Json } else { media(headers)? };
-    if media == Media::YangPatch && *method != Method::PATCH {
+    let yang_patch = matches!(media, Media::YangPatch | Media::YangPatchXml);
+    if yang_patch && *method != Method::PATCH {
         return Err(RestError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "protocol",
             "invalid-value",
-            format!("{YANG_PATCH_JSON} is taken by PATCH only"),
+            format!("{YANG_PATCH_JSON} and {YANG_PATCH_XML} are taken by PATCH only"),
         ));
     }
+    // The reply of a YANG Patch has a body: its encoding must be acceptable.
+    let enc = if yang_patch { encoding::negotiate(headers)? } else { Enc::Json };
     let text =
         std::str::from_utf8(body).map_err(|e| RestError::malformed(format!("the request body is not UTF-8: {e}")))?;
     let resolver = app.resolver()?;
     let path = resolver.to_path(&target.rest)?;
+    let converted;
+    let text = match media {
+        Media::Xml if !text.trim().is_empty() => {
+            let yang = encoding::schema_for_xml(resolver.yang.as_ref(), false)?;
+            let parent = match *method {
+                Method::POST => path.clone(),
+                _ => path.parent().unwrap_or_default(),
+            };
+            converted = encoding::body_to_json(yang, &parent, path.is_root(), text)?;
+            converted.as_str()
+        }
+        Media::YangPatchXml => {
+            let yang = encoding::schema_for_xml(resolver.yang.as_ref(), false)?;
+            converted = patch::xml_to_json(yang, &resolver, target, text)?;
+            converted.as_str()
+        }
+        _ => text,
+    };
     let stamps = stamps_of(ds);
     let session = app.store.session(ds);
 
@@ -421,12 +481,43 @@ fn write(
         let exists = exists(&session, &path)?;
         precondition::evaluate(headers, app.tracker.stamp(stamps, &path), exists, false)?;
     }
-    if media == Media::YangPatch {
-        return patch::run(app, &session, &resolver, target, &path, text, stamps);
+    if yang_patch {
+        return patch::run(app, &session, &resolver, target, &path, text, enc);
     }
     let needs_body = *method != Method::DELETE;
     if needs_body && text.trim().is_empty() {
         return Err(RestError::malformed(format!("{method} needs a request body")));
+    }
+    if resolver.yang.is_some() && media == Media::Json && needs_body {
+        // RFC 7951 section 4: a member at the top of a document names its module.
+        let members = canopy_core::json::top_level_members(text).map_err(|e| RestError::malformed(e.to_string()))?;
+        if let Some(m) = members.iter().find(|m| !m.name.contains(':') && !m.name.starts_with('@')) {
+            return Err(RestError::new(
+                StatusCode::BAD_REQUEST,
+                "protocol",
+                "unknown-element",
+                format!(
+                    "line {}: top-level member `{}` does not name its module (`module:{}`)",
+                    m.line, m.name, m.name
+                ),
+            ));
+        }
+    }
+    if *method != Method::POST
+        && resolver.kind(&path) == Some(NodeKind::List)
+        && path.last().is_some_and(|s| s.selector == Selector::None)
+    {
+        // RFC 8040 3.5.3, 4.7: a list resource is one entry, named by its keys.
+        return Err(RestError::new(
+            StatusCode::BAD_REQUEST,
+            "protocol",
+            "invalid-value",
+            format!(
+                "{path} is a whole list: {method} takes one entry, named by its keys (`{}=KEY`)",
+                path.last().map_or("", |s| s.name.as_str())
+            ),
+        )
+        .at(path.to_string()));
     }
     let insert = insert_of(&resolver, &params)?;
     let (edit, resource) = match *method {

@@ -136,13 +136,24 @@ fn sse(
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
+/// Whether a change at `changed` lies in the subtree at `filter` or holds
+/// it: one path leads to the other, where a step without a selector (a
+/// list named without keys) stands for any of its entries.
+fn overlaps(filter: &Path, changed: &Path) -> bool {
+    filter.segments.iter().zip(&changed.segments).all(|(f, c)| {
+        f.name == c.name
+            && (f.selector == c.selector
+                || f.selector == canopy_core::path::Selector::None
+                || c.selector == canopy_core::path::Selector::None)
+    })
+}
+
 /// The event of a commit, if it touches the filter's subtree of `ds`.
 fn render(ev: &Event, ds: Datastore, filter: &Path) -> Option<SseEvent> {
     if ev.datastore != ds {
         return None;
     }
-    let changes: Vec<&Change> =
-        ev.changes.iter().filter(|c| filter.is_prefix_of(c.path()) || c.path().is_prefix_of(filter)).collect();
+    let changes: Vec<&Change> = ev.changes.iter().filter(|c| overlaps(filter, c.path())).collect();
     if changes.is_empty() {
         return None;
     }
@@ -199,5 +210,16 @@ mod tests {
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(1_795_865_430)), "2026-11-28T11:30:30.000000Z");
         assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00.000000Z");
+    }
+
+    #[test]
+    fn a_list_without_keys_in_the_filter_covers_its_entries() {
+        let p = |t: &str| -> Path { t.parse().unwrap() };
+        let f = p("/m:c/pl");
+        assert!(overlaps(&f, &p("/m:c/pl[n='a']/s[i='2']")));
+        assert!(overlaps(&f, &p("/m:c")));
+        assert!(!overlaps(&f, &p("/m:c/other")));
+        assert!(!overlaps(&p("/m:c/pl[n='a']"), &p("/m:c/pl[n='b']/x")));
+        assert!(overlaps(&Path::root(), &p("/m:c/pl[n='b']/x")));
     }
 }

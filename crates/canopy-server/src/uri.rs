@@ -180,7 +180,26 @@ pub fn datastore_named(name: &str) -> Option<Datastore> {
 }
 
 fn decode(s: &str) -> Result<String, String> {
+    check_percent(s)?;
     percent_decode_str(s).decode_utf8().map(|c| c.into_owned()).map_err(|_| format!("`{s}` is not UTF-8 once decoded"))
+}
+
+/// Every `%` in `s` starts a percent-encoding: two hex digits (RFC 3986
+/// section 2.1).
+///
+/// # Errors
+/// The place of the first broken one.
+pub(crate) fn check_percent(s: &str) -> Result<(), String> {
+    let b = s.as_bytes();
+    for (i, _) in s.match_indices('%') {
+        let ok = b.len() > i + 2 && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit();
+        if !ok {
+            let end = (i + 3).min(s.len());
+            let bad = s.get(i..end).unwrap_or("%");
+            return Err(format!("`{bad}` in `{s}` is no percent-encoding (`%` and two hex digits)"));
+        }
+    }
+    Ok(())
 }
 
 /// The api-path of a canopy path (`/mod:a/b=k1,k2/c`), values percent-encoded.
@@ -225,6 +244,14 @@ pub fn qualified_name(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn broken_percent_encodings_are_refused() {
+        assert!(check_percent("Foo%20Fighters%2f").is_ok());
+        for bad in ["Foo%2", "Foo%", "%zz", "a%2g"] {
+            assert!(check_percent(bad).unwrap_err().contains("no percent-encoding"), "{bad}");
+        }
+    }
 
     fn schemaless() -> Resolver {
         let mut lists = Schemaless::default();

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use canopy_core::path::Path;
 use canopy_core::schema::NodeKind;
 use canopy_core::ListInfo;
 
@@ -72,6 +73,70 @@ fn module_error(file: &str, line: &u64, reason: &str) -> String {
     } else {
         format!("{file}: {reason}")
     }
+}
+
+/// An encoding of YANG data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// RFC 7951.
+    Json,
+    /// RFC 7950 section 7 (NETCONF's and RESTCONF's XML).
+    Xml,
+}
+
+impl Encoding {
+    fn ly(self) -> ly::Format {
+        match self {
+            Encoding::Json => ly::Format::Json,
+            Encoding::Xml => ly::Format::Xml,
+        }
+    }
+}
+
+/// Data [`YangSchema::convert`] could not read.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ConvertError {
+    pub message: String,
+    /// The data or schema path the error names, when it names one.
+    pub path: Option<String>,
+}
+
+impl ConvertError {
+    fn new(message: impl Into<String>) -> ConvertError {
+        ConvertError { message: message.into(), path: None }
+    }
+}
+
+/// `path` as libyang's data paths spell it (module names where the module
+/// changes, key values quoted).
+fn ly_path(path: &Path) -> Result<String, ConvertError> {
+    use canopy_core::path::Selector;
+    let quote = |v: &str| -> Result<String, ConvertError> {
+        match (v.contains('\''), v.contains('"')) {
+            (false, _) => Ok(format!("'{v}'")),
+            (true, false) => Ok(format!("\"{v}\"")),
+            (true, true) => Err(ConvertError::new(format!("key value `{v}` holds both kinds of quote"))),
+        }
+    };
+    let mut out = String::new();
+    for s in &path.segments {
+        out.push('/');
+        out.push_str(&s.name);
+        match &s.selector {
+            Selector::None => {}
+            Selector::Keys(kv) => {
+                for (k, v) in kv {
+                    out.push_str(&format!("[{k}={}]", quote(v)?));
+                }
+            }
+            Selector::Value(v) => out.push_str(&format!("[.={}]", quote(v)?)),
+            Selector::Position(_) => {
+                return Err(ConvertError::new(format!("{path}: entries of keyless lists have no data path")))
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A compiled set of YANG modules.
@@ -313,6 +378,32 @@ impl YangSchema {
                 .map_err(|e| module_errors(&format!("module {}", m.name), &m.text, e, &src))?;
         }
         Ok(YangSchema::new(ctx, modules.to_vec()))
+    }
+
+    /// Converts data between RFC 7951 JSON and the XML encoding (RFC 7950
+    /// section 7): `text` holds children of the node at `parent` (at the root,
+    /// top-level nodes), in `from`. Returns each node printed in `to` with its
+    /// module or namespace; at the root, one document holding them all. The
+    /// data is checked against the schema's nodes and types (unknown
+    /// elements, namespaces and bad values are errors), not validated as a
+    /// whole (mandatory nodes, references).
+    ///
+    /// # Errors
+    /// What libyang found wrong with `text`, or a parent path it cannot build.
+    pub fn convert(
+        &self,
+        parent: &Path,
+        text: &str,
+        from: Encoding,
+        to: Encoding,
+    ) -> Result<Vec<String>, ConvertError> {
+        let at = if parent.is_root() { None } else { Some(ly_path(parent)?) };
+        let ctx = self.ctx.lock().map_err(|_| ConvertError::new("schema lock poisoned"))?;
+        ctx.convert(at.as_deref(), text, from.ly(), to.ly()).map_err(|errs| {
+            let first = errs.into_iter().last().unwrap_or(LyError { msg: "libyang error".into(), line: 0, path: None });
+            let message = if first.line > 0 { format!("line {}: {}", first.line, first.msg) } else { first.msg };
+            ConvertError { message, path: first.path }
+        })
     }
 
     fn new(ctx: Ctx, modules: Vec<Module>) -> YangSchema {

@@ -495,3 +495,131 @@ unsafe fn sized_len(array: *const c_void) -> usize {
     }
     unsafe { *(array as *const u64).sub(1) as usize }
 }
+
+/// The encodings of data libyang reads and writes for canopy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Json,
+    Xml,
+}
+
+impl Format {
+    fn ly(self) -> ffi::LYD_FORMAT::Type {
+        match self {
+            Format::Json => ffi::LYD_FORMAT::LYD_JSON,
+            Format::Xml => ffi::LYD_FORMAT::LYD_XML,
+        }
+    }
+}
+
+/// Frees a libyang data tree on every way out.
+struct Owned(*mut ffi::lyd_node);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            unsafe { ffi::lyd_free_all(self.0) };
+        }
+    }
+}
+
+/// The children of an inner node, in order (none for a null pointer).
+unsafe fn children(node: *mut ffi::lyd_node) -> Vec<*mut ffi::lyd_node> {
+    let mut out = Vec::new();
+    if node.is_null() {
+        return out;
+    }
+    let mut c = unsafe { (*(node as *mut ffi::lyd_node_inner)).child };
+    while !c.is_null() {
+        out.push(c);
+        c = unsafe { (*c).next };
+    }
+    out
+}
+
+impl Ctx {
+    /// Reads `text` (data in `from`) as the children of the node at
+    /// `parent` (a libyang data path; `None`: the top level), without
+    /// validation but refusing what the schema does not know, and prints
+    /// each node it held in `to` (at the top level, all of them as one
+    /// document). Printed nodes carry their module (JSON) or namespace (XML).
+    pub fn convert(
+        &self,
+        parent: Option<&str>,
+        text: &str,
+        from: Format,
+        to: Format,
+    ) -> Result<Vec<String>, Vec<LyError>> {
+        let one = |msg: String| vec![LyError { msg, line: 0, path: None }];
+        let c = CString::new(text).map_err(|_| one("the data contains a NUL byte".into()))?;
+        unsafe { ffi::ly_err_clean(self.raw, ptr::null_mut()) };
+        let mut top: *mut ffi::lyd_node = ptr::null_mut();
+        let mut at: *mut ffi::lyd_node = ptr::null_mut();
+        let mut _guard_top = Owned(ptr::null_mut());
+        if let Some(p) = parent {
+            let cp = CString::new(p).map_err(|_| one("the path contains a NUL byte".into()))?;
+            let ret = unsafe {
+                ffi::lyd_new_path2(ptr::null_mut(), self.raw, cp.as_ptr(), ptr::null(), 0, 0, 0, &mut top, &mut at)
+            };
+            _guard_top = Owned(top);
+            if ret != ffi::LY_ERR::LY_SUCCESS || at.is_null() {
+                return Err(self.errors_or(ret));
+            }
+        }
+        let before = unsafe { children(at) };
+        let mut parsed: *mut ffi::lyd_node = ptr::null_mut();
+        let ret = unsafe {
+            let mut input: *mut ffi::ly_in = ptr::null_mut();
+            let mut ret = ffi::ly_in_new_memory(c.as_ptr(), &mut input);
+            if ret == ffi::LY_ERR::LY_SUCCESS {
+                let tree = if at.is_null() { &mut parsed as *mut _ } else { ptr::null_mut() };
+                ret = ffi::lyd_parse_data(
+                    self.raw,
+                    at,
+                    input,
+                    from.ly(),
+                    ffi::LYD_PARSE_ONLY | ffi::LYD_PARSE_STRICT,
+                    0,
+                    tree,
+                );
+                ffi::ly_in_free(input, 0);
+            }
+            ret
+        };
+        let _guard_parsed = Owned(parsed);
+        if ret != ffi::LY_ERR::LY_SUCCESS {
+            return Err(self.errors_or(ret));
+        }
+        let (nodes, flags) = if at.is_null() {
+            (if parsed.is_null() { vec![] } else { vec![parsed] }, ffi::LYD_PRINT_WITHSIBLINGS)
+        } else {
+            let after = unsafe { children(at) };
+            (after.into_iter().filter(|n| !before.contains(n)).collect(), 0)
+        };
+        let mut out = Vec::new();
+        for n in nodes {
+            let mut s: *mut c_char = ptr::null_mut();
+            let ret = unsafe { ffi::lyd_print_mem(&mut s, n, to.ly(), flags | ffi::LYD_PRINT_SHRINK) };
+            if ret != ffi::LY_ERR::LY_SUCCESS {
+                if !s.is_null() {
+                    unsafe { ffi::free(s as *mut c_void) };
+                }
+                return Err(self.errors_or(ret));
+            }
+            out.push(opt_str(s).unwrap_or_default());
+            if !s.is_null() {
+                unsafe { ffi::free(s as *mut c_void) };
+            }
+        }
+        Ok(out)
+    }
+
+    /// The errors recorded, or one naming the return code when there are none.
+    fn errors_or(&self, ret: ffi::LY_ERR::Type) -> Vec<LyError> {
+        let mut errs = self.errors();
+        if errs.is_empty() {
+            errs.push(LyError { msg: format!("libyang error {ret}"), line: 0, path: None });
+        }
+        errs
+    }
+}

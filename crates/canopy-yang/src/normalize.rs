@@ -23,6 +23,14 @@ pub enum WithDefaults {
     Trim,
 }
 
+/// What a pass over a tree does with default values: a with-defaults mode, or
+/// tagging the values `trim` would leave out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Mode(WithDefaults),
+    Tag,
+}
+
 impl std::str::FromStr for WithDefaults {
     type Err = String;
     fn from_str(s: &str) -> Result<WithDefaults, String> {
@@ -432,9 +440,12 @@ impl YangSchema {
     /// Applies a with-defaults mode to the node at `path` in `tree` (a read
     /// result) and everything below it.
     pub fn with_defaults(&self, tree: &mut Container, path: &Path, mode: WithDefaults) {
-        if mode == WithDefaults::Explicit {
-            return;
+        if mode != WithDefaults::Explicit {
+            self.defaults_pass(tree, path, Pass::Mode(mode));
         }
+    }
+
+    fn defaults_pass(&self, tree: &mut Container, path: &Path, mode: Pass) {
         let Ok((_, idxs)) = self.resolve_path(path) else { return };
         let at = idxs.last().copied();
         let Ok(target) = canopy_core::diff::container_mut(tree, path) else {
@@ -461,9 +472,17 @@ impl YangSchema {
         self.defaults_in(target, at, mode);
     }
 
+    /// Tags every leaf and leaf-list at or below `path` in `tree` whose value
+    /// is its schema default (what `trim` would leave out) with the
+    /// `ietf-netconf-with-defaults:default` annotation: `report-all-tagged`
+    /// (RFC 6243 section 3.4) on a tree read with `report-all`.
+    pub fn tag_defaults(&self, tree: &mut Container, path: &Path) {
+        self.defaults_pass(tree, path, Pass::Tag);
+    }
+
     /// Adds (report-all) or removes (trim) default values in `c`, the data of
-    /// schema node `at`, recursively.
-    fn defaults_in(&self, c: &mut Container, at: Option<usize>, mode: WithDefaults) {
+    /// schema node `at`, recursively; or tags them.
+    fn defaults_in(&self, c: &mut Container, at: Option<usize>, mode: Pass) {
         let kids: Vec<usize> = match at {
             None => self.model.top.values().copied().collect(),
             Some(i) => self.model.nodes[i].children.values().copied().collect(),
@@ -476,7 +495,7 @@ impl YangSchema {
                     if let Some(Node::Container(cc)) = c.children.get_mut(&n.name) {
                         self.defaults_in(cc, Some(ci), mode);
                     } else if !c.children.contains_key(&n.name)
-                        && mode == WithDefaults::ReportAll
+                        && mode == Pass::Mode(WithDefaults::ReportAll)
                         && !n.presence
                         && self.case_active(c, ci)
                     {
@@ -499,14 +518,14 @@ impl YangSchema {
         }
     }
 
-    fn default_leaf(&self, c: &mut Container, i: usize, mode: WithDefaults, selected: bool) {
+    fn default_leaf(&self, c: &mut Container, i: usize, mode: Pass, selected: bool) {
         let n = &self.model.nodes[i];
         if n.defaults.is_empty() {
             return;
         }
         match mode {
-            WithDefaults::Explicit => {}
-            WithDefaults::ReportAll => {
+            Pass::Mode(WithDefaults::Explicit) => {}
+            Pass::Mode(WithDefaults::ReportAll) => {
                 if !c.children.contains_key(&n.name) && (selected || self.case_active(c, i)) {
                     let node = if n.kind == NodeKind::Leaf {
                         Node::leaf(n.defaults[0].clone())
@@ -521,7 +540,7 @@ impl YangSchema {
                     c.children.insert(n.name.clone(), node);
                 }
             }
-            WithDefaults::Trim => {
+            Pass::Mode(WithDefaults::Trim) | Pass::Tag => {
                 let is_default = match c.children.get(&n.name) {
                     Some(Node::Leaf { value, .. }) => n.kind == NodeKind::Leaf && *value == n.defaults[0],
                     Some(Node::LeafList(v)) => {
@@ -529,8 +548,19 @@ impl YangSchema {
                     }
                     _ => false,
                 };
-                if is_default {
-                    c.children.remove(&n.name);
+                if !is_default {
+                    return;
+                }
+                let tag = |meta: &mut canopy_core::Meta| {
+                    meta.insert(canopy_core::json::DEFAULT_TAG.to_string(), "true".to_string());
+                };
+                match (mode, c.children.get_mut(&n.name)) {
+                    (Pass::Mode(_), _) => {
+                        c.children.remove(&n.name);
+                    }
+                    (_, Some(Node::Leaf { meta, .. })) => tag(meta),
+                    (_, Some(Node::LeafList(v))) => v.iter_mut().for_each(|e| tag(&mut e.meta)),
+                    _ => {}
                 }
             }
         }

@@ -314,7 +314,12 @@ impl<W: Write> JsonWriter<W> {
         self.open(b'{');
         for (k, v) in meta {
             self.key(k)?;
-            self.string(v);
+            // A YANG boolean (RFC 6243 section 6): a JSON literal (RFC 7951).
+            if k == super::DEFAULT_TAG && (v == "true" || v == "false") {
+                self.buf.extend_from_slice(v.as_bytes());
+            } else {
+                self.string(v);
+            }
         }
         self.close()
     }

@@ -203,9 +203,11 @@ def test_get_xml(servers):
     assert root.findtext(f"{{{JB_NS}}}year") == "2011"
     assert root.findtext(f"{{{JB_NS}}}admin/{{{JB_NS}}}label") == "RCA"
     genre = root.find(f"{{{JB_NS}}}genre")
-    # identityref in XML: prefix:identity with the prefix bound to the module's
-    # namespace (RFC 7950 §9.10.3); the prefix itself is the server's choice.
-    prefix, _, ident = genre.text.strip().partition(":")
+    # identityref in XML (RFC 7950 §9.10.3): prefix:identity with the prefix
+    # bound to the module's namespace (the prefix is the server's choice), or
+    # no prefix: then the identity is in the default namespace in effect on
+    # the element, here example-jukebox's.
+    prefix, _, ident = genre.text.strip().rpartition(":")
     assert ident == "alternative"
 
 
