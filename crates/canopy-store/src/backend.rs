@@ -185,6 +185,48 @@ pub trait Announcements: Send {
     fn next(&mut self, timeout: std::time::Duration) -> Result<Option<u64>>;
 }
 
+/// What a backend's listening thread hands to [`ChannelAnnouncements`].
+pub enum Heard {
+    /// A commit of this revision (`u64::MAX`: a commit whose revision the
+    /// server's message did not say).
+    Commit(u64),
+    /// Nothing for a while: the thread sends it to find out whether anyone
+    /// still listens (it ends when the receiver is gone).
+    Tick,
+    /// The listening connection broke; the thread has ended.
+    Broken(crate::StoreError),
+}
+
+/// [`Announcements`] read from a thread that listens on a connection of its
+/// own (a subscribed Redis connection, an etcd watch stream).
+pub struct ChannelAnnouncements {
+    rx: std::sync::mpsc::Receiver<Heard>,
+}
+
+impl ChannelAnnouncements {
+    pub fn new(rx: std::sync::mpsc::Receiver<Heard>) -> ChannelAnnouncements {
+        ChannelAnnouncements { rx }
+    }
+}
+
+impl Announcements for ChannelAnnouncements {
+    fn next(&mut self, timeout: std::time::Duration) -> Result<Option<u64>> {
+        use std::sync::mpsc::RecvTimeoutError;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            match self.rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+                Ok(Heard::Commit(r)) => return Ok(Some(r)),
+                Ok(Heard::Tick) => {}
+                Ok(Heard::Broken(e)) => return Err(e),
+                Err(RecvTimeoutError::Timeout) => return Ok(None),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(crate::StoreError::new(crate::ErrorKind::Unavailable, "the listening thread ended"))
+                }
+            }
+        }
+    }
+}
+
 /// An ordered byte-key store with snapshots and atomic batches.
 ///
 /// Required: [`Backend::snapshot`] and [`Backend::apply`]; the rest have defaults

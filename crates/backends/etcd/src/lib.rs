@@ -27,7 +27,9 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use canopy_store::backend::{prefix_end, Announcements, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit};
+use canopy_store::backend::{
+    prefix_end, Announcements, Backend, Batch, BatchOp, ChannelAnnouncements, Heard, Snapshot, SyncMode, Visit,
+};
 use canopy_store::error::{ErrorKind, Result, StoreError};
 use canopy_store::StoreUrl;
 use serde_json::{json, Value};
@@ -481,7 +483,7 @@ impl Backend for EtcdBackend {
             })
             .map_err(|e| StoreError::io(format!("{}: watch", self.place), e))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Box::new(EtcdAnnouncements { rx })),
+            Ok(Ok(())) => Ok(Box::new(ChannelAnnouncements::new(rx))),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(StoreError::new(ErrorKind::Unavailable, format!("{}: the watch ended", self.place))),
         }
@@ -509,36 +511,6 @@ impl Backend for EtcdBackend {
     /// `--auto-compaction-retention` does.
     fn compact(&self) -> Result<()> {
         self.call("compact", "maintenance/defragment", &json!({})).map(drop)
-    }
-}
-
-/// What the watching thread of [`EtcdBackend::announcements`] hands on.
-enum Heard {
-    Commit(u64),
-    /// The watch is made again (the thread looks whether anyone listens).
-    Tick,
-    Broken(StoreError),
-}
-
-struct EtcdAnnouncements {
-    rx: std::sync::mpsc::Receiver<Heard>,
-}
-
-impl Announcements for EtcdAnnouncements {
-    fn next(&mut self, timeout: Duration) -> Result<Option<u64>> {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(Heard::Commit(r)) => return Ok(Some(r)),
-                Ok(Heard::Tick) => continue,
-                Ok(Heard::Broken(e)) => return Err(e),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Ok(None),
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(StoreError::new(ErrorKind::Unavailable, "the watch ended"))
-                }
-            }
-        }
     }
 }
 

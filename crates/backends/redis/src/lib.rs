@@ -30,7 +30,9 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use canopy_store::backend::{prefix_end, Announcements, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit};
+use canopy_store::backend::{
+    prefix_end, Announcements, Backend, Batch, BatchOp, ChannelAnnouncements, Heard, Snapshot, SyncMode, Visit,
+};
 use canopy_store::error::{ErrorKind, Result, StoreError};
 use canopy_store::StoreUrl;
 use redis::{Connection, Script, Value};
@@ -492,7 +494,7 @@ impl Backend for RedisBackend {
             })
             .map_err(|e| StoreError::io(format!("{}: listen", self.place), e))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Box::new(RedisAnnouncements { rx })),
+            Ok(Ok(())) => Ok(Box::new(ChannelAnnouncements::new(rx))),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(StoreError::new(ErrorKind::Unavailable, format!("{}: the listener ended", self.place))),
         }
@@ -525,36 +527,6 @@ impl Backend for RedisBackend {
             problems.push(format!("{}: {keys} keys in {zk} but {values} values in {vk}", self.place));
         }
         Ok(problems)
-    }
-}
-
-/// What the listening thread of [`RedisBackend::announcements`] hands on.
-enum Heard {
-    Commit(u64),
-    /// Nothing for a while (the thread looks whether anyone still listens).
-    Tick,
-    Broken(StoreError),
-}
-
-struct RedisAnnouncements {
-    rx: std::sync::mpsc::Receiver<Heard>,
-}
-
-impl Announcements for RedisAnnouncements {
-    fn next(&mut self, timeout: Duration) -> Result<Option<u64>> {
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(Heard::Commit(r)) => return Ok(Some(r)),
-                Ok(Heard::Tick) => continue,
-                Ok(Heard::Broken(e)) => return Err(e),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Ok(None),
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(StoreError::new(ErrorKind::Unavailable, "the listening connection ended"))
-                }
-            }
-        }
     }
 }
 
