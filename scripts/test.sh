@@ -26,6 +26,19 @@ cargo fmt --all -- --check
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 
+# Throwaway database servers for the server backends' tests (their suites
+# read CANOPY_POSTGRES_URL, CANOPY_REDIS_URL, CANOPY_ETCD_URL; a server
+# already named in the environment is used as it is).
+wanted=()
+[ -n "${CANOPY_POSTGRES_URL:-}" ] || wanted+=(postgres)
+[ -n "${CANOPY_REDIS_URL:-}" ] || wanted+=(redis)
+[ -n "${CANOPY_ETCD_URL:-}" ] || wanted+=(etcd)
+if [ ${#wanted[@]} -gt 0 ]; then
+    step "scripts/servers.sh start ${wanted[*]}"
+    eval "$(scripts/servers.sh start "${wanted[@]}")"
+    trap 'scripts/servers.sh stop' EXIT
+fi
+
 step "cargo test --workspace"
 cargo test --workspace
 

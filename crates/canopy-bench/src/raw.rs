@@ -44,8 +44,94 @@ pub fn open(backend: &str, dir: &Path, sync: bool) -> Result<Box<dyn RawStore>> 
         "sqlite" => Box::new(RawSqlite::open(dir, sync)?),
         "snapshot" | "json" => Box::new(RawFile::open(dir, sync)?),
         "memory" => Box::new(RawFile::in_memory()),
-        other => anyhow::bail!("no raw floor for backend `{other}`"),
+        other => match crate::runner::server_store_url(other, dir, "f_", &[format!("sync={}", sync_name(sync))])? {
+            Some(url) => Box::new(RawBackend { b: canopy::open::open_backend(&canopy_store::StoreUrl::parse(&url)?)? }),
+            None => anyhow::bail!("no raw floor for backend `{other}`"),
+        },
     })
+}
+
+fn sync_name(sync: bool) -> &'static str {
+    if sync {
+        "commit"
+    } else {
+        "off"
+    }
+}
+
+/// The floor of a backend on a database server: canopy's backend itself
+/// (its `Backend` operations: the server's round trips, without the engine).
+struct RawBackend {
+    b: Box<dyn canopy_store::Backend>,
+}
+
+impl RawBackend {
+    fn visit(&self, prefix: &[u8]) -> Result<usize> {
+        let mut bytes = Vec::new();
+        self.b.snapshot()?.scan_prefix(prefix, false, &mut |_, v| {
+            bytes.extend_from_slice(v);
+            Ok(true)
+        })?;
+        Ok(bytes.len())
+    }
+}
+
+impl RawStore for RawBackend {
+    fn put_all(&mut self, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+        self.apply(pairs, &[])
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.b.snapshot()?.get(key)?)
+    }
+
+    fn scan_all(&self) -> Result<usize> {
+        self.visit(&[])
+    }
+
+    fn put_one(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.apply(&[(key.to_vec(), value.to_vec())], &[])
+    }
+
+    fn delete_prefix(&mut self, prefix: &[u8]) -> Result<usize> {
+        let mut n = 0;
+        self.b.snapshot()?.scan_prefix(prefix, false, &mut |_, _| {
+            n += 1;
+            Ok(true)
+        })?;
+        let mut batch = canopy_store::Batch::default();
+        batch.delete_prefix(prefix.to_vec());
+        self.b.apply(&batch)?;
+        Ok(n)
+    }
+
+    fn disk_size(&self) -> u64 {
+        self.b.disk_size().unwrap_or(0)
+    }
+
+    fn apply(&mut self, puts: &[(Vec<u8>, Vec<u8>)], dels: &[Vec<u8>]) -> Result<()> {
+        let mut batch = canopy_store::Batch::default();
+        for (k, v) in puts {
+            batch.put(k.clone(), v.clone());
+        }
+        for k in dels {
+            batch.delete(k.clone());
+        }
+        self.b.apply(&batch)?;
+        Ok(())
+    }
+
+    fn scan_prefix(&self, prefix: &[u8]) -> Result<usize> {
+        self.visit(prefix)
+    }
+
+    fn has_prefix(&self, prefix: &[u8]) -> Result<bool> {
+        Ok(self.b.snapshot()?.first_with_prefix(prefix, false)?.is_some())
+    }
+
+    fn compact(&mut self) -> Result<()> {
+        Ok(self.b.compact()?)
+    }
 }
 
 fn dir_size(dir: &Path) -> u64 {

@@ -25,6 +25,34 @@ use crate::timing::Sample;
 /// The embedded backends, the default first.
 pub const EMBEDDED: [&str; 4] = ["lmdb", "sqlite", "snapshot", "json"];
 
+/// The backends on database servers `--backends` takes when the environment
+/// names a server (`scripts/servers.sh start` prints these variables): name,
+/// the variable, and the URL parameter of a store's namespace. Every store of a
+/// run gets a namespace of its own, named after its temporary directory; the
+/// server keeps them (use a throwaway server).
+pub const SERVERS: [(&str, &str, &str); 3] = [
+    ("postgres", "CANOPY_POSTGRES_URL", "schema"),
+    ("redis", "CANOPY_REDIS_URL", "prefix"),
+    ("etcd", "CANOPY_ETCD_URL", "prefix"),
+];
+
+/// The URL of a store of server backend `name` in the namespace of `dir`
+/// (`tag` tells a floor's store from canopy's), with `params`; `None` for
+/// a backend that is not a server's.
+///
+/// # Errors
+/// The server's variable is not set.
+pub fn server_store_url(name: &str, dir: &Path, tag: &str, params: &[String]) -> Result<Option<String>> {
+    let Some((_, var, namespace)) = SERVERS.iter().find(|(n, _, _)| *n == name) else { return Ok(None) };
+    let server = match std::env::var(var) {
+        Ok(url) if !url.is_empty() => url,
+        _ => bail!("`{name}` needs a server: set {var} (`eval \"$(scripts/servers.sh start)\"` does)"),
+    };
+    let mut query = vec![format!("{namespace}={}", canopy_store::conformance::namespace_of(tag, dir))];
+    query.extend(params.iter().cloned());
+    Ok(Some(canopy_store::conformance::with_params(&server, &query.join("&"))))
+}
+
 /// What `--size` asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SizeSpec {
@@ -183,8 +211,15 @@ impl BackendSpec {
             Some((n, q)) => (n.trim(), q.trim()),
             None => (text.trim(), ""),
         };
-        if !EMBEDDED.contains(&name) && name != "memory" {
-            bail!("--backends: unknown or non-embedded backend `{name}` (lmdb, sqlite, snapshot, json, memory)");
+        let server = SERVERS.iter().any(|(n, _, _)| *n == name);
+        if !EMBEDDED.contains(&name) && name != "memory" && !server {
+            bail!(
+                "--backends: unknown backend `{name}` (lmdb, sqlite, snapshot, json, memory; postgres, redis, etcd \
+                 with a server)"
+            );
+        }
+        if server {
+            server_store_url(name, Path::new("check"), "b_", &[]).map_err(|e| anyhow::anyhow!("--backends: {e}"))?;
         }
         let mut spec = BackendSpec::plain(name);
         if !query.is_empty() {
@@ -215,6 +250,11 @@ impl BackendSpec {
                 params.insert(k.to_string(), v.to_string());
             }
         }
+        let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        // Checked when the entry was parsed.
+        if let Ok(Some(url)) = server_store_url(&self.name, dir, "b_", &query) {
+            return url;
+        }
         let location = match self.name.as_str() {
             "sqlite" => dir.join("store.db").display().to_string(),
             "snapshot" => dir.join("store.snap").display().to_string(),
@@ -222,7 +262,6 @@ impl BackendSpec {
             "memory" => "bench".into(),
             _ => dir.display().to_string(),
         };
-        let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         match query.is_empty() {
             true => format!("{}:{location}", self.name),
             false => format!("{}:{location}?{}", self.name, query.join("&")),

@@ -385,6 +385,7 @@ fn check_in_child(url: &str) -> Result<ExitCode> {
     }
     use std::os::unix::process::ExitStatusExt;
     let signal = status.signal().unwrap_or(0);
+    let url = canopy_store::StoreUrl::parse(url).map_or_else(|_| url.to_string(), |u| u.redacted().to_string());
     Err(UserError(format!(
         "store {url} is damaged: the storage engine crashed reading it (signal {signal}); restore it from a backup"
     ))
@@ -412,6 +413,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
     if let Command::Copy { from, to } = &cli.command {
         let (source, dest) = (Store::open(from)?, Store::open(to)?);
+        // The destination as its store shows it: without a password.
+        let to = dest.url();
         let progress = Progress::new(&format!("copying to {to}"), source.backend().approx_len()?, Unit::Records);
         let report = canopy::copy_with_progress(&source, &dest, &mut |n| progress.set(n))?;
         drop(progress);
@@ -542,10 +545,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             report(&import(&writer, &file, op, &lists)?);
         }
         Command::Compact => {
-            let progress = Progress::spinner(&format!("compacting {url}"));
+            let shown = store.url();
+            let progress = Progress::spinner(&format!("compacting {shown}"));
             store.compact()?;
             drop(progress);
-            eprintln!("compacted {url}");
+            eprintln!("compacted {shown}");
         }
         Command::Info => {
             let info = store.info()?;

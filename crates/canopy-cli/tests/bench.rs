@@ -67,13 +67,30 @@ fn bench_writes_md_json_and_svg_and_removes_its_stores() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A server backend without its server's variable: refused, naming the variable.
+#[cfg(feature = "bench")]
+#[test]
+fn bench_names_the_variable_a_server_backend_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args(["bench", "keyset", "--backends", "postgres", "--size", "small"])
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
+        .env_remove("CANOPY_POSTGRES_URL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("CANOPY_POSTGRES_URL"), "{stderr}");
+}
+
 #[cfg(feature = "bench")]
 #[test]
 fn bench_refuses_bad_arguments() {
     let dir = tempfile::tempdir().unwrap();
     for (args, needle) in [
         (vec!["bench", "nosuch"], "unknown suite `nosuch`"),
-        (vec!["bench", "keyset", "--backends", "postgres"], "`postgres`"),
+        (vec!["bench", "keyset", "--backends", "nosuchdb"], "unknown backend `nosuchdb`"),
         (vec!["bench", "keyset", "--size", "big"], "--size: `big`"),
         (vec!["bench"], "which suite?"),
     ] {
@@ -173,4 +190,22 @@ fn bench_is_not_enabled_without_the_feature() {
         assert_eq!(run.status.code(), Some(1), "{args:?}: {stderr}");
         assert_eq!(stderr, "canopy: bench is not enabled in this build\n");
     }
+}
+
+/// The server backends run a suite, each beside its floor.
+#[cfg(feature = "bench")]
+#[test]
+fn bench_runs_on_the_server_backends() {
+    let servers = ["CANOPY_POSTGRES_URL", "CANOPY_REDIS_URL", "CANOPY_ETCD_URL"];
+    if servers.iter().any(|v| canopy_store::conformance::server_url(v).is_none()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = canopy(&["bench", "keyset", "--backends", "postgres,redis,etcd", "--size", "small"], dir.path());
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    for name in ["postgres", "redis", "etcd"] {
+        assert!(stdout.contains(&format!("{name}: checked: every read returned")), "{stdout}");
+    }
+    assert!(stdout.contains("canopy's backend alone"), "{stdout}");
 }

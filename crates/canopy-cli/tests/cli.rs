@@ -424,7 +424,11 @@ fn malformed_input_is_a_user_error() {
         ("lmdb:x?sync=maybe", "sync must be"),
         ("lmdb:x?cache=yes", "cache must be"),
         ("nosuch:x", "unknown backend `nosuch`"),
-        ("postgres://127.0.0.1/db", "not enabled in this build"),
+        ("canopy://127.0.0.1/db", "not enabled in this build"),
+        (
+            "postgres://me:secret@127.0.0.1:1/db",
+            "postgres server 127.0.0.1:1 (database db, schema public): unreachable",
+        ),
         ("", "it is empty"),
     ] {
         env.raw(&["--store", url, "get", "/"], None, None).user_error(needle);
@@ -706,4 +710,29 @@ fn push_holds_state_that_other_processes_read_until_it_ends() {
     env.run(&["push", "/m:sys/load"]).user_error("`/m:sys/load` has no value");
     env.run(&["push"]).user_error("push needs PATH VALUE pairs or --file FILE");
     env.run(&["push", "/m:sys[", "1"]).user_error("invalid path");
+}
+
+/// A store on a database server through the CLI: edits, reads, `info`,
+/// `copy` and `compact`, and no output ever shows the URL's password.
+#[test]
+fn a_server_store_never_shows_its_password() {
+    let Some(server) = canopy_store::conformance::server_url("CANOPY_POSTGRES_URL") else { return };
+    let password = url::Url::parse(&server).unwrap().password().expect("the test server has a password").to_string();
+    let env = Env::new();
+    let store = canopy_store::conformance::with_params(&server, &format!("schema=cli_{}", std::process::id()));
+    let runs = [
+        env.raw(&["--store", &store, "set", "/m:c/x", "\"a\""], None, None).ok(),
+        env.raw(&["--store", &store, "info"], None, None).ok(),
+        env.raw(&["copy", "--from", &store, "--to", &format!("lmdb:{}", env.path("copy").display())], None, None).ok(),
+        env.raw(&["copy", "--from", &format!("lmdb:{}", env.path("copy").display()), "--to", &store], None, None),
+        env.raw(&["--store", &store, "compact"], None, None).ok(),
+        env.raw(&["--store", &store, "get", "/m:c"], None, None).ok(),
+        env.raw(&["--store", &format!("{store}&bogus=1"), "get", "/"], None, None).user_error("unknown parameter"),
+    ];
+    assert!(runs[1].stdout.contains("backend: postgres"), "{}", runs[1].stdout);
+    assert!(runs[3].stderr.contains("not empty") && runs[3].stderr.contains(":***@"), "{}", runs[3].stderr);
+    assert_eq!(runs[5].json(), serde_json::json!({"m:c": {"x": "a"}}));
+    for run in &runs {
+        assert!(!run.stdout.contains(&password) && !run.stderr.contains(&password), "{run:?}");
+    }
 }

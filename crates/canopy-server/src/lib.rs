@@ -24,6 +24,7 @@ use canopy::{Datastore, Store, Subscription};
 
 mod auth;
 pub mod client;
+pub mod cps;
 mod encoding;
 mod error;
 mod fields;
@@ -116,6 +117,8 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tls:
 /// What every request handler shares.
 pub struct App {
     pub store: Store,
+    /// The CPS REST API's dataspaces, schema sets and anchors, on the same backend.
+    pub cps: Arc<cps::registry::Registry>,
     pub tracker: Arc<Tracker>,
     pub config: Config,
     /// Checks every request when there is a users file.
@@ -140,7 +143,9 @@ impl App {
             feeds.push(store.subscribe(ds, "/", i32::MIN, track::Feed(tracker.clone()))?);
         }
         let auth = config.users.as_ref().map(|u| Arc::new(auth::Auth::new(u.clone())));
+        let cps = Arc::new(cps::registry::Registry::new(store.shared_backend(), store.url()));
         Ok(Arc::new(App {
+            cps,
             store,
             auth,
             tracker,
@@ -194,6 +199,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/restconf/streams/{ds}", get(streams::stream))
         .route("/restconf/yang/{file}", any(library::module))
         .route("/canopy/ws", get(remote::upgrade))
+        .route("/cps/api/{*rest}", any(cps::handle))
         .fallback(restconf::no_resource)
         .with_state(app)
         .layer(axum::middleware::from_fn(encoding::errors_as_requested));

@@ -169,6 +169,22 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// Commits announced by a database server to the processes attached to a
+/// store (PostgreSQL `NOTIFY`, Redis `PUBLISH`, an etcd watch): one
+/// listening connection, see [`Backend::announcements`].
+pub trait Announcements: Send {
+    /// The revision of the next commit announced, waiting up to `timeout`;
+    /// `Ok(None)` when none came meanwhile. Announcements may be merged or
+    /// lost while the connection is down: the listener reads the store's
+    /// revision again after an error, and a revision announced is only a
+    /// hint that the store reached it.
+    ///
+    /// # Errors
+    /// `Unavailable` when the listening connection broke (ask the backend
+    /// for new announcements).
+    fn next(&mut self, timeout: std::time::Duration) -> Result<Option<u64>>;
+}
+
 /// An ordered byte-key store with snapshots and atomic batches.
 ///
 /// Required: [`Backend::snapshot`] and [`Backend::apply`]; the rest have defaults
@@ -261,6 +277,27 @@ pub trait Backend: Send + Sync {
     /// I/O errors that stop the check itself.
     fn check(&self) -> Result<Vec<String>> {
         Ok(Vec::new())
+    }
+
+    /// Whether the backend announces commits to the processes attached to
+    /// it ([`Backend::announcements`]): a store several processes or hosts
+    /// share through a server.
+    fn announces(&self) -> bool {
+        false
+    }
+
+    /// A connection that hears every commit of the store, by any process
+    /// (this one's included), as it is committed.
+    ///
+    /// # Errors
+    /// `Unsupported` when the backend does not announce commits (other
+    /// processes' commits are then found by reading the revision); the
+    /// backend's connection errors.
+    fn announcements(&self) -> Result<Box<dyn Announcements>> {
+        Err(crate::StoreError::new(
+            crate::ErrorKind::Unsupported,
+            format!("the {} backend does not announce commits", self.kind()),
+        ))
     }
 
     /// Flushes batches applied with [`SyncMode::Off`] to stable storage.

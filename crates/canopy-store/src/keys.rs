@@ -58,6 +58,9 @@ pub const PUSHER_VERSION: u8 = 1;
 /// connection's 20-byte identity, then a data range (`0x10`) and an order
 /// index (`0x20`) laid out as a datastore's.
 pub const PUSHED: &[u8] = b"\x00pushed";
+/// Prefix of the change log: one record per commit, the revision (u64 BE)
+/// after the prefix (see [`crate::changelog`]).
+pub const LOG: &[u8] = b"\x00log";
 /// Prefix of the YANG modules of the store's schema (one record per module,
 /// its name after the prefix). The engine reads them; backends store them as
 /// any other record.

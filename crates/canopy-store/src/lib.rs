@@ -8,6 +8,7 @@
 //! backend runs.
 
 pub mod backend;
+pub mod changelog;
 pub mod conformance;
 pub mod error;
 pub mod files;
@@ -15,10 +16,11 @@ pub mod fragment;
 pub mod keys;
 pub mod memory;
 pub mod metered;
+pub mod prefixed;
 pub mod stream;
 pub mod treeio;
 pub mod url;
 
-pub use backend::{Backend, Batch, BatchOp, Snapshot, SyncMode, WriteView};
+pub use backend::{Announcements, Backend, Batch, BatchOp, Snapshot, SyncMode, WriteView};
 pub use error::{ErrorKind, Result, StoreError};
 pub use url::StoreUrl;

@@ -91,4 +91,12 @@ impl<B: Backend> Backend for Metered<B> {
     fn sync_mode(&self) -> SyncMode {
         self.inner.sync_mode()
     }
+
+    fn announces(&self) -> bool {
+        self.inner.announces()
+    }
+
+    fn announcements(&self) -> Result<Box<dyn crate::Announcements>> {
+        self.inner.announcements()
+    }
 }

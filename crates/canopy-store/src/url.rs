@@ -16,6 +16,8 @@ pub struct StoreUrl {
     /// Query parameters.
     pub params: BTreeMap<String, String>,
     text: String,
+    /// `text` with its password replaced by `***`: what messages show.
+    shown: String,
 }
 
 impl StoreUrl {
@@ -25,7 +27,8 @@ impl StoreUrl {
     /// `InvalidUrl` naming what is wrong: empty, an empty location, a bad scheme,
     /// a parameter without `=`, a repeated parameter.
     pub fn parse(text: &str) -> Result<StoreUrl> {
-        let bad = |why: &str| StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{text}`: {why}"));
+        let shown = redact(text);
+        let bad = |why: &str| StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{shown}`: {why}"));
         if text.trim().is_empty() {
             return Err(bad("it is empty"));
         }
@@ -56,12 +59,18 @@ impl StoreUrl {
                 }
             }
         }
-        Ok(StoreUrl { scheme, location, params, text: text.to_string() })
+        Ok(StoreUrl { scheme, location, params, text: text.to_string(), shown })
     }
 
-    /// The URL as given.
+    /// The URL as given (with its password, if it has one).
     pub fn as_str(&self) -> &str {
         &self.text
+    }
+
+    /// The URL with its password replaced by `***`: the form every message
+    /// and every display shows.
+    pub fn redacted(&self) -> &str {
+        &self.shown
     }
 
     /// Fails when a parameter outside `known` is present.
@@ -73,7 +82,11 @@ impl StoreUrl {
             if !known.contains(&k.as_str()) {
                 return Err(StoreError::new(
                     ErrorKind::InvalidUrl,
-                    format!("invalid store URL `{}`: unknown parameter `{k}` (known: {})", self.text, known.join(", ")),
+                    format!(
+                        "invalid store URL `{}`: unknown parameter `{k}` (known: {})",
+                        self.shown,
+                        known.join(", ")
+                    ),
                 ));
             }
         }
@@ -88,7 +101,7 @@ impl StoreUrl {
         match self.params.get("sync") {
             None => Ok(crate::SyncMode::Commit),
             Some(s) => s.parse().map_err(|e: String| {
-                StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{}`: {e}", self.text))
+                StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{}`: {e}", self.shown))
             }),
         }
     }
@@ -103,7 +116,7 @@ impl StoreUrl {
         match self.params.get("mode") {
             None => Ok(crate::files::FileMode::default()),
             Some(s) => s.parse().map_err(|e: String| {
-                StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{}`: {e}", self.text))
+                StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{}`: {e}", self.shown))
             }),
         }
     }
@@ -114,17 +127,65 @@ impl StoreUrl {
     /// # Errors
     /// `InvalidUrl` for a duration that does not parse.
     pub fn lock_timeout(&self, default: std::time::Duration) -> Result<std::time::Duration> {
-        let Some(s) = self.params.get("lock_timeout") else { return Ok(default) };
+        self.duration("lock_timeout", default)
+    }
+
+    /// The duration parameter `name` (`5s`, `250ms`, `0`), or `default`.
+    ///
+    /// # Errors
+    /// `InvalidUrl` for a duration that does not parse.
+    pub fn duration(&self, name: &str, default: std::time::Duration) -> Result<std::time::Duration> {
+        let Some(s) = self.params.get(name) else { return Ok(default) };
         parse_duration(s).ok_or_else(|| {
             StoreError::new(
                 ErrorKind::InvalidUrl,
-                format!(
-                    "invalid store URL `{}`: lock_timeout `{s}`: expected a duration such as 5s, 250ms or 0",
-                    self.text
-                ),
+                format!("invalid store URL `{}`: {name} `{s}`: expected a duration such as 5s, 250ms or 0", self.shown),
             )
         })
     }
+}
+
+/// `text` with the password of its authority (`//user:PASSWORD@host`) and the
+/// value of a `password=` parameter replaced by `***`.
+fn redact(text: &str) -> String {
+    let (main, query) = match text.split_once('?') {
+        Some((m, q)) => (m, Some(q)),
+        None => (text, None),
+    };
+    let mut out = String::with_capacity(text.len());
+    match main.find("//") {
+        Some(at) => {
+            let rest = &main[at + 2..];
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let authority = &rest[..authority_end];
+            out.push_str(&main[..at + 2]);
+            match authority.rsplit_once('@') {
+                Some((userinfo, host)) => {
+                    match userinfo.split_once(':') {
+                        Some((user, _)) => out.push_str(&format!("{user}:***")),
+                        None => out.push_str(userinfo),
+                    }
+                    out.push('@');
+                    out.push_str(host);
+                }
+                None => out.push_str(authority),
+            }
+            out.push_str(&rest[authority_end..]);
+        }
+        None => out.push_str(main),
+    }
+    if let Some(q) = query {
+        out.push('?');
+        let pairs: Vec<String> = q
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push_str(&pairs.join("&"));
+    }
+    out
 }
 
 /// `250ms`, `5s`, `1.5s` or a bare number of seconds.
@@ -171,5 +232,27 @@ mod tests {
         }
         assert_eq!(StoreUrl::parse("lmdb:x?mode=0640").unwrap().file_mode().unwrap().0, 0o640);
         assert!(StoreUrl::parse("lmdb:x?mode=0777").unwrap().file_mode().is_err());
+    }
+
+    #[test]
+    fn passwords_are_never_shown() {
+        let u = StoreUrl::parse("postgres://me:s3cret@127.0.0.1:5432/db?schema=a").unwrap();
+        assert_eq!(u.redacted(), "postgres://me:***@127.0.0.1:5432/db?schema=a");
+        assert_eq!(u.as_str(), "postgres://me:s3cret@127.0.0.1:5432/db?schema=a");
+        assert_eq!(StoreUrl::parse("redis://:pw@h:1/0").unwrap().redacted(), "redis://:***@h:1/0");
+        assert_eq!(StoreUrl::parse("redis://u@h/0").unwrap().redacted(), "redis://u@h/0");
+        assert_eq!(StoreUrl::parse("lmdb:./a@b:c").unwrap().redacted(), "lmdb:./a@b:c");
+        assert_eq!(
+            StoreUrl::parse("etcd://h:1?password=x&prefix=p").unwrap().redacted(),
+            "etcd://h:1?password=***&prefix=p"
+        );
+        for bad in ["postgres://me:s3cret@h/db?x", "postgres://me:s3cret@h/db?a=1&a=2"] {
+            let e = StoreUrl::parse(bad).unwrap_err().to_string();
+            assert!(!e.contains("s3cret") && e.contains("me:***@h"), "{e}");
+        }
+        let e = StoreUrl::parse("postgres://me:s3cret@h/db?sync=no").unwrap().sync_mode().unwrap_err().to_string();
+        assert!(!e.contains("s3cret"), "{e}");
+        let e = StoreUrl::parse("postgres://me:s3cret@h/db?z=1").unwrap().check_params(&[]).unwrap_err().to_string();
+        assert!(!e.contains("s3cret"), "{e}");
     }
 }

@@ -340,6 +340,16 @@ impl Ctx {
         }
     }
 
+    /// Whether a leaf's type is `int64` or `uint64` (after typedefs).
+    pub fn is_int64(&self, node: &SchemaNode<'_>) -> bool {
+        unsafe {
+            let l = node.as_raw() as *const ffi::lysc_node_leaf;
+            let t = (*l).type_;
+            !t.is_null()
+                && matches!((*t).basetype, ffi::LY_DATA_TYPE::LY_TYPE_INT64 | ffi::LY_DATA_TYPE::LY_TYPE_UINT64)
+        }
+    }
+
     /// Whether a leafref leaf requires its target to exist (`require-instance`).
     pub fn leafref_requires_instance(&self, node: &SchemaNode<'_>) -> bool {
         unsafe {

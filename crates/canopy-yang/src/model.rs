@@ -56,6 +56,10 @@ pub struct SNode {
     pub has_mandatory: bool,
     /// How values are checked without libyang, where they can be.
     pub(crate) fast: crate::values::Fast,
+    /// A leaf or leaf-list of a 64-bit integer type (through typedefs), which
+    /// RFC 7951 writes as a JSON string; APIs that print it as a number
+    /// (ONAP CPS's) need to know.
+    pub int64: bool,
     /// An instance-identifier whose target must exist.
     pub instance_required: bool,
     /// Data nodes from the top down to this one (1 for a top-level node).
@@ -350,6 +354,7 @@ impl Model {
             readers: Vec::new(),
             watched_below: false,
             watched_below_config: false,
+            int64: matches!(kind, NodeKind::Leaf | NodeKind::LeafList) && ctx.is_int64(node),
             fast: if matches!(kind, NodeKind::Leaf | NodeKind::LeafList) {
                 ctx.fast_type(node)
             } else {

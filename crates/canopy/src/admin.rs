@@ -128,8 +128,10 @@ pub fn copy_with_progress(from: &Store, to: &Store, progress: &mut dyn FnMut(u64
         Ok(())
     };
     source.scan(&[], None, false, &mut |k, v| {
-        // Pushed state belongs to the source's connections: it is not copied.
-        if k == keys::REVISION || k.starts_with(keys::PUSHER) || k.starts_with(keys::PUSHED) {
+        // Pushed state belongs to the source's connections, its change log
+        // to the source's revisions: they are not copied.
+        if k == keys::REVISION || k.starts_with(keys::PUSHER) || k.starts_with(keys::PUSHED) || k.starts_with(keys::LOG)
+        {
             return Ok(true);
         }
         batch.put(k.to_vec(), v.to_vec());

@@ -77,7 +77,14 @@ pub(crate) fn check(
                     || k.starts_with(keys::PUSHED)
                     || k.starts_with(keys::YANG))
                 {
-                    found.push(format!("unknown store record {}", keys::hex(k)));
+                    match canopy_store::changelog::revision_of(k) {
+                        Some(r) => {
+                            if let Err(e) = canopy_store::changelog::decode(v) {
+                                found.push(format!("the change log record of revision {r}: {e}"));
+                            }
+                        }
+                        None => found.push(format!("unknown store record {}", keys::hex(k))),
+                    }
                 }
             }
             Some(0x10..=0x14) if k.len() >= 2 => {

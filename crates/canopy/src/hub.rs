@@ -100,6 +100,9 @@ pub(crate) struct Hub {
     /// processes read), kept here so that this process reads it without
     /// loading it.
     pub pushed: Mutex<BTreeMap<u64, Pushed>>,
+    /// Whether this process's listener of the store's change log runs (see
+    /// `Store::listen`).
+    pub listener: Mutex<bool>,
 }
 
 /// A connection's pushed state.
@@ -183,6 +186,14 @@ pub(crate) fn hub_for(url: &str) -> Arc<Hub> {
     let identity = match StoreUrl::parse(url) {
         Ok(u) if u.scheme.as_deref() == Some("memory") => {
             format!("memory#{}", UNIQUE.fetch_add(1, Ordering::Relaxed))
+        }
+        // A server's store: its address and the namespace in it (one
+        // server holds many stores), without the credentials.
+        Ok(u) if u.location.starts_with("//") => {
+            let place = u.location.rsplit_once('@').map_or(&u.location[2..], |(_, at)| at);
+            let ns: Vec<String> =
+                ["schema", "prefix"].iter().filter_map(|k| u.params.get(*k).map(|v| format!("{k}={v}"))).collect();
+            format!("{}://{place}?{}", u.scheme.as_deref().unwrap_or(""), ns.join("&"))
         }
         Ok(u) => {
             let place = std::fs::canonicalize(&u.location)

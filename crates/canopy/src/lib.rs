@@ -23,6 +23,7 @@ mod commit;
 mod connections;
 pub mod error;
 mod hub;
+mod listen;
 mod load;
 pub mod open;
 mod operational;

@@ -8,7 +8,8 @@ use crate::error::Result;
 pub const DEFAULT_STORE: &str = "./canopy-data";
 
 /// Backends this build knows, enabled or not.
-const KNOWN: &[&str] = &["lmdb", "memory", "json", "snapshot", "sqlite", "postgres", "redis", "etcd", "canopy"];
+const KNOWN: &[&str] =
+    &["lmdb", "memory", "json", "snapshot", "sqlite", "postgres", "postgresql", "redis", "etcd", "mongodb", "canopy"];
 
 /// Opens the backend a URL names. Parameters the engine reads (`cache`) are
 /// removed before the backend sees the URL.
@@ -25,18 +26,26 @@ pub fn open_backend(url: &StoreUrl) -> Result<Box<dyn Backend>> {
         "sqlite" => Ok(Box::new(canopy_sqlite::SqliteBackend::open_url(url)?)),
         #[cfg(feature = "backend-file")]
         "snapshot" | "json" => Ok(Box::new(canopy_file::FileBackend::open_url(url)?)),
+        #[cfg(feature = "backend-postgres")]
+        "postgres" | "postgresql" => Ok(Box::new(canopy_postgres::PostgresBackend::open_url(url)?)),
+        #[cfg(feature = "backend-redis")]
+        "redis" => Ok(Box::new(canopy_redis::RedisBackend::open_url(url)?)),
+        #[cfg(feature = "backend-etcd")]
+        "etcd" => Ok(Box::new(canopy_etcd::EtcdBackend::open_url(url)?)),
+        #[cfg(feature = "backend-mongodb")]
+        "mongodb" => Ok(Box::new(canopy_mongodb::MongoBackend::open_url(url)?)),
         "memory" => {
             url.check_params(&[])?;
             Ok(Box::new(canopy_store::memory::MemoryBackend::new()))
         }
         s if KNOWN.contains(&s) => Err(StoreError::new(
             ErrorKind::Unsupported,
-            format!("backend `{s}` is not enabled in this build (store URL `{}`)", url.as_str()),
+            format!("backend `{s}` is not enabled in this build (store URL `{}`)", url.redacted()),
         )
         .into()),
         s => Err(StoreError::new(
             ErrorKind::InvalidUrl,
-            format!("invalid store URL `{}`: unknown backend `{s}` (known: {})", url.as_str(), KNOWN.join(", ")),
+            format!("invalid store URL `{}`: unknown backend `{s}` (known: {})", url.redacted(), KNOWN.join(", ")),
         )
         .into()),
     }

@@ -44,7 +44,9 @@ impl Store {
         subscriber: impl Subscriber + 'static,
     ) -> Result<Subscription> {
         let p = Query::parse_instance(path)?;
-        Ok(subscribe::subscribe(&self.hub, ds, p, priority, Box::new(subscriber)))
+        let subscription = subscribe::subscribe(&self.hub, ds, p, priority, Box::new(subscriber));
+        self.listen()?;
+        Ok(subscription)
     }
 
     /// Registers an operational data provider for the subtree at `path`:

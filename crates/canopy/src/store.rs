@@ -23,11 +23,21 @@ pub struct Options {
     /// Keep each datastore's tree in memory: reads never touch the backend,
     /// writes go through to it as diffs. The URL parameter `cache=on` sets it.
     pub cache: bool,
+    /// How many commits the store's change log keeps for the other processes
+    /// attached to it (`None`: 1,000 on a backend that announces commits to
+    /// them, none on the others). The URL parameter `changelog=N` sets it.
+    pub changelog: Option<u64>,
 }
+
+/// Commits the change log keeps by default on a backend that announces
+/// commits to other processes.
+pub(crate) const DEFAULT_CHANGELOG: u64 = 1000;
 
 /// An open store.
 pub struct Store {
-    pub(crate) backend: Box<dyn Backend>,
+    pub(crate) backend: Arc<dyn Backend>,
+    /// Commits the change log keeps (0: no change log is written).
+    pub(crate) changelog: u64,
     pub(crate) url: String,
     /// What the newest revision seen says besides its data: lists, the YANG
     /// schema, locks and the candidate's state, as one unit.
@@ -138,12 +148,24 @@ impl Store {
             Some(other) => {
                 return Err(canopy_store::StoreError::new(
                     ErrorKind::InvalidUrl,
-                    format!("invalid store URL `{url}`: cache must be `on` or `off`, not `{other}`"),
+                    format!("invalid store URL `{}`: cache must be `on` or `off`, not `{other}`", parsed.redacted()),
                 )
                 .into())
             }
         };
-        Store::open_with(&parsed, Options { cache })
+        let changelog = match parsed.params.remove("changelog") {
+            None => None,
+            Some(n) => Some(n.parse::<u64>().map_err(|_| {
+                canopy_store::StoreError::new(
+                    ErrorKind::InvalidUrl,
+                    format!(
+                        "invalid store URL `{}`: changelog must be a number of commits (0 for none), not `{n}`",
+                        parsed.redacted()
+                    ),
+                )
+            })?),
+        };
+        Store::open_with(&parsed, Options { cache, changelog })
     }
 
     /// Opens a store with explicit options.
@@ -152,7 +174,8 @@ impl Store {
     /// As [`Store::open`].
     pub fn open_with(url: &StoreUrl, options: Options) -> Result<Store> {
         let backend = crate::open::open_backend(url)?;
-        Store::from_backend(backend, url.as_str(), options)
+        // The store keeps (and shows) its URL without the password.
+        Store::from_backend(backend, url.redacted(), options)
     }
 
     /// Wraps an already open backend.
@@ -173,8 +196,10 @@ impl Store {
                 let _ = backend.apply(&batch);
             }
         }
+        let changelog = options.changelog.unwrap_or(if backend.announces() { DEFAULT_CHANGELOG } else { 0 });
         let store = Store {
-            backend,
+            backend: Arc::from(backend),
+            changelog,
             url: url.to_string(),
             catalog: Catalogs::new(),
             writer: Mutex::new(()),
@@ -187,7 +212,7 @@ impl Store {
         Ok(store)
     }
 
-    /// The URL the store was opened with.
+    /// The URL the store was opened with (its password, if any, as `***`).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -200,6 +225,12 @@ impl Store {
     /// The backend behind the store.
     pub fn backend(&self) -> &dyn Backend {
         &*self.backend
+    }
+
+    /// The backend behind the store, shared: for key ranges of its own beside
+    /// the store's (see [`canopy_store::prefixed::Prefixed`]).
+    pub fn shared_backend(&self) -> Arc<dyn Backend> {
+        self.backend.clone()
     }
 
     /// A session on a datastore.

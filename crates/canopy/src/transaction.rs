@@ -84,7 +84,8 @@ impl Store {
     ///    an erase, loading nothing), giving the diff.
     /// 2. **Schema validation** of the diff, loading what the checks read.
     /// 3. **Subscriber `validate`**: a rejection stops here, nothing stored.
-    /// 4. **Batch**: the diff as fragment puts and range deletes.
+    /// 4. **Batch**: the diff as fragment puts and range deletes, and its
+    ///    change log record for the other processes (`crate::listen`).
     /// 5. **Store**: the batch committed through the view, conditional on its
     ///    revision (a conflict makes [`Store::transact`] try again).
     /// 6. **Publish**: the catalog of the new revision, and with `cache=on`
@@ -127,7 +128,11 @@ impl Store {
         matched.validate(self.conn.id, &changes)?;
         // 4. Batch.
         let batch =
-            batch_for(&changes, &root, &keys::Space::datastore(ds), snap, &schema, &learned, &|k| loader.has_range(k));
+            batch_for(&changes, &root, &keys::Space::datastore(ds), snap, &schema, &learned, &|k| loader.has_range(k))
+                .and_then(|mut b| {
+                    self.log_commit(snap, ds, &changes, &mut b)?;
+                    Ok(b)
+                });
         drop(loader);
         drop(root);
         // 5. Store.

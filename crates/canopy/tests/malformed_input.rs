@@ -276,7 +276,7 @@ fn malformed_store_urls_are_refused_by_name() {
         (format!("lmdb:{d}?syncc=off"), ErrorKind::InvalidUrl, "unknown parameter `syncc`"),
         (format!("lmdb:{d}?cache=yes"), ErrorKind::InvalidUrl, "cache must be"),
         ("memory:x?sync=off".into(), ErrorKind::InvalidUrl, "unknown parameter `sync`"),
-        ("etcd://127.0.0.1:2379".into(), ErrorKind::Unsupported, "not enabled in this build"),
+        ("canopy://127.0.0.1:2379".into(), ErrorKind::Unsupported, "not enabled in this build"),
     ];
     for (url, kind, needle) in cases {
         match Store::open(&url) {

@@ -1,8 +1,9 @@
 //! Model test: random transactions against a store and against an in-memory
 //! reference tree (canopy-core's `apply_edit`); after each transaction the
 //! stored datastore equals the reference, and a failed transaction changes
-//! nothing. Runs uncached and cached, on the memory backend, on LMDB, SQLite and the
-//! snapshot file.
+//! nothing. Runs uncached and cached, on the memory backend, on LMDB, SQLite, the
+//! snapshot and JSON files, and on the database servers the environment names
+//! (`CANOPY_POSTGRES_URL`, ...).
 
 use canopy::{Container, Datastore, Edit, Insert, ListInfo, Node, Operation, Store, Value};
 use canopy_core::edit::apply_edit;
@@ -233,6 +234,68 @@ proptest! {
     fn sqlite_uncached_then_reopened(t in txs()) {
         let dir = tempfile::tempdir().unwrap();
         uncached_then_reopened(&format!("sqlite:{}?sync=off", dir.path().join("store.db").display()), t)?;
+    }
+}
+
+/// A namespace no earlier run used: a server outlives test runs.
+#[cfg(any(
+    feature = "backend-postgres",
+    feature = "backend-redis",
+    feature = "backend-etcd",
+    feature = "backend-mongodb"
+))]
+fn fresh_namespace() -> String {
+    format!("m{}_{:08x}", std::process::id(), rand::random::<u32>())
+}
+
+#[cfg(feature = "backend-postgres")]
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn postgres_uncached_then_reopened(t in txs()) {
+        let Some(server) = canopy_store::conformance::server_url("CANOPY_POSTGRES_URL") else { return Ok(()) };
+        let params = format!("schema={}&sync=off", fresh_namespace());
+        uncached_then_reopened(&canopy_store::conformance::with_params(&server, &params), t)?;
+    }
+}
+
+#[cfg(feature = "backend-redis")]
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn redis_uncached_then_reopened(t in txs()) {
+        let Some(server) = canopy_store::conformance::server_url("CANOPY_REDIS_URL") else { return Ok(()) };
+        let params = format!("prefix={}&sync=off", fresh_namespace());
+        uncached_then_reopened(&canopy_store::conformance::with_params(&server, &params), t)?;
+    }
+}
+
+#[cfg(feature = "backend-etcd")]
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn etcd_uncached_then_reopened(t in txs()) {
+        let Some(server) = canopy_store::conformance::server_url("CANOPY_ETCD_URL") else { return Ok(()) };
+        let params = format!("prefix={}&sync=off", fresh_namespace());
+        uncached_then_reopened(&canopy_store::conformance::with_params(&server, &params), t)?;
+    }
+}
+
+#[cfg(feature = "backend-mongodb")]
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn mongodb_uncached_then_reopened(t in txs()) {
+        let Some(server) = canopy_store::conformance::server_url("CANOPY_MONGODB_URL") else { return Ok(()) };
+        // The namespace is the database, in the URL's path.
+        let (base, query) = server.split_once('?').unwrap_or((&server, ""));
+        let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
+        let url = format!("{base}/{}?{query}&sync=off", fresh_namespace());
+        uncached_then_reopened(&url, t)?;
     }
 }
 

@@ -247,12 +247,13 @@ impl FileBackend {
                 let _flock = shared.flock()?;
                 // Another process may have created it meanwhile.
                 if !shared.reload(true)? {
-                    match shared.write_file(&Map::new(), 0)? {
-                        (Written::Durable, seen) => shared.state.write().map_err(|_| poisoned())?.seen = seen,
-                        (Written::Unflushed(e), _) => {
-                            return Err(StoreError::io(format!("{}: flush the directory", ctx()), e))
-                        }
+                    if let (Written::Unflushed(e), _) = shared.write_file(&Map::new(), 0)? {
+                        return Err(StoreError::io(format!("{}: flush the directory", ctx()), e));
                     }
+                    // The state is what the file holds, as every other
+                    // process reads it (a format may keep records of its
+                    // own, as JSON's layout version).
+                    shared.reload(true)?;
                 }
             }
         }
@@ -700,6 +701,31 @@ mod tests {
         let mut b = Batch::default();
         b.put(k.to_vec(), v.to_vec());
         b
+    }
+
+    /// The process that creates a store file holds what the file holds,
+    /// records the format keeps of its own included, as a process that opens
+    /// the file afterwards reads it: both see the same store at revision 0.
+    #[test]
+    fn the_creator_of_a_store_file_sees_what_others_read() {
+        for format in [&json::JsonFormat as &'static dyn Format, &snapshot::SnapshotFormat] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("store");
+            let creator = FileBackend::open(&path, format, SyncMode::Commit).unwrap();
+            let mine = creator.snapshot().unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            let (theirs, revision) = format.decode(&bytes).unwrap();
+            assert_eq!(revision, 0);
+            assert_eq!(mine.revision(), 0);
+            let mut seen = Vec::new();
+            mine.scan(b"", None, false, &mut |k, v| {
+                seen.push((k.to_vec(), v.to_vec()));
+                Ok(true)
+            })
+            .unwrap();
+            let expected: Vec<_> = theirs.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            assert_eq!(seen, expected, "{}", format.name());
+        }
     }
 
     /// A commit whose file replaced the old one stays committed in memory when

@@ -127,14 +127,18 @@ fn records_the_file_implies_are_refused_on_write() {
     for (k, v, says) in
         [(&b"\x00format"[..], &[0, 0, 0, 2][..], "layout"), (b"\x00revision", &[0, 0, 0, 0, 0, 0, 0, 9], "revision")]
     {
+        let held = b.snapshot().unwrap().get(k).unwrap();
         let mut batch = Batch::default();
         batch.put(k.to_vec(), v.to_vec());
         let e = b.apply(&batch).expect_err(says);
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
         assert!(e.to_string().contains(says), "{e}");
         assert_eq!(fs::read(&file).unwrap(), before);
-        assert_eq!(b.snapshot().unwrap().get(k).unwrap(), None);
+        assert_eq!(b.snapshot().unwrap().get(k).unwrap(), held);
     }
+    // The file implies layout 1 and keeps no revision record.
+    assert_eq!(b.snapshot().unwrap().get(b"\x00format").unwrap().as_deref(), Some(&[0, 0, 0, 1][..]));
+    assert_eq!(b.snapshot().unwrap().get(b"\x00revision").unwrap(), None);
     assert!(b.check().unwrap().is_empty());
 }
 

@@ -1,0 +1,717 @@
+//! canopy's MongoDB backend: `mongodb://HOST:PORT/DB?directConnection=true`,
+//! over the MongoDB wire protocol (`OP_MSG` commands, written here on a
+//! plain TCP stream; documents with the `bson` crate).
+//!
+//! * Layout, in database `DB` (one store per database): collection `kv`, one
+//!   document per key, `{_id: hex of the key, v: the value}`. BSON binary
+//!   data sorts by length first, so the key is the lowercase hex of its bytes:
+//!   strings compare bytewise, and hex keeps byte order (and a key's prefix
+//!   is its hex's prefix), so a subtree is one `_id` range. Values over 8 MiB
+//!   (a document holds at most 16 MiB) keep their first 8 MiB in the document
+//!   with `more: n`, the rest in collection `kv_parts` under `HEX:i`.
+//!   Collection `meta` holds `{_id: "revision", r: the revision}`.
+//! * Every snapshot and every commit is a multi-document transaction with
+//!   read concern `snapshot` on a logical session of its pooled connection;
+//!   the first statement reads the revision. A commit updates the revision
+//!   document conditionally on the revision read (no match, or a write
+//!   conflict with another transaction: `Conflict`), writes the batch
+//!   (updates with `upsert`, deletes of keys and of `_id` ranges, in
+//!   commands of up to 10,000 statements), and commits.
+//! * `sync=commit`: the commit's write concern is `{w: 1, j: true}`: the
+//!   server acknowledges it once it is in its journal. `sync=off`: `j: false`.
+//! * Authentication and TLS are not built in yet; a single server
+//!   (`directConnection=true`), no replica-set discovery.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use bson::spec::BinarySubtype;
+use bson::{doc, Binary, Bson, Document};
+use canopy_store::backend::{prefix_end, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit, WriteView};
+use canopy_store::error::{ErrorKind, Result, StoreError};
+use canopy_store::StoreUrl;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const IO_TIMEOUT: Duration = Duration::from_secs(60);
+const MAX_IDLE: usize = 8;
+const FIRST_PAGE: i64 = 64;
+const MAX_PAGE: i64 = 4096;
+/// Statements per write command.
+const CHUNK: usize = 10_000;
+/// Bytes of a value kept in its document; the rest goes to `kv_parts`.
+const PART: usize = 8 << 20;
+const OP_MSG: i32 = 2013;
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+fn binary(bytes: &[u8]) -> Bson {
+    Bson::Binary(Binary { subtype: BinarySubtype::Generic, bytes: bytes.to_vec() })
+}
+
+/// Why a command failed: on the way (the connection is then unusable), or
+/// the server's answer.
+enum Failure {
+    Io(std::io::Error),
+    Server { code: i32, name: String, message: String, transient: bool },
+    Protocol(String),
+}
+
+/// A connection with its logical session and transaction number.
+struct Conn {
+    stream: TcpStream,
+    request: i32,
+    lsid: Document,
+    txn: i64,
+    /// The connection failed on the way: not pooled again.
+    broken: bool,
+}
+
+impl Conn {
+    fn open(addr: &str, connect_timeout: Duration, io_timeout: Duration) -> std::io::Result<Conn> {
+        let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, "the host name resolves to no address");
+        for sa in addr.to_socket_addrs()? {
+            match TcpStream::connect_timeout(&sa, connect_timeout) {
+                Ok(stream) => {
+                    stream.set_nodelay(true)?;
+                    stream.set_read_timeout(Some(io_timeout))?;
+                    stream.set_write_timeout(Some(io_timeout))?;
+                    let id: [u8; 16] = rand::random();
+                    let lsid = doc! { "id": Bson::Binary(Binary { subtype: BinarySubtype::Uuid, bytes: id.to_vec() }) };
+                    return Ok(Conn { stream, request: 0, lsid, txn: 0, broken: false });
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// Sends one command and returns the server's reply.
+    fn command(&mut self, cmd: &Document) -> std::result::Result<Document, Failure> {
+        let result = self.exchange(cmd);
+        if matches!(result, Err(Failure::Io(_) | Failure::Protocol(_))) {
+            self.broken = true;
+        }
+        let reply = result?;
+        let ok = match reply.get("ok") {
+            Some(Bson::Double(d)) => *d == 1.0,
+            Some(Bson::Int32(n)) => *n == 1,
+            Some(Bson::Int64(n)) => *n == 1,
+            _ => false,
+        };
+        let labels = |d: &Document| {
+            d.get_array("errorLabels")
+                .map(|a| a.iter().any(|l| l.as_str() == Some("TransientTransactionError")))
+                .unwrap_or(false)
+        };
+        if !ok {
+            return Err(Failure::Server {
+                code: reply.get_i32("code").unwrap_or(0),
+                name: reply.get_str("codeName").unwrap_or("").to_string(),
+                message: reply.get_str("errmsg").unwrap_or("the command failed").to_string(),
+                transient: labels(&reply),
+            });
+        }
+        if let Some(Bson::Document(e)) = reply.get_array("writeErrors").ok().and_then(|a| a.first()) {
+            let code = e.get_i32("code").unwrap_or(0);
+            return Err(Failure::Server {
+                code,
+                name: String::new(),
+                message: e.get_str("errmsg").unwrap_or("write error").to_string(),
+                transient: code == 112,
+            });
+        }
+        if let Ok(e) = reply.get_document("writeConcernError") {
+            return Err(Failure::Server {
+                code: e.get_i32("code").unwrap_or(0),
+                name: String::new(),
+                message: e.get_str("errmsg").unwrap_or("write concern error").to_string(),
+                transient: false,
+            });
+        }
+        Ok(reply)
+    }
+
+    fn exchange(&mut self, cmd: &Document) -> std::result::Result<Document, Failure> {
+        let body = cmd.to_vec().map_err(|e| Failure::Protocol(e.to_string()))?;
+        self.request = self.request.wrapping_add(1);
+        let len = 16 + 4 + 1 + body.len();
+        let mut msg = Vec::with_capacity(len);
+        msg.extend_from_slice(&(len as i32).to_le_bytes());
+        msg.extend_from_slice(&self.request.to_le_bytes());
+        msg.extend_from_slice(&0i32.to_le_bytes());
+        msg.extend_from_slice(&OP_MSG.to_le_bytes());
+        msg.extend_from_slice(&0u32.to_le_bytes());
+        msg.push(0);
+        msg.extend_from_slice(&body);
+        self.stream.write_all(&msg).map_err(Failure::Io)?;
+        let mut header = [0u8; 16];
+        self.stream.read_exact(&mut header).map_err(Failure::Io)?;
+        let field = |i: usize| i32::from_le_bytes(header[i..i + 4].try_into().expect("4 bytes"));
+        let (len, responds_to, op) = (field(0), field(8), field(12));
+        if op != OP_MSG || responds_to != self.request || !(21..=(64 << 20)).contains(&len) {
+            return Err(Failure::Protocol(format!("an unexpected message (opcode {op}, length {len})")));
+        }
+        let mut rest = vec![0u8; len as usize - 16];
+        self.stream.read_exact(&mut rest).map_err(Failure::Io)?;
+        // Flag bits, then a body section (kind 0): one document.
+        if rest[4] != 0 {
+            return Err(Failure::Protocol("a reply without a body section".into()));
+        }
+        Document::from_reader(&rest[5..]).map_err(|e| Failure::Protocol(e.to_string()))
+    }
+}
+
+/// A store in one database of a MongoDB server.
+pub struct MongoBackend {
+    addr: String,
+    /// `mongodb server HOST:PORT (database D)`: what messages name.
+    place: String,
+    db: String,
+    sync: SyncMode,
+    connect_timeout: Duration,
+    io_timeout: Duration,
+    idle: Mutex<Vec<Conn>>,
+}
+
+impl MongoBackend {
+    /// Opens the store a URL names:
+    /// `mongodb://HOST:PORT/DB?directConnection=true&sync=commit|off`
+    /// (`connect_timeout=5s`, `timeout=60s` per command).
+    ///
+    /// # Errors
+    /// `InvalidUrl` for a URL that does not parse, several hosts or unknown
+    /// parameters; `Unsupported` for credentials or TLS; `Unavailable` when
+    /// the server cannot be reached or does not speak the protocol.
+    pub fn open_url(url: &StoreUrl) -> Result<MongoBackend> {
+        url.check_params(&["sync", "directConnection", "connect_timeout", "timeout", "tls", "ssl"])?;
+        let bad = |why: String| {
+            StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{}`: {why}", url.redacted()))
+        };
+        if url.location.trim_start_matches('/').split('/').next().is_some_and(|a| a.contains(',')) {
+            return Err(bad("several hosts: only one server is supported (directConnection=true)".into()));
+        }
+        let parsed = url::Url::parse(&format!("mongodb:{}", url.location)).map_err(|e| bad(e.to_string()))?;
+        let host = match parsed.host_str() {
+            Some(h) if !h.is_empty() => h.to_string(),
+            _ => return Err(bad("no server host (mongodb://HOST:PORT/DB)".into())),
+        };
+        let port = parsed.port().unwrap_or(27017);
+        let db = match parsed.path().trim_start_matches('/') {
+            "" => "canopy".to_string(),
+            d => d.to_string(),
+        };
+        if db.len() > 63 || db.contains(['/', '\\', '.', '"', '$', ' ', '*', '<', '>', ':', '|', '?']) {
+            return Err(bad(format!("`{db}` is not a MongoDB database name")));
+        }
+        if url.params.get("directConnection").is_some_and(|v| v != "true") {
+            return Err(bad("only directConnection=true is supported".into()));
+        }
+        let place = format!("mongodb server {host}:{port} (database {db})");
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(StoreError::new(
+                ErrorKind::Unsupported,
+                format!("{place}: MongoDB authentication is not built into this backend yet"),
+            ));
+        }
+        if ["tls", "ssl"].iter().any(|k| url.params.get(*k).is_some_and(|v| v == "true")) {
+            return Err(StoreError::new(
+                ErrorKind::Unsupported,
+                format!("{place}: TLS is not built into this backend yet"),
+            ));
+        }
+        let host_part = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+        let backend = MongoBackend {
+            addr: format!("{host_part}:{port}"),
+            place,
+            db,
+            sync: url.sync_mode()?,
+            connect_timeout: url.duration("connect_timeout", CONNECT_TIMEOUT)?,
+            io_timeout: url.duration("timeout", IO_TIMEOUT)?,
+            idle: Mutex::new(Vec::new()),
+        };
+        backend.init()?;
+        Ok(backend)
+    }
+
+    fn fail(&self, what: &str, f: Failure) -> StoreError {
+        match f {
+            Failure::Io(e) => {
+                let why = match e.kind() {
+                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => "timed out",
+                    _ => "unreachable",
+                };
+                StoreError::new(ErrorKind::Unavailable, format!("{}: {what}: {why} ({e})", self.place))
+            }
+            Failure::Protocol(why) => StoreError::new(
+                ErrorKind::Unavailable,
+                format!("{}: {what}: the server does not answer as MongoDB does: {why}", self.place),
+            ),
+            Failure::Server { code, name, message, transient } => {
+                let kind = match code {
+                    112 | 251 | 244 | 246 => ErrorKind::Conflict,
+                    _ if transient => ErrorKind::Conflict,
+                    13 | 18 | 91 | 189 | 10107 | 11600 | 11602 | 13435 => ErrorKind::Unavailable,
+                    14031 => ErrorKind::NoSpace,
+                    10334 | 17419 | 17420 => ErrorKind::Unsupported,
+                    _ => ErrorKind::Io,
+                };
+                let name = if name.is_empty() { String::new() } else { format!(" {name}") };
+                StoreError::new(kind, format!("{}: {what}: {message} (code {code}{name})", self.place))
+            }
+        }
+    }
+
+    fn connect(&self) -> Result<Conn> {
+        Conn::open(&self.addr, self.connect_timeout, self.io_timeout).map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::TimedOut { "timed out" } else { "unreachable" };
+            StoreError::new(ErrorKind::Unavailable, format!("{}: {why} (cannot connect: {e})", self.place))
+        })
+    }
+
+    fn idle(&self) -> MutexGuard<'_, Vec<Conn>> {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn give_back(&self, conn: Conn) {
+        if conn.broken {
+            return;
+        }
+        let mut idle = self.idle();
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
+    }
+
+    /// Checks the server speaks the protocol and creates the revision
+    /// document when absent.
+    fn init(&self) -> Result<()> {
+        let mut conn = self.connect()?;
+        conn.command(&doc! {"hello": 1, "$db": "admin"}).map_err(|f| self.fail("handshake", f))?;
+        let insert = doc! {
+            "insert": "meta", "documents": [{"_id": "revision", "r": 0i64}], "$db": &self.db,
+            "writeConcern": {"w": 1, "j": self.sync == SyncMode::Commit},
+        };
+        match conn.command(&insert) {
+            Ok(_) | Err(Failure::Server { code: 11000, .. }) => {}
+            Err(f) => return Err(self.fail("create the store", f)),
+        }
+        self.give_back(conn);
+        Ok(())
+    }
+
+    /// A connection in a new transaction whose first statement read the
+    /// revision. A pooled connection the server closed is replaced (with the
+    /// rest of the pool) once.
+    fn begin(&self) -> Result<(Conn, u64)> {
+        let mut retried = false;
+        loop {
+            let pooled = self.idle().pop();
+            let from_pool = pooled.is_some();
+            let mut conn = match pooled {
+                Some(c) => c,
+                None => self.connect()?,
+            };
+            conn.txn += 1;
+            let mut find = doc! {
+                "find": "meta", "filter": {"_id": "revision"}, "limit": 1i64, "singleBatch": true,
+                "startTransaction": true, "readConcern": {"level": "snapshot"},
+            };
+            self.in_txn(&conn, &mut find);
+            match conn.command(&find) {
+                Ok(reply) => {
+                    let doc = first_batch(&reply).first().cloned();
+                    let revision = match doc {
+                        None => 0,
+                        Some(d) => match d.get("r") {
+                            Some(Bson::Int64(n)) if *n >= 0 => *n as u64,
+                            Some(Bson::Int32(n)) if *n >= 0 => *n as u64,
+                            _ => {
+                                self.end(conn);
+                                return Err(StoreError::corrupted(format!(
+                                    "{}: the revision document is damaged",
+                                    self.place
+                                )));
+                            }
+                        },
+                    };
+                    return Ok((conn, revision));
+                }
+                Err(Failure::Io(_)) if from_pool && !retried => {
+                    self.idle().clear();
+                    retried = true;
+                }
+                Err(f) => return Err(self.fail("begin a transaction", f)),
+            }
+        }
+    }
+
+    /// The fields every statement of the connection's open transaction carries.
+    fn in_txn(&self, conn: &Conn, cmd: &mut Document) {
+        cmd.insert("lsid", conn.lsid.clone());
+        cmd.insert("txnNumber", conn.txn);
+        cmd.insert("autocommit", false);
+        cmd.insert("$db", self.db.clone());
+    }
+
+    /// Aborts the connection's transaction and pools it again.
+    fn end(&self, mut conn: Conn) {
+        let mut abort = doc! {"abortTransaction": 1};
+        self.in_txn(&conn, &mut abort);
+        abort.insert("$db", "admin");
+        if conn.command(&abort).is_ok() {
+            self.give_back(conn);
+        }
+    }
+
+    fn run(&self, conn: &mut Conn, what: &str, mut cmd: Document) -> Result<Document> {
+        self.in_txn(conn, &mut cmd);
+        conn.command(&cmd).map_err(|f| self.fail(what, f))
+    }
+
+    /// The value of a document of `kv`, its parts read when it has some.
+    fn value_of(&self, conn: &mut Conn, d: &Document) -> Result<Vec<u8>> {
+        let damaged = || StoreError::corrupted(format!("{}: a document of kv is not canopy's", self.place));
+        let mut v = d.get_binary_generic("v").map_err(|_| damaged())?.clone();
+        let parts = match d.get("more") {
+            None => return Ok(v),
+            Some(Bson::Int32(n)) => *n as usize,
+            Some(Bson::Int64(n)) => *n as usize,
+            _ => return Err(damaged()),
+        };
+        let id = d.get_str("_id").map_err(|_| damaged())?;
+        let find = doc! {
+            "find": "kv_parts", "filter": {"_id": {"$gte": format!("{id}:"), "$lt": format!("{id};")}},
+            "sort": {"_id": 1}, "batchSize": parts as i64 + 1,
+        };
+        let reply = self.run(conn, "read", find)?;
+        let docs = first_batch(&reply);
+        // `HEX:1`, `HEX:2`, ... sort as text: order them by number.
+        let mut numbered: Vec<(usize, &Vec<u8>)> = docs
+            .iter()
+            .filter_map(|p| {
+                let n = p.get_str("_id").ok()?.rsplit_once(':')?.1.parse().ok()?;
+                Some((n, p.get_binary_generic("v").ok()?))
+            })
+            .collect();
+        numbered.sort_by_key(|(n, _)| *n);
+        if numbered.len() != parts || numbered.iter().enumerate().any(|(i, (n, _))| *n != i + 1) {
+            return Err(StoreError::corrupted(format!("{}: a long value misses parts", self.place)));
+        }
+        for (_, bytes) in numbered {
+            v.extend_from_slice(bytes);
+        }
+        Ok(v)
+    }
+
+    fn write(&self, conn: &mut Conn, batch: &Batch, revision: u64) -> Result<u64> {
+        if let Some(expect) = batch.expect_revision.filter(|e| *e != revision) {
+            return Err(StoreError::stale_batch(expect, revision));
+        }
+        let next = revision + 1;
+        let bump = doc! {
+            "update": "meta",
+            "updates": [{"q": {"_id": "revision", "r": revision as i64}, "u": {"$set": {"r": next as i64}}}],
+        };
+        let reply = self.run(conn, "commit", bump)?;
+        if reply.get_i32("n").unwrap_or(0) != 1 {
+            return Err(StoreError::new(
+                ErrorKind::Conflict,
+                format!("{}: another writer committed first (the revision is no longer {revision})", self.place),
+            ));
+        }
+        // Consecutive statements of one kind go in one command (in order).
+        let mut updates: Vec<Bson> = Vec::new();
+        let mut deletes: Vec<Bson> = Vec::new();
+        let mut part_inserts: Vec<Bson> = Vec::new();
+        let parts_range = |lo: &str, hi: &str| doc! {"q": {"_id": {"$gte": lo, "$lt": hi}}, "limit": 0};
+        for op in &batch.ops {
+            let is_put = matches!(op, BatchOp::Put(..));
+            if is_put && !deletes.is_empty() {
+                self.flush_deletes(conn, &mut deletes)?;
+            }
+            if !is_put && (!updates.is_empty() || !part_inserts.is_empty()) {
+                self.flush_updates(conn, &mut updates, &mut part_inserts)?;
+            }
+            match op {
+                BatchOp::Put(k, v) => {
+                    let id = hex(k);
+                    if v.len() > PART {
+                        // The old parts go first: a delete command, in order.
+                        self.flush_updates(conn, &mut updates, &mut part_inserts)?;
+                        let mut d = vec![Bson::Document(parts_range(&format!("{id}:"), &format!("{id};")))];
+                        self.flush_deletes(conn, &mut d)?;
+                        let chunks: Vec<&[u8]> = v.chunks(PART).collect();
+                        for (i, c) in chunks.iter().enumerate().skip(1) {
+                            part_inserts.push(Bson::Document(doc! {"_id": format!("{id}:{i}"), "v": binary(c)}));
+                        }
+                        let u = doc! {"_id": &id, "v": binary(chunks[0]), "more": (chunks.len() - 1) as i64};
+                        updates.push(Bson::Document(doc! {"q": {"_id": &id}, "u": u, "upsert": true}));
+                    } else {
+                        let u = doc! {"_id": &id, "v": binary(v)};
+                        updates.push(Bson::Document(doc! {"q": {"_id": &id}, "u": u, "upsert": true}));
+                    }
+                    if updates.len() >= CHUNK {
+                        self.flush_updates(conn, &mut updates, &mut part_inserts)?;
+                    }
+                }
+                BatchOp::Delete(k) => {
+                    let id = hex(k);
+                    deletes.push(Bson::Document(doc! {"q": {"_id": &id}, "limit": 1}));
+                    deletes.push(Bson::Document(parts_range(&format!("{id}:"), &format!("{id};"))));
+                }
+                BatchOp::DeletePrefix(p) => {
+                    let lo = hex(p);
+                    let filter = match prefix_end(p) {
+                        Some(end) => doc! {"$gte": &lo, "$lt": hex(&end)},
+                        None => doc! {"$gte": &lo},
+                    };
+                    deletes.push(Bson::Document(doc! {"q": {"_id": filter.clone()}, "limit": 0}));
+                    deletes.push(Bson::Document(doc! {"q": {"_id": filter}, "limit": 0, "kv_parts": true}));
+                }
+            }
+            if deletes.len() >= CHUNK {
+                self.flush_deletes(conn, &mut deletes)?;
+            }
+        }
+        self.flush_updates(conn, &mut updates, &mut part_inserts)?;
+        self.flush_deletes(conn, &mut deletes)?;
+        let mut commit = doc! {
+            "commitTransaction": 1,
+            "writeConcern": {"w": 1, "j": self.sync == SyncMode::Commit},
+        };
+        self.in_txn(conn, &mut commit);
+        commit.insert("$db", "admin");
+        conn.command(&commit).map_err(|f| self.fail("commit", f))?;
+        Ok(next)
+    }
+
+    fn flush_updates(&self, conn: &mut Conn, updates: &mut Vec<Bson>, parts: &mut Vec<Bson>) -> Result<()> {
+        if !updates.is_empty() {
+            let cmd = doc! {"update": "kv", "updates": std::mem::take(updates), "ordered": true};
+            self.run(conn, "commit", cmd)?;
+        }
+        if !parts.is_empty() {
+            let cmd = doc! {"insert": "kv_parts", "documents": std::mem::take(parts), "ordered": true};
+            self.run(conn, "commit", cmd)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes of `kv`, and of `kv_parts` for statements marked so (in
+    /// order: a run of each collection is one command).
+    fn flush_deletes(&self, conn: &mut Conn, deletes: &mut Vec<Bson>) -> Result<()> {
+        let all = std::mem::take(deletes);
+        let mut run: Vec<Bson> = Vec::new();
+        let mut run_parts = false;
+        for d in all {
+            let Bson::Document(mut d) = d else { continue };
+            let parts = d.remove("kv_parts").is_some() || is_parts_range(&d);
+            if parts != run_parts && !run.is_empty() {
+                self.delete_run(conn, run_parts, std::mem::take(&mut run))?;
+            }
+            run_parts = parts;
+            run.push(Bson::Document(d));
+        }
+        if !run.is_empty() {
+            self.delete_run(conn, run_parts, run)?;
+        }
+        Ok(())
+    }
+
+    fn delete_run(&self, conn: &mut Conn, parts: bool, run: Vec<Bson>) -> Result<()> {
+        let coll = if parts { "kv_parts" } else { "kv" };
+        let cmd = doc! {"delete": coll, "deletes": run, "ordered": true};
+        self.run(conn, "commit", cmd).map(drop)
+    }
+
+    fn commit_on(&self, mut conn: Conn, batch: &Batch, revision: u64) -> Result<u64> {
+        let result = self.write(&mut conn, batch, revision);
+        match result {
+            Ok(_) => self.give_back(conn),
+            Err(_) => self.end(conn),
+        }
+        result
+    }
+}
+
+/// A delete statement of the parts of one key (`{_id: {$gte: "HEX:", $lt: "HEX;"}}`).
+fn is_parts_range(d: &Document) -> bool {
+    d.get_document("q")
+        .and_then(|q| q.get_document("_id"))
+        .and_then(|r| r.get_str("$gte"))
+        .is_ok_and(|lo| lo.ends_with(':'))
+}
+
+fn first_batch(reply: &Document) -> Vec<Document> {
+    reply
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .map(|a| a.iter().filter_map(|d| d.as_document().cloned()).collect())
+        .unwrap_or_default()
+}
+
+/// A transaction on a pooled connection; aborted (the connection pooled
+/// again) on drop unless committed.
+struct MongoView<'a> {
+    backend: &'a MongoBackend,
+    conn: Mutex<Option<Conn>>,
+    revision: u64,
+}
+
+impl Drop for MongoView<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+            self.backend.end(conn);
+        }
+    }
+}
+
+impl MongoView<'_> {
+    fn on_conn<T>(&self, f: impl FnOnce(&mut Conn) -> Result<T>) -> Result<T> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        f(guard.as_mut().expect("live until dropped or committed"))
+    }
+}
+
+impl Snapshot for MongoView<'_> {
+    fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let b = self.backend;
+        self.on_conn(|conn| {
+            let find = doc! {"find": "kv", "filter": {"_id": hex(key)}, "limit": 1i64, "singleBatch": true};
+            let reply = b.run(conn, "read", find)?;
+            match first_batch(&reply).first() {
+                None => Ok(None),
+                Some(d) => b.value_of(conn, d).map(Some),
+            }
+        })
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
+        if end.is_some_and(|end| end <= start) {
+            return Ok(());
+        }
+        let b = self.backend;
+        let (mut low, mut low_inclusive, mut high) = (hex(start), true, end.map(hex));
+        let mut limit = FIRST_PAGE;
+        loop {
+            let page: Vec<(Vec<u8>, Vec<u8>)> = self.on_conn(|conn| {
+                let mut range = Document::new();
+                range.insert(if low_inclusive { "$gte" } else { "$gt" }, &low);
+                if let Some(h) = &high {
+                    range.insert("$lt", h);
+                }
+                let find = doc! {
+                    "find": "kv", "filter": {"_id": range}, "sort": {"_id": if reverse { -1 } else { 1 }},
+                    "limit": limit, "batchSize": limit, "singleBatch": true,
+                };
+                let reply = b.run(conn, "scan", find)?;
+                first_batch(&reply)
+                    .iter()
+                    .map(|d| {
+                        let k = d.get_str("_id").ok().and_then(unhex).ok_or_else(|| {
+                            StoreError::corrupted(format!("{}: a document of kv is not canopy's", b.place))
+                        })?;
+                        Ok((k, b.value_of(conn, d)?))
+                    })
+                    .collect()
+            })?;
+            for (k, v) in &page {
+                if !visit(k, v)? {
+                    return Ok(());
+                }
+            }
+            let Some((last, _)) = page.last().filter(|_| page.len() as i64 == limit) else { return Ok(()) };
+            if reverse {
+                high = Some(hex(last));
+            } else {
+                low = hex(last);
+                low_inclusive = false;
+            }
+            limit = (limit * 4).min(MAX_PAGE);
+        }
+    }
+}
+
+impl WriteView for MongoView<'_> {
+    fn commit(self: Box<Self>, batch: &Batch) -> Result<u64> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner()).take().expect("live until committed");
+        self.backend.commit_on(conn, batch, self.revision)
+    }
+}
+
+impl Backend for MongoBackend {
+    fn kind(&self) -> &'static str {
+        "mongodb"
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        let (conn, revision) = self.begin()?;
+        Ok(Box::new(MongoView { backend: self, conn: Mutex::new(Some(conn)), revision }))
+    }
+
+    fn apply(&self, batch: &Batch) -> Result<u64> {
+        let (conn, revision) = self.begin()?;
+        self.commit_on(conn, batch, revision)
+    }
+
+    fn begin_write(&self) -> Result<Box<dyn WriteView + '_>> {
+        let (conn, revision) = self.begin()?;
+        Ok(Box::new(MongoView { backend: self, conn: Mutex::new(Some(conn)), revision }))
+    }
+
+    fn sync_mode(&self) -> SyncMode {
+        self.sync
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_keeps_byte_order() {
+        let keys: [&[u8]; 6] = [b"", b"\x00", b"\x00\xff", b"\x01", b"\x10a", b"\xff"];
+        for w in keys.windows(2) {
+            assert!(hex(w[0]) < hex(w[1]), "{:?} {:?}", w[0], w[1]);
+        }
+        assert_eq!(unhex(&hex(b"\x00ab\xff")).unwrap(), b"\x00ab\xff");
+        assert_eq!(unhex("abc"), None);
+    }
+
+    #[test]
+    fn bad_urls_are_refused() {
+        for (url, kind) in [
+            ("mongodb://h1:1,h2:2/db", ErrorKind::InvalidUrl),
+            ("mongodb://h/a.b", ErrorKind::InvalidUrl),
+            ("mongodb://h/db?directConnection=false", ErrorKind::InvalidUrl),
+            ("mongodb://h/db?replicaSet=x", ErrorKind::InvalidUrl),
+            ("mongodb://me:secret@h/db", ErrorKind::Unsupported),
+            ("mongodb://h/db?tls=true", ErrorKind::Unsupported),
+        ] {
+            let e = MongoBackend::open_url(&StoreUrl::parse(url).unwrap()).err().unwrap();
+            assert_eq!(e.kind(), kind, "{url}: {e}");
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+    }
+}

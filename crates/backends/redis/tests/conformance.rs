@@ -1,0 +1,35 @@
+//! Redis passes the conformance suite against the server `CANOPY_REDIS_URL`
+//! names (`eval "$(scripts/servers.sh start redis)"`), each test under its
+//! own key prefix, in both sync modes.
+
+use canopy_store::conformance::{namespace_of, server_url, with_params};
+use canopy_store::{Backend, StoreUrl};
+
+fn server() -> Option<String> {
+    server_url("CANOPY_REDIS_URL")
+}
+
+/// The store of the test directory `dir`: a prefix named after it.
+fn open(dir: &std::path::Path, params: &str) -> Box<dyn Backend> {
+    let server = server().expect("checked by the test");
+    let url = with_params(&server, &format!("prefix={}{params}", namespace_of("t_", dir)));
+    Box::new(canopy_redis::RedisBackend::open_url(&StoreUrl::parse(&url).unwrap()).unwrap())
+}
+
+mod sync_commit {
+    use super::*;
+    canopy_store::conformance_tests!(
+        |dir: &std::path::Path| -> Box<dyn Backend> { open(dir, "") },
+        persistent = true,
+        when = server().is_some()
+    );
+}
+
+mod sync_off {
+    use super::*;
+    canopy_store::conformance_tests!(
+        |dir: &std::path::Path| -> Box<dyn Backend> { open(dir, "&sync=off") },
+        persistent = true,
+        when = server().is_some()
+    );
+}

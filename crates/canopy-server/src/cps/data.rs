@@ -1,0 +1,816 @@
+//! The data, query and delta handlers of the CPS API, and the conversions
+//! between CPS's JSON (unqualified names, module prefixes on top-level nodes
+//! of replies) and canopy's trees.
+
+use std::collections::BTreeMap;
+
+use axum::http::StatusCode;
+use canopy::{Container, Edit, Node, Operation, Path, ReadOptions, Store, Value};
+use canopy_core::path::Selector;
+use canopy_yang::model::Model;
+use serde_json::{json, Map, Value as Json};
+
+use super::path::{self as cpath, children, local, xpath_of, Chain, Loc};
+use super::registry::{Anchor, ModuleRef, Registry};
+use super::{files, Call, CpsError, Reply};
+
+fn yang_model(anchor: &Anchor) -> Result<std::sync::Arc<canopy::YangSchema>, CpsError> {
+    anchor
+        .store
+        .yang_schema()
+        .map_err(|e| CpsError::internal(e.to_string()))?
+        .ok_or_else(|| CpsError::internal(format!("anchor {} has no schema", anchor.name)))
+}
+
+fn path_error(e: &cpath::PathError) -> CpsError {
+    CpsError::bad("Error while parsing cpsPath expression", e.to_string())
+}
+
+/// A canopy error as CPS reports it; `get` for the 404 of a missing node.
+fn data_error(anchor: &Anchor, e: canopy::Error, get: bool) -> CpsError {
+    match e {
+        canopy::Error::Data(canopy_core::Error::Exists { path }) => CpsError::exists(format!(
+            "1 data node(s) already exist for anchor {} and dataspace {}: {path}",
+            anchor.name, anchor.dataspace
+        )),
+        canopy::Error::Data(canopy_core::Error::NotFound { path }) => not_found(anchor, &path, get),
+        e if e.is_user_error() => CpsError::bad("Data Validation Failed", e.to_string()),
+        e => CpsError::internal(e.to_string()),
+    }
+}
+
+fn not_found(anchor: &Anchor, xpath: &str, get: bool) -> CpsError {
+    CpsError::not_found(
+        if get { StatusCode::NOT_FOUND } else { StatusCode::BAD_REQUEST },
+        format!(
+            "DataNode with xpath {xpath} was not found for anchor {} and dataspace {}.",
+            anchor.name, anchor.dataspace
+        ),
+    )
+}
+
+// --- uploads --------------------------------------------------------------------
+
+/// The modules of a schema set upload: `.yang` files and `.zip` archives of
+/// them, compiled together to check them.
+pub fn upload_modules(call: &Call) -> Result<Vec<ModuleRef>, CpsError> {
+    let parts = files::multipart(call.content_type(), &call.body).map_err(|e| CpsError::bad("Invalid upload", e))?;
+    let mut texts = Vec::new();
+    for p in parts.iter().filter(|p| p.name == "file") {
+        let name = p.filename.clone().unwrap_or_default();
+        let lower = name.to_ascii_lowercase();
+        let utf8 = |n: &str, b: &[u8]| {
+            String::from_utf8(b.to_vec()).map_err(|_| CpsError::bad("Invalid file", format!("{n} is not UTF-8 text")))
+        };
+        if lower.ends_with(".yang") {
+            texts.push((name.clone(), utf8(&name, &p.data)?));
+        } else if lower.ends_with(".zip") {
+            let entries = files::unzip(&p.data, ".yang").map_err(|e| CpsError::bad("Invalid zip file", e))?;
+            if entries.is_empty() {
+                return Err(CpsError::bad("Model validation failed", format!("{name}: no .yang file in the archive")));
+            }
+            for (n, b) in entries {
+                texts.push((n.clone(), utf8(&n, &b)?));
+            }
+        } else {
+            return Err(CpsError::bad(
+                "Unsupported file type.",
+                format!("Filename: {name}. Only .yang and .zip files."),
+            ));
+        }
+    }
+    if texts.is_empty() {
+        return Err(CpsError::bad("Missing file", "Required part 'file' is not present."));
+    }
+    let dir = super::registry::module_dir(&texts).map_err(|e| CpsError::internal(e.to_string()))?;
+    let schema = canopy::YangSchema::add_texts(&[], &texts, &[dir.path().to_path_buf()])
+        .map_err(|e| CpsError::bad("Model validation failed", e.to_string()))?;
+    Ok(schema
+        .modules()
+        .iter()
+        .map(|m| {
+            let (namespace, prefix) = super::registry::header(&m.text);
+            ModuleRef { name: m.name.clone(), revision: m.revision.clone(), namespace, prefix, text: m.text.clone() }
+        })
+        .collect())
+}
+
+// --- output ---------------------------------------------------------------------
+
+fn value_json(v: &Value) -> Json {
+    match v {
+        Value::String(s) => Json::String(s.clone()),
+        Value::Number(n) => {
+            serde_json::from_str::<serde_json::Number>(n).map_or_else(|_| Json::String(n.clone()), Json::Number)
+        }
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Empty => Json::Null,
+    }
+}
+
+/// Where a node is in the schema, to print 64-bit integers as numbers.
+#[derive(Clone, Copy)]
+pub struct At<'m> {
+    model: &'m Model,
+    idx: Option<usize>,
+}
+
+impl<'m> At<'m> {
+    fn child(self, name: &str) -> At<'m> {
+        let idx = match self.idx {
+            None => self.model.top.get(name).copied(),
+            Some(i) => self.model.nodes[i].children.get(name).copied(),
+        };
+        At { model: self.model, idx }
+    }
+
+    fn int64(self) -> bool {
+        self.idx.is_some_and(|i| self.model.nodes[i].int64)
+    }
+
+    fn of(model: &'m Model, chain: &[Loc<'_>]) -> At<'m> {
+        chain.iter().fold(At { model, idx: None }, |at, l| at.child(l.name))
+    }
+}
+
+fn typed_json(v: &Value, at: At<'_>) -> Json {
+    match v {
+        Value::String(s) if at.int64() => {
+            serde_json::from_str::<serde_json::Number>(s).map_or_else(|_| Json::String(s.clone()), Json::Number)
+        }
+        v => value_json(v),
+    }
+}
+
+/// A node as CPS's data map: leaves, then (with depth left) child containers
+/// as objects and lists as arrays, names without module prefixes.
+pub fn data_map(c: &Container, depth: Option<usize>, at: At<'_>) -> Map<String, Json> {
+    let mut m = Map::new();
+    let deeper = match depth {
+        Some(0) => None,
+        Some(d) => Some(Some(d - 1)),
+        None => Some(None),
+    };
+    for (name, node) in c.children.iter() {
+        let key = local(name).to_string();
+        let cat = at.child(name);
+        match node {
+            Node::Leaf { value, .. } => {
+                m.insert(key, typed_json(value, cat));
+            }
+            Node::LeafList(v) => {
+                m.insert(key, v.iter().map(|e| typed_json(&e.value, cat)).collect());
+            }
+            Node::AnyData { value, .. } => {
+                m.insert(key, (**value).clone());
+            }
+            Node::Container(cc) => {
+                if let Some(d) = deeper {
+                    m.insert(key, Json::Object(data_map(cc, d, cat)));
+                }
+            }
+            Node::List(l) => {
+                if let Some(d) = deeper {
+                    m.insert(key, l.entries().map(|e| Json::Object(data_map(e, d, cat))).collect());
+                }
+            }
+        }
+    }
+    m
+}
+
+fn chain_map(model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Map<String, Json> {
+    data_map(chain.last().expect("a node").node, depth, At::of(model, chain))
+}
+
+/// `prefix:name` of a result: CPS names every node with the prefix of its
+/// top-level node's module.
+fn qualified(anchor: &Anchor, chain: &[Loc<'_>]) -> String {
+    let top = chain.first().map_or("", |l| l.name);
+    let module = top.split_once(':').map_or("", |(m, _)| m);
+    let last = chain.last().map_or("", |l| local(l.name));
+    format!("{}:{last}", anchor.set.prefix_of(module))
+}
+
+fn node_map(anchor: &Anchor, model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Json {
+    let mut m = Map::new();
+    m.insert(qualified(anchor, chain), Json::Object(chain_map(model, chain, depth)));
+    Json::Object(m)
+}
+
+/// `descendants` (v2, v3) or `include-descendants` (v1): levels of child
+/// nodes to include, `None` for all.
+fn descendants(call: &Call, version: u8) -> Result<Option<usize>, CpsError> {
+    if version == 1 {
+        return Ok(if call.bool_param("include-descendants")? { None } else { Some(0) });
+    }
+    let raw = call.param("descendants").unwrap_or("");
+    match raw {
+        "" | "none" | "0" => Ok(Some(0)),
+        "all" | "-1" => Ok(None),
+        "direct" | "1" => Ok(Some(1)),
+        n if n.bytes().all(|b| b.is_ascii_digit()) => n.parse::<usize>().map(Some).map_err(|_| {
+            CpsError::bad(
+                "FetchDescendantsOption validation error.",
+                format!("{n} is not valid fetch descendants option"),
+            )
+        }),
+        n => Err(CpsError::bad(
+            "FetchDescendantsOption validation error.",
+            format!("{n} is not valid fetch descendants option"),
+        )),
+    }
+}
+
+// --- reading --------------------------------------------------------------------
+
+fn read(anchor: &Anchor, at: &Path, depth: Option<usize>) -> Result<Container, CpsError> {
+    let opts = ReadOptions { depth: depth.map(|d| d + 1), ..ReadOptions::default() };
+    anchor.store.running().get(&at.to_string(), opts).map_err(|e| data_error(anchor, e, true))
+}
+
+fn same_key(a: &str, b: &str) -> bool {
+    a == b || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// The nodes of `root` at an instance path (every entry of a list when the
+/// path names the list without keys).
+fn locate<'a>(root: &'a Container, at: &Path) -> Vec<Chain<'a>> {
+    let mut found: Vec<Chain<'a>> = vec![vec![Loc { name: "", keys: Vec::new(), node: root }]];
+    for seg in &at.segments {
+        let mut next = Vec::new();
+        for chain in &found {
+            for child in children(chain.last().expect("a chain").node) {
+                if child.name != seg.name {
+                    continue;
+                }
+                let hit = match &seg.selector {
+                    Selector::Keys(kv) => {
+                        kv.iter().all(|(k, v)| child.keys.iter().any(|(ck, cv)| ck == k && same_key(cv, v)))
+                    }
+                    _ => true,
+                };
+                if hit {
+                    let mut c = chain.clone();
+                    c.push(child);
+                    next.push(c);
+                }
+            }
+        }
+        found = next;
+    }
+    for c in &mut found {
+        c.remove(0);
+    }
+    found.retain(|c| !c.is_empty());
+    found
+}
+
+fn instance(anchor: &Anchor, xpath: &str) -> Result<Path, CpsError> {
+    if xpath == "/" || xpath.is_empty() {
+        return Ok(Path::root());
+    }
+    let yang = yang_model(anchor)?;
+    cpath::to_instance(xpath, yang.model()).map_err(|e| path_error(&e))
+}
+
+pub fn get_node(anchor: &Anchor, call: &Call, version: u8) -> Result<Reply, CpsError> {
+    let depth = descendants(call, version)?;
+    let xpath = call.param("xpath").unwrap_or("/");
+    let at = instance(anchor, xpath)?;
+    let yang = yang_model(anchor)?;
+    let model = yang.model();
+    let tree = read(anchor, &at, depth)?;
+    let found = if at.segments.is_empty() {
+        children(&tree).into_iter().map(|l| vec![l]).collect()
+    } else {
+        locate(&tree, &at)
+    };
+    if found.is_empty() {
+        return Err(match at.segments.is_empty() {
+            true => CpsError::not_found(
+                StatusCode::NOT_FOUND,
+                format!("DataNode not found for anchor {} and dataspace {}.", anchor.name, anchor.dataspace),
+            ),
+            false => not_found(anchor, xpath, true),
+        });
+    }
+    let reply = match version {
+        1 => node_map(anchor, model, &found[0], depth),
+        2 => found.iter().map(|c| node_map(anchor, model, c, depth)).collect(),
+        _ => {
+            let mut m = Map::new();
+            for c in &found {
+                let name = qualified(anchor, c);
+                let data = Json::Object(chain_map(model, c, depth));
+                if c.last().is_some_and(|l| !l.keys.is_empty()) {
+                    match m.entry(name).or_insert_with(|| Json::Array(Vec::new())) {
+                        Json::Array(a) => a.push(data),
+                        other => *other = data,
+                    }
+                } else {
+                    m.insert(name, data);
+                }
+            }
+            Json::Object(m)
+        }
+    };
+    Ok(Reply::Json(reply, vec![]))
+}
+
+// --- writing --------------------------------------------------------------------
+
+/// The schema node at an instance path (`None` for the root).
+fn schema_at(model: &Model, at: &Path) -> Option<usize> {
+    let mut idx = None;
+    for seg in &at.segments {
+        idx = Some(match idx {
+            None => *model.top.get(&seg.name)?,
+            Some(p) => {
+                let n: &canopy_yang::model::SNode = &model.nodes[p];
+                *n.children.get(&seg.name)?
+            }
+        });
+    }
+    idx
+}
+
+fn child_schema(model: &Model, parent: Option<usize>, name: &str) -> Option<usize> {
+    let (module, want) = name.split_once(':').map_or((None, name), |(m, n)| (Some(m), n));
+    let pick = |(n, i): (&String, &usize)| {
+        (local(n) == want && module.is_none_or(|m| model.nodes[*i].module == m)).then_some(*i)
+    };
+    match parent {
+        None => model.top.iter().find_map(pick),
+        Some(p) => model.nodes[p].children.iter().find_map(pick),
+    }
+}
+
+fn key_text(v: &Json) -> Option<String> {
+    match v {
+        Json::String(s) => Some(s.clone()),
+        Json::Number(n) => Some(n.to_string()),
+        Json::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// One write of a CPS body: (path, RFC 7951 JSON of the node there).
+struct Write {
+    path: Path,
+    json: String,
+}
+
+/// The members of a CPS body under `parent`, as canopy writes: containers and
+/// leaves whole, lists entry by entry (or whole, with `whole_lists`).
+fn writes(model: &Model, parent: &Path, body: &Json, whole_lists: bool) -> Result<Vec<Write>, CpsError> {
+    let Json::Object(members) = body else {
+        return Err(CpsError::bad("Data Validation Failed", "the data must be a JSON object naming its nodes"));
+    };
+    let pidx = schema_at(model, parent);
+    let mut out = Vec::new();
+    for (name, value) in members {
+        let idx = child_schema(model, pidx, name).ok_or_else(|| {
+            CpsError::bad("Data Validation Failed", format!("no data node `{name}` under {}", xpath_text(parent)))
+        })?;
+        let n = &model.nodes[idx];
+        let canon = n.name.clone();
+        let member = |v: &Json| {
+            let mut m = Map::new();
+            m.insert(canon.clone(), v.clone());
+            Json::Object(m).to_string()
+        };
+        if n.kind == canopy_core::schema::NodeKind::List && !whole_lists {
+            let entries = match value {
+                Json::Array(a) => a.clone(),
+                Json::Object(_) => vec![value.clone()],
+                _ => return Err(CpsError::bad("Data Validation Failed", format!("list `{name}` takes objects"))),
+            };
+            for e in entries {
+                let mut keys = Vec::new();
+                for k in &n.keys {
+                    let v = e.get(local(k)).and_then(key_text).ok_or_else(|| {
+                        CpsError::bad("Data Validation Failed", format!("an entry of list `{name}` has no key `{k}`"))
+                    })?;
+                    keys.push((k.clone(), v));
+                }
+                out.push(Write {
+                    path: parent.child(canon.clone(), Selector::Keys(keys)),
+                    json: member(&Json::Array(vec![e])),
+                });
+            }
+        } else {
+            out.push(Write { path: parent.child(canon.clone(), Selector::None), json: member(value) });
+        }
+    }
+    Ok(out)
+}
+
+fn xpath_text(p: &Path) -> String {
+    if p.segments.is_empty() {
+        return "/".into();
+    }
+    let mut s = String::new();
+    for seg in &p.segments {
+        s.push('/');
+        s.push_str(local(&seg.name));
+        if let Selector::Keys(kv) = &seg.selector {
+            let inner: Vec<String> =
+                kv.iter().map(|(k, v)| format!("@{}='{}'", local(k), v.replace('\'', "''"))).collect();
+            s.push_str(&format!("[{}]", inner.join(" and ")));
+        }
+    }
+    s
+}
+
+fn body_json(call: &Call) -> Result<Json, CpsError> {
+    let ct = call.content_type().to_ascii_lowercase();
+    if ct.contains("xml") {
+        return Err(CpsError::bad("Data Validation Failed", "XML bodies are not supported yet; send application/json"));
+    }
+    serde_json::from_slice(&call.body)
+        .map_err(|e| CpsError::bad("Data Validation Failed", format!("malformed JSON: {e}")))
+}
+
+/// CPS's observed-timestamp: `yyyy-MM-dd'T'HH:mm:ss.SSSZ` (`Z` as `+hhmm`).
+fn check_timestamp(call: &Call) -> Result<(), CpsError> {
+    let Some(t) = call.param("observed-timestamp").filter(|t| !t.is_empty()) else { return Ok(()) };
+    let b = t.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
+    let ok = b.len() == 28
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19)
+        && b[19] == b'.'
+        && digits(20..23)
+        && matches!(b[23], b'+' | b'-')
+        && digits(24..28);
+    if ok {
+        Ok(())
+    } else {
+        Err(CpsError::bad(
+            "observed-timestamp must be in ISO format",
+            format!("`{t}` is not yyyy-MM-ddTHH:mm:ss.SSS+hhmm"),
+        ))
+    }
+}
+
+fn exists(anchor: &Anchor, at: &Path) -> Result<bool, CpsError> {
+    if at.segments.is_empty() {
+        return Ok(true);
+    }
+    let tree = read(anchor, at, Some(0))?;
+    Ok(!locate(&tree, at).is_empty())
+}
+
+fn edits_of(store: &Store, ws: &[Write], op: Operation) -> Result<Vec<Edit>, canopy::Error> {
+    let s = store.running();
+    ws.iter().map(|w| s.parse_edit(op, w.path.clone(), Some(&w.json), None)).collect()
+}
+
+/// A store holding nothing but the anchor's schema: dry runs and posted
+/// documents are validated in it.
+fn scratch(anchor: &Anchor) -> Result<Store, CpsError> {
+    let store = Store::from_backend(
+        Box::new(canopy_store::memory::MemoryBackend::new()),
+        "memory:cps-scratch",
+        canopy::Options::default(),
+    )
+    .map_err(|e| CpsError::internal(e.to_string()))?;
+    let texts = anchor.set.texts();
+    let dir = super::registry::module_dir(&texts).map_err(|e| CpsError::internal(e.to_string()))?;
+    store.schema_add_texts(&texts, &[dir.path().to_path_buf()]).map_err(|e| CpsError::internal(e.to_string()))?;
+    Ok(store)
+}
+
+/// POST/PUT/PATCH/DELETE of `nodes` and `list-nodes`.
+pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError> {
+    check_timestamp(call)?;
+    let xpath = if list { call.required("xpath")? } else { call.param("xpath").unwrap_or("/") };
+    let at = instance(anchor, xpath)?;
+    let yang = yang_model(anchor)?;
+    let model = yang.model();
+    let method = call.method.as_str();
+    if method == "DELETE" {
+        let s = anchor.store.running();
+        let edits = if at.segments.is_empty() {
+            let tree = read(anchor, &at, Some(0))?;
+            tree.children.iter().map(|(n, _)| Edit::delete(Path::root().child(n.clone(), Selector::None))).collect()
+        } else {
+            if !exists(anchor, &at)? {
+                return Err(not_found(anchor, xpath, false));
+            }
+            vec![Edit::delete(at.clone())]
+        };
+        s.apply(&edits).map_err(|e| data_error(anchor, e, false))?;
+        return Ok(Reply::Status(StatusCode::NO_CONTENT));
+    }
+    let body = body_json(call)?;
+    let dry = call.bool_param("dry-run")?;
+    let (op, whole, status) = match (method, list) {
+        ("POST", _) => (Operation::Create, false, StatusCode::CREATED),
+        ("PUT", false) => (Operation::Replace, false, StatusCode::OK),
+        ("PUT", true) => (Operation::Replace, true, StatusCode::OK),
+        ("PATCH", false) => (Operation::Merge, false, StatusCode::OK),
+        _ => {
+            return Err(CpsError {
+                status: StatusCode::METHOD_NOT_ALLOWED,
+                message: "Method not allowed".into(),
+                details: format!("{method} is not supported here"),
+            })
+        }
+    };
+    let ws = writes(model, &at, &body, whole)?;
+    if ws.is_empty() {
+        return Err(CpsError::bad("Data Validation Failed", "the data holds no node"));
+    }
+    if dry {
+        let store = scratch(anchor)?;
+        let edits = edits_of(&store, &ws, Operation::Merge).map_err(|e| data_error(anchor, e, false))?;
+        store.running().apply(&edits).map_err(|e| data_error(anchor, e, false))?;
+        return Ok(Reply::Status(StatusCode::OK));
+    }
+    if !exists(anchor, &at)? {
+        return Err(not_found(anchor, xpath, false));
+    }
+    if op == Operation::Merge {
+        for w in &ws {
+            if !exists(anchor, &w.path)? {
+                return Err(not_found(anchor, &xpath_text(&w.path), false));
+            }
+        }
+    }
+    let edits = edits_of(&anchor.store, &ws, op).map_err(|e| data_error(anchor, e, false))?;
+    anchor.store.running().apply(&edits).map_err(|e| data_error(anchor, e, false))?;
+    Ok(Reply::Status(status))
+}
+
+// --- queries --------------------------------------------------------------------
+
+/// The results of a CPS path on one anchor: nodes (with their depth) or,
+/// for the attribute axis, distinct `{leaf: value}` pairs.
+fn run_query(anchor: &Anchor, cps_path: &str, depth: Option<usize>) -> Result<Vec<Json>, CpsError> {
+    let q = cpath::parse(cps_path).map_err(|e| path_error(&e))?;
+    let yang = yang_model(anchor)?;
+    let Some(at) = cpath::plan(&q, yang.model()) else { return Ok(Vec::new()) };
+    let tree =
+        anchor.store.running().get(&at.to_string(), ReadOptions::default()).map_err(|e| data_error(anchor, e, true))?;
+    let found = cpath::evaluate(&q, &tree);
+    if let Some(attr) = &q.attribute {
+        let mut seen = Vec::new();
+        for chain in &found {
+            for v in cpath::leaf_values(chain.last().expect("a node").node, attr) {
+                let j = value_json(v);
+                if !seen.contains(&j) {
+                    seen.push(j);
+                }
+            }
+        }
+        return Ok(seen.into_iter().map(|v| json!({ attr.as_str(): v })).collect());
+    }
+    Ok(found.iter().map(|c| node_map(anchor, yang.model(), c, depth)).collect())
+}
+
+pub fn query(anchor: &Anchor, call: &Call, version: u8) -> Result<Reply, CpsError> {
+    let depth = descendants(call, version)?;
+    let cps_path = call.param("cps-path").unwrap_or("/");
+    Ok(Reply::Json(Json::Array(run_query(anchor, cps_path, depth)?), vec![]))
+}
+
+pub fn query_dataspace(reg: &Registry, ds: &str, call: &Call) -> Result<Reply, CpsError> {
+    let depth = descendants(call, 2)?;
+    let cps_path = call.param("cps-path").unwrap_or("/");
+    cpath::parse(cps_path).map_err(|e| path_error(&e))?;
+    let page = |name: &str| -> Result<Option<usize>, CpsError> {
+        match call.param(name) {
+            None | Some("") => Ok(None),
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if n > 0 => Ok(Some(n)),
+                _ => Err(CpsError::bad("Invalid pagination", format!("{name} must be greater than zero, not `{v}`"))),
+            },
+        }
+    };
+    let (index, size) = (page("pageIndex")?, page("pageSize")?);
+    let mut hits = Vec::new();
+    for (name, _) in reg.anchors(ds)? {
+        let anchor = reg.anchor(ds, &name)?;
+        let nodes = run_query(&anchor, cps_path, depth)?;
+        if !nodes.is_empty() {
+            hits.push(json!({"anchorName": name, "dataNodes": nodes}));
+        }
+    }
+    let (hits, pages) = match (index, size) {
+        (Some(i), Some(s)) => {
+            let pages = hits.len().div_ceil(s).max(1);
+            (hits.into_iter().skip((i - 1).saturating_mul(s)).take(s).collect(), pages)
+        }
+        _ => (hits, 1),
+    };
+    Ok(Reply::Json(Json::Array(hits), vec![("total-pages", pages.to_string())]))
+}
+
+// --- delta ----------------------------------------------------------------------
+
+fn leaves(model: &Model, c: &Chain<'_>) -> BTreeMap<String, Json> {
+    chain_map(model, c, Some(0)).into_iter().collect()
+}
+
+fn diff(model: &Model, src: Option<&Chain<'_>>, tgt: Option<&Chain<'_>>, out: &mut Vec<Json>) {
+    match (src, tgt) {
+        (Some(s), None) => out.push(json!({
+            "action": "remove", "xpath": xpath_of(s),
+            "sourceData": chain_map(model, s, None),
+        })),
+        (None, Some(t)) => out.push(json!({
+            "action": "create", "xpath": xpath_of(t),
+            "targetData": chain_map(model, t, None),
+        })),
+        (Some(s), Some(t)) => {
+            let (a, b) = (leaves(model, s), leaves(model, t));
+            let mut sd = Map::new();
+            let mut td = Map::new();
+            for (k, v) in &a {
+                if b.get(k) != Some(v) {
+                    sd.insert(k.clone(), v.clone());
+                }
+            }
+            for (k, v) in &b {
+                if a.get(k) != Some(v) {
+                    td.insert(k.clone(), v.clone());
+                }
+            }
+            if !sd.is_empty() || !td.is_empty() {
+                let mut e = Map::new();
+                e.insert("action".into(), json!("replace"));
+                e.insert("xpath".into(), json!(xpath_of(s)));
+                if !sd.is_empty() {
+                    e.insert("sourceData".into(), Json::Object(sd));
+                }
+                if !td.is_empty() {
+                    e.insert("targetData".into(), Json::Object(td));
+                }
+                out.push(Json::Object(e));
+            }
+            diff_children(model, s, t, out);
+        }
+        (None, None) => {}
+    }
+}
+
+fn extend<'a>(c: &Chain<'a>) -> Vec<(String, Chain<'a>)> {
+    children(c.last().expect("a node").node)
+        .into_iter()
+        .map(|l| {
+            let mut n = c.clone();
+            n.push(l);
+            (xpath_of(&n), n)
+        })
+        .collect()
+}
+
+fn diff_children(model: &Model, s: &Chain<'_>, t: &Chain<'_>, out: &mut Vec<Json>) {
+    let (a, b) = (extend(s), extend(t));
+    for (x, sc) in &a {
+        diff(model, Some(sc), b.iter().find(|(y, _)| y == x).map(|(_, c)| c), out);
+    }
+    for (x, tc) in &b {
+        if !a.iter().any(|(y, _)| y == x) {
+            diff(model, None, Some(tc), out);
+        }
+    }
+}
+
+fn delta_trees(model: &Model, src: &Container, tgt: &Container, at: &Path) -> Vec<Json> {
+    let mut out = Vec::new();
+    let (a, b) = if at.segments.is_empty() {
+        (children(src).into_iter().map(|l| vec![l]).collect(), children(tgt).into_iter().map(|l| vec![l]).collect())
+    } else {
+        (locate(src, at), locate(tgt, at))
+    };
+    for sc in &a {
+        let x = xpath_of(sc);
+        diff(model, Some(sc), b.iter().find(|c| xpath_of(c) == x), &mut out);
+    }
+    for tc in &b {
+        let x = xpath_of(tc);
+        if !a.iter().any(|c| xpath_of(c) == x) {
+            diff(model, None, Some(tc), &mut out);
+        }
+    }
+    out
+}
+
+pub fn delta_anchors(src: &Anchor, tgt: &Anchor, call: &Call) -> Result<Reply, CpsError> {
+    let xpath = call.param("xpath").unwrap_or("/");
+    let at = instance(src, xpath)?;
+    let a = read(src, &at, None)?;
+    let b = read(tgt, &at, None)?;
+    let yang = yang_model(src)?;
+    Ok(Reply::Json(Json::Array(delta_trees(yang.model(), &a, &b, &at)), vec![]))
+}
+
+pub fn delta_document(src: &Anchor, call: &Call) -> Result<Reply, CpsError> {
+    let xpath = call.param("xpath").unwrap_or("/");
+    let at = instance(src, xpath)?;
+    let parts = files::multipart(call.content_type(), &call.body).map_err(|e| CpsError::bad("Invalid upload", e))?;
+    let doc = parts
+        .iter()
+        .find(|p| p.name == "targetData")
+        .ok_or_else(|| CpsError::bad("Missing file", "Required part 'targetData' is not present."))?;
+    let body: Json = serde_json::from_slice(&doc.data)
+        .map_err(|e| CpsError::bad("Data Validation Failed", format!("targetData is not JSON: {e}")))?;
+    let store = scratch(src)?;
+    let yang = yang_model(src)?;
+    let ws = writes(yang.model(), &Path::root(), &body, false)?;
+    let edits = edits_of(&store, &ws, Operation::Merge).map_err(|e| data_error(src, e, false))?;
+    store.running().apply(&edits).map_err(|e| data_error(src, e, false))?;
+    let b = store.running().get(&at.to_string(), ReadOptions::default()).map_err(|e| data_error(src, e, false))?;
+    let a = read(src, &at, None)?;
+    Ok(Reply::Json(Json::Array(delta_trees(yang.model(), &a, &b, &at)), vec![]))
+}
+
+pub fn apply_delta(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
+    let report = body_json(call)?;
+    let Json::Array(entries) = report else {
+        return Err(CpsError::bad("Data Validation Failed", "a delta report is a JSON array"));
+    };
+    let yang = yang_model(anchor)?;
+    let model = yang.model();
+    let s = anchor.store.running();
+    let mut edits = Vec::new();
+    for e in &entries {
+        let action = e["action"].as_str().unwrap_or("");
+        let xpath = e["xpath"]
+            .as_str()
+            .ok_or_else(|| CpsError::bad("Data Validation Failed", "a delta entry needs an xpath"))?;
+        let at = cpath::to_instance(xpath, model).map_err(|e| path_error(&e))?;
+        let Some(last) = at.last().cloned() else {
+            return Err(CpsError::bad("Data Validation Failed", "a delta entry names a data node, not `/`"));
+        };
+        let parent = at.parent().unwrap_or_default();
+        match action {
+            "create" => {
+                let idx = schema_at(model, &at)
+                    .ok_or_else(|| CpsError::bad("Data Validation Failed", format!("no node {xpath}")))?;
+                let data = e.get("targetData").cloned().unwrap_or_else(|| json!({}));
+                let mut m = Map::new();
+                let v = if model.nodes[idx].kind == canopy_core::schema::NodeKind::List {
+                    Json::Array(vec![data])
+                } else {
+                    data
+                };
+                m.insert(last.name.clone(), v);
+                let json = Json::Object(m).to_string();
+                let _ = parent;
+                edits.push(
+                    s.parse_edit(Operation::Create, at.clone(), Some(&json), None)
+                        .map_err(|e| data_error(anchor, e, false))?,
+                );
+            }
+            "remove" => edits.push(Edit::delete(at.clone())),
+            "replace" => {
+                let target = e.get("targetData").and_then(Json::as_object).cloned().unwrap_or_default();
+                for (leaf, v) in &target {
+                    let p = at.child(leaf.clone(), Selector::None);
+                    let mut m = Map::new();
+                    m.insert(leaf.clone(), v.clone());
+                    edits.push(
+                        s.parse_edit(Operation::Merge, p, Some(&Json::Object(m).to_string()), None)
+                            .map_err(|e| data_error(anchor, e, false))?,
+                    );
+                }
+                for leaf in e
+                    .get("sourceData")
+                    .and_then(Json::as_object)
+                    .map(|m| m.keys().cloned().collect::<Vec<_>>())
+                    .unwrap_or_default()
+                {
+                    if !target.contains_key(&leaf) {
+                        edits.push(Edit {
+                            op: Operation::Remove,
+                            path: at.child(leaf, Selector::None),
+                            value: None,
+                            insert: None,
+                        });
+                    }
+                }
+            }
+            other => {
+                return Err(CpsError::bad(
+                    "Data Validation Failed",
+                    format!("unknown delta action `{other}` (create, remove or replace)"),
+                ))
+            }
+        }
+    }
+    s.apply(&edits).map_err(|e| data_error(anchor, e, false))?;
+    Ok(Reply::Status(StatusCode::CREATED))
+}

@@ -1,0 +1,273 @@
+//! ONAP CPS's REST API (`/cps/api`, cps-rest's OpenAPI v1, v2 and v3) over the
+//! server's store: dataspaces, schema sets, anchors, data nodes, CPS path
+//! queries and deltas. Each anchor is a canopy store of its own in a key range
+//! of the server's backend (`registry`); CPS paths are planned through the
+//! anchor's schema and evaluated on the subtree the plan reads (`path`).
+//!
+//! Errors are CPS's `ErrorMessage` (`{"status", "message", "details"}`) with
+//! the statuses of its `CpsRestExceptionHandler`: a data node that does not
+//! exist is 404 on GET and 400 otherwise, a missing dataspace, schema set or
+//! anchor 400, something that exists already 409.
+
+mod data;
+mod files;
+pub mod path;
+pub mod registry;
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value as Json};
+
+use crate::App;
+
+/// A CPS error reply.
+#[derive(Debug)]
+pub struct CpsError {
+    pub status: StatusCode,
+    pub message: String,
+    pub details: String,
+}
+
+impl CpsError {
+    pub fn bad(message: impl Into<String>, details: impl Into<String>) -> CpsError {
+        CpsError { status: StatusCode::BAD_REQUEST, message: message.into(), details: details.into() }
+    }
+
+    pub fn exists(details: String) -> CpsError {
+        CpsError { status: StatusCode::CONFLICT, message: "Already defined exception".into(), details }
+    }
+
+    pub fn in_use(message: String, details: String) -> CpsError {
+        CpsError { status: StatusCode::CONFLICT, message, details }
+    }
+
+    pub fn internal(details: String) -> CpsError {
+        CpsError { status: StatusCode::INTERNAL_SERVER_ERROR, message: "Internal Server Error".into(), details }
+    }
+
+    pub fn not_found(status: StatusCode, details: String) -> CpsError {
+        CpsError { status, message: "DataNode not found".into(), details }
+    }
+}
+
+impl IntoResponse for CpsError {
+    fn into_response(self) -> Response {
+        let reason = self.status.canonical_reason().unwrap_or("").to_ascii_uppercase().replace(' ', "_");
+        let body = json!({
+            "status": format!("{} {reason}", self.status.as_u16()),
+            "message": self.message,
+            "details": self.details,
+        });
+        (self.status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    }
+}
+
+/// What a handler answers.
+pub enum Reply {
+    Status(StatusCode),
+    Text(StatusCode, String),
+    Json(Json, Vec<(&'static str, String)>),
+}
+
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        match self {
+            Reply::Status(s) => s.into_response(),
+            Reply::Text(s, t) => (s, [(header::CONTENT_TYPE, "text/plain")], t).into_response(),
+            Reply::Json(v, extra) => {
+                let mut r =
+                    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response();
+                for (k, v) in extra {
+                    if let Ok(v) = v.parse() {
+                        r.headers_mut().insert(k, v);
+                    }
+                }
+                r
+            }
+        }
+    }
+}
+
+/// One request, as the handlers see it.
+pub struct Call {
+    pub method: Method,
+    pub segments: Vec<String>,
+    pub query: Vec<(String, String)>,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Call {
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn required(&self, name: &str) -> Result<&str, CpsError> {
+        self.param(name).ok_or_else(|| {
+            CpsError::bad("Missing request parameter", format!("Required request parameter '{name}' is not present"))
+        })
+    }
+
+    pub fn bool_param(&self, name: &str) -> Result<bool, CpsError> {
+        match self.param(name) {
+            None | Some("") | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(v) => Err(CpsError::bad("Invalid parameter", format!("{name} must be true or false, not `{v}`"))),
+        }
+    }
+
+    pub fn content_type(&self) -> &str {
+        self.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json")
+    }
+}
+
+fn decode(s: &str) -> String {
+    let plus = s.replace('+', " ");
+    percent_encoding::percent_decode_str(&plus).decode_utf8_lossy().into_owned()
+}
+
+/// The handler of everything under `/cps/api`.
+pub async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let body = match axum::body::to_bytes(body, app.config.max_body).await {
+        Ok(b) => b.to_vec(),
+        Err(e) => return CpsError::bad("Request body too large or unreadable", e.to_string()).into_response(),
+    };
+    let path = parts.uri.path().strip_prefix("/cps/api").unwrap_or("");
+    let segments = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    let query = parts
+        .uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|s| !s.is_empty())
+        .map(|kv| kv.split_once('=').map_or((decode(kv), String::new()), |(k, v)| (decode(k), decode(v))))
+        .collect();
+    let call = Call { method: parts.method, segments, query, headers: parts.headers, body };
+    let cps = app.cps.clone();
+    match tokio::task::spawn_blocking(move || route(&cps, &call)).await {
+        Ok(Ok(reply)) => reply.into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(e) => CpsError::internal(format!("the request failed: {e}")).into_response(),
+    }
+}
+
+fn no_such(call: &Call) -> CpsError {
+    CpsError {
+        status: StatusCode::NOT_FOUND,
+        message: "Resource Not Found".into(),
+        details: format!("no CPS resource {} /{}", call.method, call.segments.join("/")),
+    }
+}
+
+fn route(reg: &registry::Registry, call: &Call) -> Result<Reply, CpsError> {
+    let seg: Vec<&str> = call.segments.iter().map(String::as_str).collect();
+    let m = &call.method;
+    let Some((version, rest)) = seg.split_first() else { return Err(no_such(call)) };
+    let v = match *version {
+        "v1" => 1,
+        "v2" => 2,
+        "v3" => 3,
+        _ => return Err(no_such(call)),
+    };
+    match (m.as_str(), rest) {
+        ("POST", ["dataspaces"]) => {
+            let ds = call.required("dataspace-name")?;
+            reg.create_dataspace(ds)?;
+            Ok(created(v, ds))
+        }
+        ("DELETE", ["dataspaces"]) => {
+            reg.delete_dataspace(call.required("dataspace-name")?)?;
+            Ok(Reply::Status(StatusCode::NO_CONTENT))
+        }
+        ("GET", ["admin", "dataspaces"]) => {
+            Ok(Reply::Json(reg.dataspaces()?.into_iter().map(|n| json!({"name": n})).collect(), vec![]))
+        }
+        ("GET", ["admin", "dataspaces", ds]) => {
+            reg.dataspace_exists(ds)?;
+            Ok(Reply::Json(json!({"name": ds}), vec![]))
+        }
+        ("POST", ["admin", "dataspaces", ds, "actions", "clean"]) => {
+            reg.dataspace_exists(ds)?;
+            Ok(Reply::Status(StatusCode::NO_CONTENT))
+        }
+        ("POST", ["dataspaces", ds, "schema-sets"]) => {
+            let name = call.required("schema-set-name")?;
+            let modules = data::upload_modules(call)?;
+            reg.create_schema_set(ds, name, modules)?;
+            Ok(created(v, name))
+        }
+        ("GET", ["dataspaces", ds, "schema-sets"]) => {
+            Ok(Reply::Json(reg.schema_sets(ds)?.iter().map(|s| set_details(ds, s)).collect(), vec![]))
+        }
+        ("GET", ["dataspaces", ds, "schema-sets", name]) => {
+            Ok(Reply::Json(set_details(ds, &reg.schema_set(ds, name)?), vec![]))
+        }
+        ("DELETE", ["dataspaces", ds, "schema-sets", name]) => {
+            reg.delete_schema_set(ds, name)?;
+            Ok(Reply::Status(StatusCode::NO_CONTENT))
+        }
+        ("POST", ["dataspaces", ds, "anchors"]) => {
+            let set = call.required("schema-set-name")?;
+            let anchor = call.required("anchor-name")?;
+            reg.create_anchor(ds, set, anchor)?;
+            Ok(created(v, anchor))
+        }
+        ("GET", ["dataspaces", ds, "anchors"]) => {
+            let wanted: Option<Vec<&str>> = call.param("schema-set-names").map(|s| s.split(',').collect());
+            let list = reg
+                .anchors(ds)?
+                .into_iter()
+                .filter(|(_, s)| wanted.as_ref().is_none_or(|w| w.contains(&s.as_str())))
+                .map(|(a, s)| json!({"name": a, "dataspaceName": ds, "schemaSetName": s}))
+                .collect();
+            Ok(Reply::Json(list, vec![]))
+        }
+        ("GET", ["dataspaces", ds, "anchors", a]) => {
+            let s = reg.anchor_set(ds, a)?;
+            Ok(Reply::Json(json!({"name": a, "dataspaceName": ds, "schemaSetName": s}), vec![]))
+        }
+        ("DELETE", ["dataspaces", ds, "anchors", a]) => {
+            reg.delete_anchor(ds, a)?;
+            Ok(Reply::Status(StatusCode::NO_CONTENT))
+        }
+        ("GET", ["dataspaces", ds, "anchors", a, "node"]) => data::get_node(&*reg.anchor(ds, a)?, call, v),
+        (_, ["dataspaces", ds, "anchors", a, "nodes"]) => data::nodes(&*reg.anchor(ds, a)?, call, false),
+        (_, ["dataspaces", ds, "anchors", a, "list-nodes"]) => data::nodes(&*reg.anchor(ds, a)?, call, true),
+        ("GET", ["dataspaces", ds, "anchors", a, "nodes", "query"]) => data::query(&*reg.anchor(ds, a)?, call, v),
+        ("GET", ["dataspaces", ds, "nodes", "query"]) => data::query_dataspace(reg, ds, call),
+        ("GET", ["dataspaces", ds, "anchors", a, "delta"]) => {
+            let target = call.required("target-anchor-name")?;
+            data::delta_anchors(&*reg.anchor(ds, a)?, &*reg.anchor(ds, target)?, call)
+        }
+        ("POST", ["dataspaces", ds, "anchors", a, "delta"]) => data::delta_document(&*reg.anchor(ds, a)?, call),
+        ("POST", ["dataspaces", ds, "anchors", a, "applyChangesInDeltaReport"]) => {
+            data::apply_delta(&*reg.anchor(ds, a)?, call)
+        }
+        _ => Err(no_such(call)),
+    }
+}
+
+fn created(version: u8, name: &str) -> Reply {
+    match version {
+        1 => Reply::Text(StatusCode::CREATED, name.to_string()),
+        _ => Reply::Status(StatusCode::CREATED),
+    }
+}
+
+fn set_details(ds: &str, s: &registry::SchemaSet) -> Json {
+    json!({
+        "dataspaceName": ds,
+        "name": s.name,
+        "moduleReferences": s.modules.iter().map(|m| json!({
+            "name": m.name, "namespace": m.namespace, "revision": m.revision,
+        })).collect::<Vec<_>>(),
+    })
+}

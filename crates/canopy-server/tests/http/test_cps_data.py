@@ -1,0 +1,367 @@
+"""CPS REST data API over `canopy serve`: GET node (v1, v2, v3 with
+descendants), POST/PUT/PATCH/DELETE nodes, POST/PUT/DELETE list-nodes,
+dry-run, observed-timestamp, and the errors CPS gives."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from cps_support import BOOKSTORE_DATA, STORES_DATA, Cps, assert_cps_error, network, start
+
+NODE = "/v2/dataspaces/ds/anchors/a/node"
+NODES = "/v2/dataspaces/ds/anchors/a/nodes"
+LIST_NODES = "/v2/dataspaces/ds/anchors/a/list-nodes"
+
+
+@pytest.fixture
+def cps(tmp_path):
+    srv = start(tmp_path)
+    c = Cps(srv)
+    c.setup("ds", "ss", ("stores.yang",), ("a",))
+    yield c
+    assert srv.stop() == 0, srv.stderr_tail()
+
+
+@pytest.fixture
+def stores(cps):
+    r = cps.create("ds", "a", STORES_DATA)
+    assert r.status_code == 201, r.text
+    return cps
+
+
+SCIFI_LEAVES = {"code": 1, "name": "SciFi", "numberOfBooks": 2}
+KIDS_LEAVES = {"code": 2, "name": "Kids", "numberOfBooks": 1}
+
+
+def test_get_v1_without_descendants(stores):
+    r = stores.get("/v1/dataspaces/ds/anchors/a/node", xpath="/shops/bookstore")
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("application/json")
+    assert r.json() == {"book-store:bookstore": {"bookstore-name": "Chapters", "name": "Chapters"}}
+
+
+def test_get_v1_include_descendants(stores):
+    r = stores.get("/v1/dataspaces/ds/anchors/a/node", xpath="/shops", **{"include-descendants": "true"})
+    assert r.json() == {"book-store:shops": STORES_DATA["shops"]}
+
+
+def test_get_v2_descendants_all(stores):
+    assert stores.node("ds", "a", "/shops/bookstore", "all") == [
+        {"book-store:bookstore": STORES_DATA["shops"]["bookstore"]}
+    ]
+    assert stores.node("ds", "a", "/shops/bookstore", "-1") == stores.node("ds", "a", "/shops/bookstore", "all")
+
+
+@pytest.mark.parametrize("option", ["direct", "1"])
+def test_get_v2_descendants_direct(stores, option):
+    [node] = stores.node("ds", "a", "/shops/bookstore", option)
+    assert node == {
+        "book-store:bookstore": {
+            "bookstore-name": "Chapters",
+            "name": "Chapters",
+            "categories": [SCIFI_LEAVES, KIDS_LEAVES],
+        }
+    }
+
+
+@pytest.mark.parametrize("option", ["none", "0", ""])
+def test_get_v2_descendants_none(stores, option):
+    assert stores.node("ds", "a", "/shops/bookstore/categories[@code='1']", option) == [
+        {"book-store:categories": SCIFI_LEAVES}
+    ]
+
+
+def test_get_v2_descendants_depth_2(stores):
+    [node] = stores.node("ds", "a", "/shops/bookstore/categories[@code='1']", "2")
+    assert node == {
+        "book-store:categories": {
+            **SCIFI_LEAVES,
+            "books": {
+                "book": [
+                    {"title": "2001: A Space Odyssey", "price": 5, "label": ["sale", "classic"], "edition": ["1968", "2018"]},
+                    {"title": "Dune", "price": 5, "label": ["classic"], "edition": ["1965"]},
+                ]
+            },
+        }
+    }
+
+
+def test_get_v2_default_is_none(stores):
+    r = stores.get(NODE, xpath="/shops")
+    assert r.json() == [{"book-store:shops": {}}]
+
+
+def test_get_v2_root_returns_top_level_nodes(stores):
+    assert stores.node("ds", "a", "/", "all") == [{"book-store:shops": STORES_DATA["shops"]}]
+
+
+def test_get_v3_single_node_and_list(stores):
+    assert stores.node("ds", "a", "/shops/bookstore/categories[@code='2']", "none", version="v3") == {
+        "book-store:categories": [KIDS_LEAVES]
+    }
+    got = stores.node("ds", "a", "/shops/bookstore/categories", "none", version="v3")
+    assert got == {"book-store:categories": [SCIFI_LEAVES, KIDS_LEAVES]}
+    assert stores.node("ds", "a", "/shops", "all", version="v3") == {"book-store:shops": STORES_DATA["shops"]}
+
+
+@pytest.mark.parametrize("xpath", ["/shops/bookstore/categories[@code=1]", '/shops/bookstore/categories[@code="1"]'])
+def test_key_spellings(stores, xpath):
+    assert stores.node("ds", "a", xpath, "none") == [{"book-store:categories": SCIFI_LEAVES}]
+
+
+def test_get_missing_node_is_404(stores):
+    r = stores.get(NODE, xpath="/shops/bookstore/categories[@code='9']")
+    body = assert_cps_error(r, 404, "DataNode not found")
+    assert "/shops/bookstore/categories[@code='9']" in body["details"]
+    assert "anchor a" in body["details"] and "dataspace ds" in body["details"]
+
+
+def test_get_in_empty_anchor_is_404(cps):
+    assert_cps_error(cps.get(NODE, xpath="/shops"), 404, "DataNode not found")
+
+
+@pytest.mark.parametrize("xpath", ["/shops/bookstore[", "shops", "/shops/bookstore/categories[@code='1'", "//"])
+def test_bad_xpath_is_400(stores, xpath):
+    assert_cps_error(stores.get(NODE, xpath=xpath), 400)
+
+
+@pytest.mark.parametrize("option", ["some", "-2", "1.5", "all "])
+def test_bad_descendants_is_400(stores, option):
+    assert_cps_error(stores.get(NODE, xpath="/shops", descendants=option), 400)
+
+
+def test_get_missing_anchor_is_400(stores):
+    r = stores.get("/v2/dataspaces/ds/anchors/nope/node", xpath="/shops")
+    assert_cps_error(r, 400, "Anchor not found")
+
+
+def test_create_twice_is_409(stores):
+    r = stores.create("ds", "a", STORES_DATA)
+    body = assert_cps_error(r, 409, "Already defined exception")
+    assert "already exist" in body["details"]
+
+
+def test_create_module_qualified_top_level(cps):
+    r = cps.create("ds", "a", {"stores:shops": {"bookstore": {"name": "q"}}})
+    assert r.status_code == 201, r.text
+    assert cps.node("ds", "a", "/shops/bookstore", "none") == [{"book-store:bookstore": {"name": "q"}}]
+
+
+def test_create_under_parent(stores):
+    body = {"categories": [{"code": 3, "name": "Horror", "books": {"book": [{"title": "It"}]}}]}
+    r = stores.create("ds", "a", body, xpath="/shops/bookstore")
+    assert r.status_code == 201, r.text
+    [node] = stores.node("ds", "a", "/shops/bookstore/categories[@code='3']", "all")
+    assert node == {"book-store:categories": {"code": 3, "name": "Horror", "books": {"book": [{"title": "It"}]}}}
+
+
+def test_create_under_missing_parent_is_400(stores):
+    r = stores.create("ds", "a", {"categories": [{"code": 5}]}, xpath="/shops/bookstore/categories[@code='9']/x")
+    assert_cps_error(r, 400)
+    r = stores.create("ds", "a", {"book": [{"title": "X"}]}, xpath="/shops/bookstore/categories[@code='9']/books")
+    assert_cps_error(r, 400, "DataNode not found")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{not json",
+        {"shops": {"bookstore": {"nope": 1}}},
+        {"shops": {"bookstore": {"categories": [{"code": "abc"}]}}},
+        {"unknown-top": {}},
+        [],
+    ],
+)
+def test_invalid_data_is_400(cps, body):
+    assert_cps_error(cps.create("ds", "a", body), 400)
+
+
+def test_put_replaces_node_and_descendants(stores):
+    body = {"bookstore": {"bookstore-name": "Waterstones", "categories": [{"code": 7, "name": "Poetry"}]}}
+    r = stores.send("PUT", NODES, body, params={"xpath": "/shops"})
+    assert r.status_code == 200, r.text
+    assert stores.node("ds", "a", "/shops/bookstore", "all") == [
+        {"book-store:bookstore": {"bookstore-name": "Waterstones", "categories": [{"code": 7, "name": "Poetry"}]}}
+    ]
+
+
+def test_put_at_root(stores):
+    r = stores.send("PUT", NODES, {"shops": {"bookstore": {"name": "only"}}}, params={"xpath": "/"})
+    assert r.status_code == 200, r.text
+    assert stores.node("ds", "a", "/", "all") == [{"book-store:shops": {"bookstore": {"name": "only"}}}]
+
+
+def test_put_creates_when_absent(cps):
+    r = cps.send("PUT", NODES, STORES_DATA, params={"xpath": "/"})
+    assert r.status_code == 200, r.text
+    assert cps.node("ds", "a", "/shops", "all") == [{"book-store:shops": STORES_DATA["shops"]}]
+
+
+def test_patch_updates_leaves_only(stores):
+    r = stores.send("PATCH", NODES, {"bookstore": {"name": "Renamed"}}, params={"xpath": "/shops"})
+    assert r.status_code == 200, r.text
+    [node] = stores.node("ds", "a", "/shops/bookstore", "all")
+    expected = copy.deepcopy(STORES_DATA["shops"]["bookstore"])
+    expected["name"] = "Renamed"
+    assert node == {"book-store:bookstore": expected}
+
+
+def test_patch_list_entry_leaf(stores):
+    body = {"categories": [{"code": 2, "numberOfBooks": 4}]}
+    r = stores.send("PATCH", NODES, body, params={"xpath": "/shops/bookstore"})
+    assert r.status_code == 200, r.text
+    assert stores.node("ds", "a", "/shops/bookstore/categories[@code='2']", "none") == [
+        {"book-store:categories": {**KIDS_LEAVES, "numberOfBooks": 4}}
+    ]
+
+
+def test_patch_missing_node_is_400(stores):
+    r = stores.send("PATCH", NODES, {"categories": [{"code": 9, "name": "x"}]}, params={"xpath": "/shops/bookstore"})
+    assert_cps_error(r, 400)
+
+
+def test_delete_node(stores):
+    r = stores.req("DELETE", NODES, params={"xpath": "/shops/bookstore/categories[@code='2']"})
+    assert r.status_code == 204, r.text
+    assert_cps_error(stores.get(NODE, xpath="/shops/bookstore/categories[@code='2']"), 404)
+    assert stores.node("ds", "a", "/shops/bookstore/categories[@code='1']", "none")
+
+
+def test_delete_missing_node_is_400(stores):
+    r = stores.req("DELETE", NODES, params={"xpath": "/shops/bookstore/categories[@code='9']"})
+    assert_cps_error(r, 400, "DataNode not found")
+
+
+def test_delete_root_removes_everything(stores):
+    assert stores.req("DELETE", NODES, params={"xpath": "/"}).status_code == 204
+    assert_cps_error(stores.get(NODE, xpath="/shops"), 404)
+
+
+def test_list_nodes_add(stores):
+    body = {"categories": [{"code": 3, "name": "Horror"}, {"code": 4, "name": "Crime"}]}
+    r = stores.send("POST", LIST_NODES, body, params={"xpath": "/shops/bookstore"})
+    assert r.status_code == 201, r.text
+    got = stores.node("ds", "a", "/shops/bookstore/categories", "none", version="v3")
+    assert [c["code"] for c in got["book-store:categories"]] == [1, 2, 3, 4]
+
+
+def test_list_nodes_add_existing_is_409(stores):
+    body = {"categories": [{"code": 3, "name": "Horror"}, {"code": 1, "name": "Again"}]}
+    r = stores.send("POST", LIST_NODES, body, params={"xpath": "/shops/bookstore"})
+    assert_cps_error(r, 409, "Already defined exception")
+    assert_cps_error(stores.get(NODE, xpath="/shops/bookstore/categories[@code='3']"), 404)
+
+
+def test_list_nodes_xpath_is_required(stores):
+    r = stores.send("POST", LIST_NODES, {"categories": [{"code": 3}]})
+    assert_cps_error(r, 400)
+
+
+def test_list_nodes_replace(stores):
+    body = {"categories": [{"code": 8, "name": "Travel"}]}
+    r = stores.send("PUT", LIST_NODES, body, params={"xpath": "/shops/bookstore"})
+    assert r.status_code == 200, r.text
+    got = stores.node("ds", "a", "/shops/bookstore/categories", "none", version="v3")
+    assert got == {"book-store:categories": [{"code": 8, "name": "Travel"}]}
+
+
+def test_list_nodes_delete_v1(stores):
+    r = stores.req(
+        "DELETE", "/v1/dataspaces/ds/anchors/a/list-nodes", params={"xpath": "/shops/bookstore/categories"}
+    )
+    assert r.status_code == 204, r.text
+    assert stores.node("ds", "a", "/shops/bookstore", "all") == [
+        {"book-store:bookstore": {"bookstore-name": "Chapters", "name": "Chapters"}}
+    ]
+
+
+@pytest.mark.parametrize("method,path,xpath", [
+    ("POST", NODES, "/"),
+    ("PUT", NODES, "/"),
+    ("POST", LIST_NODES, "/shops/bookstore"),
+    ("PUT", LIST_NODES, "/shops/bookstore"),
+])
+def test_dry_run_stores_nothing(cps, method, path, xpath):
+    body = STORES_DATA if xpath == "/" else {"categories": [{"code": 3, "name": "Horror"}]}
+    if xpath != "/":
+        assert cps.create("ds", "a", {"shops": {"bookstore": {"name": "b"}}}).status_code == 201
+    r = cps.send(method, path, body, params={"xpath": xpath, "dry-run": "true"})
+    assert r.status_code == 200, r.text
+    if xpath == "/":
+        assert_cps_error(cps.get(NODE, xpath="/shops"), 404)
+    else:
+        assert_cps_error(cps.get(NODE, xpath="/shops/bookstore/categories[@code='3']"), 404)
+
+
+def test_dry_run_of_invalid_data_is_400(cps):
+    r = cps.send("POST", NODES, {"shops": {"bogus": 1}}, params={"xpath": "/", "dry-run": "true"})
+    assert_cps_error(r, 400)
+
+
+def test_observed_timestamp(cps):
+    r = cps.send(
+        "POST", NODES, STORES_DATA, params={"xpath": "/", "observed-timestamp": "2024-01-02T03:04:05.678+0100"}
+    )
+    assert r.status_code == 201, r.text
+    r = cps.send("PATCH", NODES, {"bookstore": {"name": "n"}}, params={"xpath": "/shops", "observed-timestamp": "yesterday"})
+    body = assert_cps_error(r, 400)
+    assert "observed-timestamp" in body["message"] + body["details"]
+
+
+def test_xml_body_is_accepted(cps):
+    xml = (
+        '<shops xmlns="org:onap:ccsdk:sample"><bookstore><bookstore-name>Chapters</bookstore-name>'
+        "<categories><code>1</code><name>SciFi</name></categories></bookstore></shops>"
+    )
+    r = cps.send("POST", NODES, xml, params={"xpath": "/"}, headers={"Content-Type": "application/xml"})
+    assert r.status_code == 201, r.text
+    assert cps.node("ds", "a", "/shops/bookstore/categories[@code='1']", "none") == [
+        {"book-store:categories": {"code": 1, "name": "SciFi"}}
+    ]
+
+
+def test_anchors_are_isolated(cps):
+    cps.anchor("ds", "ss", "b")
+    assert cps.create("ds", "a", STORES_DATA).status_code == 201
+    assert_cps_error(cps.get("/v2/dataspaces/ds/anchors/b/node", xpath="/shops"), 404)
+    assert cps.create("ds", "b", {"shops": {"bookstore": {"name": "other"}}}).status_code == 201
+    assert cps.node("ds", "b", "/shops/bookstore", "none") == [{"book-store:bookstore": {"name": "other"}}]
+    assert cps.node("ds", "a", "/shops/bookstore", "none")[0]["book-store:bookstore"]["name"] == "Chapters"
+
+
+def test_bookstore_with_imported_types(tmp_path):
+    srv = start(tmp_path)
+    try:
+        c = Cps(srv)
+        c.setup("ds", "ss", ("bookstore.yang", "bookstore-types.yang"), ("a",))
+        assert c.create("ds", "a", BOOKSTORE_DATA).status_code == 201
+        got = c.node("ds", "a", "/bookstore/categories[@code='01']/books[@title='Book 2']", "all")
+        assert got == [{"test:books": {"title": "Book 2", "lang": "German", "price": 39, "editions": [2007, 2013, 2021]}}]
+        # a typedef's range is checked
+        bad = {"books": [{"title": "Old", "editions": [999]}]}
+        r = c.send("POST", "/v2/dataspaces/ds/anchors/a/list-nodes", bad, params={"xpath": "/bookstore/categories[@code='02']"})
+        assert_cps_error(r, 400)
+    finally:
+        assert srv.stop() == 0
+
+
+def test_deep_lists(tmp_path):
+    srv = start(tmp_path)
+    try:
+        c = Cps(srv)
+        c.setup("ds", "net", ("deep-network.yang",), ("a",))
+        assert c.create("ds", "a", network(5)).status_code == 201
+        xp = "/network/device[@id='dev-3']/interface[@name='eth1']/unit[@number='1']"
+        assert c.node("ds", "a", xp, "all") == [
+            {"dn:unit": {"number": 1, "vlan": 311, "counters": {"in-octets": 1, "out-octets": 2}}}
+        ]
+        route = "/network/device[@id='dev-2']/route[@destination='10.0.0.0' and @prefix-length='16']"
+        assert c.node("ds", "a", route, "none") == [
+            {"dn:route": {"destination": "10.0.0.0", "prefix-length": 16, "next-hop": "198.51.100.2"}}
+        ]
+        [dev] = c.node("ds", "a", "/network/device[@id='dev-4']", "direct")
+        assert [i["name"] for i in dev["dn:device"]["interface"]] == ["eth0", "eth1"]
+        assert all(set(i) == {"name", "mtu", "enabled"} for i in dev["dn:device"]["interface"])
+    finally:
+        assert srv.stop() == 0
