@@ -153,7 +153,7 @@ impl Store {
         // (so that configured ancestors of state read alone show as intended).
         let mut out = self
             .with_stored_tree(Datastore::Running, query, |t, schema, _| {
-                let mut out = canopy_core::select(&t, &query.evaluate(&t));
+                let mut out = part(&t, query, schema);
                 let reach = query.instance_prefix(&|sp| schema.list_info(sp));
                 let mut at = reach;
                 while !at.is_root() && t.lookup(&at).is_none() {
@@ -168,8 +168,7 @@ impl Store {
             })?
             .map_err(|e| Error::Usage(format!("operational view: running's configuration: {e}")))?;
         mark_origin(&mut out, ORIGIN_INTENDED);
-        let stored = self
-            .with_stored_tree(Datastore::Operational, query, |t, _, _| crate::read::selection(t, query, whole, None))?;
+        let stored = self.with_stored_tree(Datastore::Operational, query, |t, schema, _| part(&t, query, schema))?;
         merge(&mut out, stored, ORIGIN_UNKNOWN)
             .map_err(|e| Error::Usage(format!("operational view: the stored state: {e}")))?;
         for t in self.pushed_state(query)? {
@@ -320,6 +319,22 @@ impl Store {
 
 /// Whether one of two paths is a prefix of the other (names match; keys
 /// match where both give them).
+/// What the operational view takes of one source's tree `t` for `query`:
+/// the nodes it selects when it is an instance identifier; otherwise the
+/// whole subtree it reaches (its instance prefix), because the view's own
+/// selection evaluates the query again on the merged tree, and predicates
+/// (`artist[album/year<2000]/name`) read nodes the query does not select.
+fn part(t: &Container, query: &Query, schema: &dyn Schema) -> Container {
+    if query.to_instance_path().is_some() {
+        return canopy_core::select(t, &query.evaluate(t));
+    }
+    let reach = query.instance_prefix(&|sp| schema.list_info(sp));
+    if reach.is_root() {
+        return t.clone();
+    }
+    canopy_core::select(t, std::slice::from_ref(&reach))
+}
+
 fn overlaps(a: &Path, b: &Path) -> bool {
     a.segments.iter().zip(&b.segments).all(|(x, y)| {
         x.name == y.name

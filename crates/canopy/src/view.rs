@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use canopy_core::path::query::Query;
 use canopy_core::path::{Path, Selector};
+use canopy_core::schema::NodeKind;
 use canopy_core::tree::Container;
 use canopy_core::Schemaless;
 use canopy_store::keys::{self, Datastore};
@@ -102,7 +103,39 @@ impl Store {
 /// With a YANG schema, an instance path read must name schema nodes.
 pub(crate) fn check_query(yang: Option<&YangSchema>, q: &Query) -> Result<()> {
     if let (Some(y), Some(p)) = (yang, q.to_instance_path()) {
-        y.resolve_path(&p)?;
+        // A list named without keys on the way is an XPath step selecting
+        // every entry (`/m:c/lst/leaf`): then only its names are checked.
+        let keyless_inner = p.segments.iter().enumerate().any(|(i, s)| {
+            i + 1 < p.segments.len()
+                && s.selector == Selector::None
+                && y.kind(&Path { segments: p.segments[..=i].to_vec() }.schema_path()) == Some(NodeKind::List)
+        });
+        if !keyless_inner {
+            y.resolve_path(&p)?;
+        } else {
+            let bare = Path {
+                segments: p
+                    .segments
+                    .iter()
+                    .map(|s| canopy_core::path::Segment { name: s.name.clone(), selector: Selector::None })
+                    .collect(),
+            };
+            if y.kind(&bare.schema_path()).is_none() {
+                // Names the first segment the schema does not know.
+                let mut at = Path::root();
+                for s in &bare.segments {
+                    at = at.child(s.name.clone(), Selector::None);
+                    if y.kind(&at.schema_path()).is_none() {
+                        return Err(canopy_core::Error::Path {
+                            input: p.to_string(),
+                            pos: 1,
+                            reason: format!("no schema node {}", at.schema_path()),
+                        }
+                        .into());
+                    }
+                }
+            }
+        }
     }
     Ok(())
 }
