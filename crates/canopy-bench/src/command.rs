@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::runner::{self, Format};
+use crate::runner::{self, Format, Mode};
 
 /// The arguments of `canopy bench`.
 #[derive(clap::Args, Clone, Debug)]
@@ -28,6 +28,11 @@ pub struct BenchArgs {
     /// `seed` (the seed document's sizes).
     #[arg(long, value_name = "N[,N...]|small|seed", default_value = "seed")]
     pub size: String,
+    /// How the suite reaches the store: `in-process` (the library, the
+    /// default) or `http` (`canopy serve` as a child process on loopback,
+    /// driven through its REST API; the cps suite only).
+    #[arg(long, value_enum, value_name = "in-process|http", default_value = "in-process")]
+    pub mode: Mode,
     /// Measured runs of each row, after one warm-up run (default: the suite's).
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: Option<u32>,

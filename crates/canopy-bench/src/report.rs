@@ -159,6 +159,9 @@ pub enum Layout {
 #[derive(Clone, Debug)]
 pub struct Report {
     pub suite: String,
+    /// The stem of its files in `--out`: the suite's name, `-http` after it
+    /// for the HTTP mode.
+    pub file: String,
     /// What the seed calls it, for the heading.
     pub title: String,
     pub layout: Layout,

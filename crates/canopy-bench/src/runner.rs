@@ -71,12 +71,23 @@ pub enum Format {
     Json,
 }
 
+/// How a suite reaches the store.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// The library, in this process.
+    #[default]
+    InProcess,
+    /// `canopy serve` as a child process, over HTTP on loopback.
+    Http,
+}
+
 /// Parsed arguments of a run.
 #[derive(Clone, Debug)]
 pub struct Options {
     pub suites: Vec<&'static Suite>,
     pub backends: Vec<BackendSpec>,
     pub size: SizeSpec,
+    pub mode: Mode,
     pub repeat: Option<usize>,
     pub format: Format,
     pub out: Option<PathBuf>,
@@ -97,6 +108,15 @@ pub struct Suite {
     pub default_repeat: usize,
     pub run: fn(&Cx, u64) -> Result<Table>,
     /// Notes printed under the tables (what the rows time, the generator's shape).
+    pub notes: fn() -> Vec<String>,
+    /// The suite over HTTP (`--mode http`), where it has that mode.
+    pub http: Option<HttpMode>,
+}
+
+/// A suite's HTTP mode: its run and notes, in place of the in-process ones.
+#[derive(Clone, Copy)]
+pub struct HttpMode {
+    pub run: fn(&Cx, u64) -> Result<Table>,
     pub notes: fn() -> Vec<String>,
 }
 
@@ -137,10 +157,14 @@ impl Options {
         if let Some(extra) = args.probe_args.first() {
             bail!("unexpected argument `{extra}`: one suite ({SUITES}), then options");
         }
+        let http = args.mode == Mode::Http;
         let suites: Vec<&'static Suite> = if suite == "all" {
-            suites().iter().collect()
+            suites().iter().filter(|s| !http || s.http.is_some()).collect()
         } else {
             match suites().iter().find(|s| s.name == suite) {
+                Some(s) if http && s.http.is_none() => {
+                    bail!("--mode http: suite `{suite}` has no HTTP mode (cps has; `server` is HTTP already)")
+                }
                 Some(s) => vec![s],
                 None => bail!("unknown suite `{suite}` ({SUITES})"),
             }
@@ -153,6 +177,7 @@ impl Options {
             suites,
             backends,
             size: parse_size(&args.size)?,
+            mode: args.mode,
             repeat: args.repeat.map(|r| r as usize),
             format: args.format,
             out: args.out,
@@ -379,6 +404,8 @@ pub struct Cx {
     pub spec: BackendSpec,
     pub repeat: usize,
     pub probe: Vec<OsString>,
+    /// In-process or over HTTP (`--mode`).
+    pub mode: Mode,
     tmp: tempfile::TempDir,
     next_dir: std::cell::Cell<usize>,
     size: u64,
@@ -409,6 +436,7 @@ impl Cx {
             spec: spec.clone(),
             repeat: repeat.max(1),
             probe,
+            mode: Mode::InProcess,
             tmp,
             next_dir: std::cell::Cell::new(0),
             size: 0,
@@ -607,9 +635,15 @@ pub fn run_suite_with(
 ) -> Result<Report> {
     let repeat = o.repeat.unwrap_or(suite.default_repeat);
     let sizes = sizes_for(suite, &o.size);
+    let (run, notes, file, title) = match (o.mode, suite.http) {
+        (Mode::Http, Some(h)) => (h.run, h.notes, format!("{}-http", suite.name), format!("{} over HTTP", suite.title)),
+        (Mode::Http, None) => bail!("suite `{}` has no HTTP mode", suite.name),
+        (Mode::InProcess, _) => (suite.run, suite.notes, suite.name.to_string(), suite.title.to_string()),
+    };
     let mut report = Report {
         suite: suite.name.into(),
-        title: suite.title.into(),
+        file,
+        title,
         layout: suite.layout,
         params: vec![
             ("data set sizes".into(), sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
@@ -618,14 +652,14 @@ pub fn run_suite_with(
             ("machine".into(), machine()),
         ],
         tables: Vec::new(),
-        notes: (suite.notes)(),
+        notes: notes(),
     };
     for &size in &sizes {
         for backend in &o.backends {
             let mut cx = Cx::new(suite.name, backend, repeat, o.probe.clone(), o.progress)?;
             cx.size = size;
-            let table =
-                (suite.run)(&cx, size).with_context(|| format!("{} on {backend} at size {size}", suite.name))?;
+            cx.mode = o.mode;
+            let table = run(&cx, size).with_context(|| format!("{} on {backend} at size {size}", suite.name))?;
             report.tables.push(table);
             if cx.tty && cx.progress {
                 eprint!("\r\x1b[K");
@@ -642,7 +676,7 @@ pub fn run_suite_with(
 /// Write errors.
 pub fn write_reports(out: &Path, report: &Report) -> Result<()> {
     let write = |ext: &str, text: String| -> Result<()> {
-        let p = out.join(format!("{}.{ext}", report.suite));
+        let p = out.join(format!("{}.{ext}", report.file));
         std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
     };
     write("md", report.to_markdown())?;

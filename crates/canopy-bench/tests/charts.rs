@@ -24,6 +24,7 @@ fn report(suite: &str, sizes: &[u64], rows: &[&str], secs: f64) -> Report {
     }
     Report {
         suite: suite.into(),
+        file: suite.into(),
         title: String::new(),
         layout: Layout::PerBackend,
         params: Vec::new(),

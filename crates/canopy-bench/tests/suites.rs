@@ -206,6 +206,32 @@ fn arguments_are_checked() {
 }
 
 #[test]
+fn only_cps_has_an_http_mode() {
+    let parse = |a: &[&str]| runner::parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>(), Vec::new());
+    let o = parse(&["cps", "--mode", "http"]).unwrap();
+    assert_eq!(o.mode, runner::Mode::Http);
+    assert!(o.suites[0].http.is_some());
+    assert_eq!(parse(&["cps"]).unwrap().mode, runner::Mode::InProcess);
+    assert!(parse(&["keyset", "--mode", "http"]).unwrap_err().to_string().contains("no HTTP mode"));
+    let all = parse(&["all", "--mode", "http"]).unwrap();
+    assert_eq!(all.suites.iter().map(|s| s.name).collect::<Vec<_>>(), ["cps"]);
+}
+
+#[test]
+fn cps_http_schema_covers_every_leaf_of_a_device() {
+    let yang = canopy_bench::suites::cps_http::yang();
+    let leaves = yang.matches("leaf ").count();
+    // The distinct leaves of docs/benchmarks.md's table: device-id 1, info 19,
+    // geoLocation 2, shelves 16, circuit-packs 19, ports 10, interface 9, lldp 3,
+    // physical-links 5.
+    assert_eq!(leaves, 84, "{yang}");
+    for list in ["openroadm-device", "shelves", "circuit-packs", "ports", "interface", "physical-links"] {
+        assert!(yang.contains(&format!("list {list} {{")), "{list} missing");
+    }
+    assert!(yang.contains("decimal64 { fraction-digits 6; }"));
+}
+
+#[test]
 fn backends_take_store_options_checked_by_the_store() {
     let parse = |a: &[&str]| runner::parse_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>(), Vec::new());
     let o = parse(&["keyset", "--backends", "lmdb?sync=off,sqlite?sync=off&cache=on,json,lmdb"]).unwrap();

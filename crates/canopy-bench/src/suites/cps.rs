@@ -2,7 +2,8 @@
 //! `/openroadm:openroadm-devices/openroadm-device[device-id]`. Get one device
 //! with all its descendants (100 per run), get the whole tree, and 1..16
 //! concurrent readers each doing sequential gets (throughput, p50/p99
-//! latency). In-process: `canopy bench server` measures concurrent clients over HTTP.
+//! latency). In-process; `--mode http` runs the same devices through the CPS
+//! REST API of `canopy serve` (`cps_http`).
 //!
 //! One device (see [`device`]): the entry (1), `info` (1) with `geoLocation`
 //! (1), 3 `shelves` (3), 8 `circuit-packs` (8) of 6 `ports` each (48),
@@ -374,7 +375,7 @@ pub fn notes() -> Vec<String> {
          JSON (the seed's REST response); the floor range-scans the device's fragments. Concurrency rows \
          run 1–16 threads on one open store, each doing {PER} sequential gets of random devices; throughput is \
          gets per second of wall time, latency percentiles are over every get of the measured runs. \
-         In-process: the HTTP server does not exist yet.",
+         In-process; `--mode http` runs the same devices through `canopy serve`'s CPS REST API.",
         PER = PER_READER
     )]
 }

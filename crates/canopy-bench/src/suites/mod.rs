@@ -3,6 +3,7 @@
 //! order; see each module for what the rows time.
 
 pub mod cps;
+pub mod cps_http;
 pub mod keyset;
 pub mod objects;
 pub mod rpm;
@@ -10,7 +11,7 @@ pub mod server;
 pub mod sysrepo;
 
 use crate::report::Layout;
-use crate::runner::Suite;
+use crate::runner::{HttpMode, Suite};
 
 /// Every suite, in the order `canopy bench all` runs them.
 pub static ALL: [Suite; 6] = [
@@ -23,6 +24,7 @@ pub static ALL: [Suite; 6] = [
         default_repeat: 10,
         run: sysrepo::run,
         notes: sysrepo::notes,
+        http: None,
     },
     Suite {
         name: "keyset",
@@ -33,6 +35,7 @@ pub static ALL: [Suite; 6] = [
         default_repeat: 5,
         run: keyset::run,
         notes: keyset::notes,
+        http: None,
     },
     Suite {
         name: "objects",
@@ -43,6 +46,7 @@ pub static ALL: [Suite; 6] = [
         default_repeat: 3,
         run: objects::run,
         notes: objects::notes,
+        http: None,
     },
     Suite {
         name: "cps",
@@ -53,6 +57,7 @@ pub static ALL: [Suite; 6] = [
         default_repeat: 3,
         run: cps::run,
         notes: cps::notes,
+        http: Some(HttpMode { run: cps_http::run, notes: cps_http::notes }),
     },
     Suite {
         name: "rpm",
@@ -63,6 +68,7 @@ pub static ALL: [Suite; 6] = [
         default_repeat: 1,
         run: rpm::run,
         notes: rpm::notes,
+        http: None,
     },
     Suite {
         name: "server",
@@ -74,6 +80,7 @@ pub static ALL: [Suite; 6] = [
         default_repeat: 3,
         run: server::run,
         notes: server::notes,
+        http: None,
     },
 ];
 

@@ -3,6 +3,9 @@
 //! keep-alive HTTP/1.1 connection and thread) each doing 10 sequential
 //! RESTCONF GETs of a random entry. ONAP CPS (seed 003) reports 26% success
 //! at 1,000 parallel clients; every request here must succeed.
+//!
+//! The child process, the connection and the concurrent rounds serve the cps
+//! suite's HTTP mode too (`cps_http`).
 
 use std::cell::RefCell;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -21,8 +24,8 @@ use crate::timing::Sample;
 /// Sequential gets per client.
 pub const PER_CLIENT: usize = 10;
 /// The concurrent client counts at the seed's sizes (and the small ones).
-const CLIENTS: [usize; 4] = [1, 10, 100, 1000];
-const CLIENTS_SMALL: [usize; 3] = [1, 10, 100];
+pub const CLIENTS: [usize; 4] = [1, 10, 100, 1000];
+pub const CLIENTS_SMALL: [usize; 3] = [1, 10, 100];
 /// A request that takes longer than this fails (bounded run).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -38,9 +41,9 @@ fn item(i: usize) -> Container {
 }
 
 /// The server child process; killed when dropped.
-struct Server {
+pub struct Server {
     child: Child,
-    addr: String,
+    pub addr: String,
 }
 
 impl Drop for Server {
@@ -50,7 +53,12 @@ impl Drop for Server {
     }
 }
 
-fn start(cx: &Cx, url: &str) -> Result<Server> {
+/// Starts `canopy --store URL serve` on a free port of 127.0.0.1 (the
+/// binary of the context's probe command).
+///
+/// # Errors
+/// No binary, or the server does not say where it listens.
+pub fn start(cx: &Cx, url: &str) -> Result<Server> {
     let Some(bin) = cx.probe.first() else { bail!("no canopy binary to start the server with") };
     let mut child = Command::new(bin)
         .args(["--store", url, "serve", "--listen", "127.0.0.1:0"])
@@ -68,22 +76,46 @@ fn start(cx: &Cx, url: &str) -> Result<Server> {
 }
 
 /// One keep-alive HTTP/1.1 connection.
-struct Conn {
+pub struct Conn {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
 }
 
 impl Conn {
-    fn open(addr: &str) -> Result<Conn> {
+    pub fn open(addr: &str) -> Result<Conn> {
         let s = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
         s.set_read_timeout(Some(REQUEST_TIMEOUT))?;
         s.set_nodelay(true)?;
         Ok(Conn { writer: s.try_clone()?, reader: BufReader::new(s) })
     }
 
-    /// GETs `target`; the status and the body.
+    /// GETs `target` as RESTCONF JSON; the status and the body.
     fn get(&mut self, target: &str) -> Result<(u16, Vec<u8>)> {
-        write!(self.writer, "GET {target} HTTP/1.1\r\nHost: bench\r\nAccept: application/yang-data+json\r\n\r\n")?;
+        self.request("GET", target, &[("Accept", "application/yang-data+json")], &[])
+    }
+
+    /// Sends one request (`body` with its length when it is not empty); the
+    /// status and the body of the reply.
+    ///
+    /// # Errors
+    /// I/O errors, a reply that is not HTTP/1.1 with a length.
+    pub fn request(
+        &mut self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<(u16, Vec<u8>)> {
+        let mut head = format!("{method} {target} HTTP/1.1\r\nHost: bench\r\n");
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        head.push_str("\r\n");
+        self.writer.write_all(head.as_bytes())?;
+        self.writer.write_all(body)?;
         let mut line = String::new();
         self.reader.read_line(&mut line)?;
         let status: u16 = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).context("status line")?;
@@ -118,7 +150,10 @@ struct Round {
     elapsed: Duration,
 }
 
-fn round(addr: &str, clients: usize, n: usize, seed: u64) -> Round {
+/// What one client does once: a request and whether its reply was right.
+pub type Get = dyn Fn(&mut Conn, &mut Rng) -> bool + Sync;
+
+fn round(addr: &str, clients: usize, seed: u64, get: &Get) -> Round {
     let t = Instant::now();
     let results: Vec<(usize, Vec<Duration>)> = std::thread::scope(|sc| {
         let handles: Vec<_> = (0..clients)
@@ -129,16 +164,13 @@ fn round(addr: &str, clients: usize, n: usize, seed: u64) -> Round {
                     let mut ok = 0;
                     let Ok(mut conn) = Conn::open(addr) else { return (0, lat) };
                     for _ in 0..PER_CLIENT {
-                        let i = rng.below(n as u64) as usize;
                         let t = Instant::now();
-                        match conn.get(&target(i)) {
-                            Ok((200, body)) if contains(&body, format!("\"item-{i}\"").as_bytes()) => {
-                                lat.push(t.elapsed());
-                                ok += 1;
-                            }
-                            // A failed request leaves the connection unusable.
-                            _ => break,
+                        // A failed request leaves the connection unusable.
+                        if !get(&mut conn, &mut rng) {
+                            break;
                         }
+                        lat.push(t.elapsed());
+                        ok += 1;
                     }
                     (ok, lat)
                 })
@@ -155,7 +187,7 @@ fn round(addr: &str, clients: usize, n: usize, seed: u64) -> Round {
     out
 }
 
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
+pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
@@ -203,6 +235,22 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     rows.extend(Row::latencies("GET one entry, one client", &s));
 
     let counts: &[usize] = if size < 1000 { &CLIENTS_SMALL } else { &CLIENTS };
+    let get = move |conn: &mut Conn, rng: &mut Rng| {
+        let i = rng.below(n as u64) as usize;
+        matches!(conn.get(&target(i)), Ok((200, body)) if contains(&body, format!("\"item-{i}\"").as_bytes()))
+    };
+    let checks = concurrent_rows(cx, &addr, counts, &get, &mut rows)?;
+    drop(server);
+    Ok(Table { backend: cx.label(), size, modes: format!("{modes}; HTTP/1.1 keep-alive on loopback"), rows, checks })
+}
+
+/// The rows of `counts` concurrent clients, each doing [`PER_CLIENT`]
+/// sequential `get`s on its own connection: success, throughput and latency
+/// percentiles of each count, appended to `rows`; a check line per count.
+///
+/// # Errors
+/// [`crate::runner::Interrupted`].
+pub fn concurrent_rows(cx: &Cx, addr: &str, counts: &[usize], get: &Get, rows: &mut Vec<Row>) -> Result<Vec<String>> {
     let mut checks = Vec::new();
     for &clients in counts {
         let lat = RefCell::new(Vec::new());
@@ -214,7 +262,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
             |_| Ok(()),
             |()| {
                 seed += 1;
-                let r = round(&addr, clients, n, seed);
+                let r = round(addr, clients, seed, get);
                 oks.borrow_mut().push(100.0 * r.ok as f64 / (clients * PER_CLIENT) as f64);
                 rates.borrow_mut().push(r.ok as f64 / r.elapsed.as_secs_f64());
                 lat.borrow_mut().push(r.latencies);
@@ -233,8 +281,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         rows.push(Row::new(format!("{clients} clients: throughput"), Cell::Rate { unit: "gets/s", runs: rates }));
         rows.extend(Row::latencies(&format!("{clients} clients"), &all));
     }
-    drop(server);
-    Ok(Table { backend: cx.label(), size, modes: format!("{modes}; HTTP/1.1 keep-alive on loopback"), rows, checks })
+    Ok(checks)
 }
 
 pub fn notes() -> Vec<String> {
