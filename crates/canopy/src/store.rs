@@ -74,16 +74,33 @@ pub struct Session<'s> {
 }
 
 /// How many times a transaction is rebuilt when another process committed first.
-pub(crate) const CONFLICT_RETRIES: usize = 20;
+pub(crate) const CONFLICT_RETRIES: usize = 60;
 
-/// Waits a little before attempt `n` (from 1) after a conflict, longer each
-/// time and by a varying amount, so that writers that keep meeting each other
-/// fall out of step.
+/// Waits before attempt `n` (from 1) after a conflict: a random time up to a
+/// bound that doubles with each attempt (from 100 µs, at most 50 ms), so that
+/// writers that keep meeting each other fall out of step even when one commit
+/// takes milliseconds (a database server's round trips). Sixty attempts give
+/// a writer that keeps losing about a second and a half before it gives up.
 pub(crate) fn conflict_pause(n: usize) {
-    let jitter = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos() % 200));
-    std::thread::sleep(std::time::Duration::from_micros(50 * n as u64 + jitter));
+    let bound = (100u64 << n.min(9)).min(50_000);
+    std::thread::sleep(std::time::Duration::from_micros(pause_random() % (bound + 1)));
+}
+
+/// A number that differs between calls, threads and processes (no more is
+/// asked of it): the clock's nanoseconds, the process id and a per-thread
+/// counter, mixed.
+fn pause_random() -> u64 {
+    thread_local!(static STATE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) });
+    let clock = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    STATE.with(|s| {
+        let mut x = s.get() ^ clock ^ (u64::from(std::process::id()) << 32);
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^= x >> 31;
+        s.set(x);
+        x
+    })
 }
 
 /// Writes the layout version into an empty store; refuses a store with data
