@@ -11,12 +11,15 @@
 //!   operating system. A crash of the machine may lose recent commits.
 //! * The memory map grows as data grows: a commit that fills it doubles it and
 //!   runs again.
+//! * The file shrinks on its own when deletes leave most of it free and no
+//!   other process has the store open (`shrink`).
 
 #![allow(unsafe_code)] // heed marks opening and resizing a memory map `unsafe`; see SAFETY notes.
 
 use std::fs;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, Weak};
 
 use canopy_store::backend::{Backend, Batch, BatchOp, Snapshot, SyncMode};
@@ -37,9 +40,28 @@ type Db = Database<Bytes, Bytes>;
 const MIN_MAP: usize = 1 << 30;
 const DATA_FILE: &str = "data.mdb";
 
+mod shrink;
+
 struct Inner {
+    // Field order matters: the environment closes before the lock file's
+    // descriptor (closing that releases the process's locks; see `shrink`).
     env: Env,
     db: Db,
+    lock: fs::File,
+}
+
+/// The environment of an open store, or an error when a compaction could not
+/// reopen it.
+fn opened<'a>(g: &'a Option<Inner>, dir: &Path) -> Result<&'a Inner> {
+    g.as_ref().ok_or_else(|| {
+        StoreError::new(
+            ErrorKind::Unavailable,
+            format!(
+                "lmdb store {}: closed after a compaction failed to reopen it; open the store again",
+                dir.display()
+            ),
+        )
+    })
 }
 
 /// An LMDB store. Opening the same directory twice in one process gives two
@@ -60,6 +82,10 @@ struct Shared {
     /// made without a flush (which sets `MDB_NOSYNC` on the environment for
     /// its commit) never lends that setting to another thread's commit.
     write_gate: Mutex<()>,
+    /// Set by a commit that left the file mostly free and could not compact
+    /// it at once (a snapshot of this process was open); the next snapshot
+    /// tries.
+    shrink_wanted: AtomicBool,
 }
 
 /// Environments open in this process, by canonical directory.
@@ -182,7 +208,12 @@ impl LmdbBackend {
         let inner = open_env(dir, sync, page_round((file_len * 2).max(MIN_MAP)))?;
         if mode != FileMode::default() {
             for f in &new_files {
-                let set = fs::File::open(f).and_then(|file| mode.fix(&file));
+                // The lock file through the descriptor the backend keeps:
+                // closing another one would release LMDB's locks.
+                let set = match f.ends_with(shrink::LOCK_FILE) {
+                    true => mode.fix(&inner.lock),
+                    false => fs::File::open(f).and_then(|file| mode.fix(&file)),
+                };
                 set.map_err(|e| {
                     StoreError::io(format!("lmdb store {}: set the mode of {}", dir.display(), f.display()), e)
                 })?;
@@ -194,6 +225,7 @@ impl LmdbBackend {
             sync,
             inner: RwLock::new(Some(inner)),
             write_gate: Mutex::new(()),
+            shrink_wanted: AtomicBool::new(false),
         });
         shared.init_format()?;
         open.push((canonical, Arc::downgrade(&shared)));
@@ -205,7 +237,7 @@ impl Shared {
     /// Writes the layout version into a new store; refuses a store of another.
     fn init_format(&self) -> Result<()> {
         let g = self.read()?;
-        let inner = g.as_ref().expect("open");
+        let inner = opened(&g, &self.dir)?;
         let rtxn = inner.env.read_txn().map_err(|e| lmdb_err(&self.dir, "read", e))?;
         let found = inner.db.get(&rtxn, FORMAT).map_err(|e| lmdb_err(&self.dir, "read", e))?.map(<[u8]>::to_vec);
         let empty = inner.db.is_empty(&rtxn).map_err(|e| lmdb_err(&self.dir, "read", e))?;
@@ -251,15 +283,17 @@ impl Shared {
     /// process set (`MDB_MAP_RESIZED`, `grow == false`).
     fn resize(&self, grow: bool) -> Result<()> {
         let g = self.inner.write().map_err(|_| poisoned())?;
-        let inner = g.as_ref().expect("open");
+        let inner = opened(&g, &self.dir)?;
         let new = if grow { page_round(inner.env.info().map_size * 2) } else { 0 };
         // SAFETY: we hold the exclusive lock, so no transaction of this process is open.
         unsafe { inner.env.resize(new) }.map_err(|e| lmdb_err(&self.dir, "resize the map", e))
     }
 
-    fn try_apply(&self, batch: &Batch, flush: bool) -> std::result::Result<u64, heed::Error> {
+    /// Commits `batch`; gives the new revision and whether the commit left
+    /// the file mostly free (worth compacting).
+    fn try_apply(&self, batch: &Batch, flush: bool) -> std::result::Result<(u64, bool), heed::Error> {
         let g = self.inner.read().map_err(|_| heed::Error::Mdb(MdbError::Panic))?;
-        let inner = g.as_ref().expect("open");
+        let inner = g.as_ref().ok_or(heed::Error::Mdb(MdbError::Panic))?;
         let _gate = self.write_gate.lock().map_err(|_| heed::Error::Mdb(MdbError::Panic))?;
         let mut wtxn = inner.env.write_txn()?;
         let rev = read_revision(&inner.db, &wtxn)?;
@@ -283,6 +317,8 @@ impl Shared {
             }
         }
         inner.db.put(&mut wtxn, REVISION, &(rev + 1).to_be_bytes())?;
+        let stat = inner.db.stat(&wtxn)?;
+        let used = stat.branch_pages + stat.leaf_pages + stat.overflow_pages;
         if flush || self.sync == SyncMode::Off {
             wtxn.commit()?;
         } else {
@@ -294,7 +330,8 @@ impl Shared {
             unsafe { inner.env.set_flags(EnvFlags::NO_SYNC, FlagSetMode::Disable)? };
             committed?;
         }
-        Ok(rev + 1)
+        let file_pages = inner.env.info().last_page_number + 1;
+        Ok((rev + 1, shrink::mostly_free(used, file_pages, stat.page_size as usize)))
     }
 }
 
@@ -340,7 +377,8 @@ fn open_env(dir: &Path, sync: SyncMode, map_size: usize) -> Result<Inner> {
     let mut wtxn = env.write_txn().map_err(|e| lmdb_err(dir, "open", e))?;
     let db: Db = env.create_database(&mut wtxn, None).map_err(|e| lmdb_err(dir, "open the database", e))?;
     wtxn.commit().map_err(|e| lmdb_err(dir, "open", e))?;
-    Ok(Inner { env, db })
+    let lock = shrink::open_lock_file(dir)?;
+    Ok(Inner { env, db, lock })
 }
 
 /// A file shorter than the pages its meta page claims would make LMDB read past
@@ -454,12 +492,22 @@ impl Snapshot for OwnedSnapshot<'_> {
 
 impl Shared {
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        if self.shrink_wanted.swap(false, Ordering::Relaxed) {
+            self.shrink();
+        }
         for _ in 0..3 {
             let guard: *mut RwLockReadGuard<'_, Option<Inner>> = Box::into_raw(Box::new(self.read()?));
             // SAFETY: the box stays alive until OwnedSnapshot drops it, after the
             // transaction that borrows it.
             let g: &RwLockReadGuard<'_, Option<Inner>> = unsafe { &*guard };
-            let inner = g.as_ref().expect("open");
+            let inner = match opened(g, &self.dir) {
+                Ok(inner) => inner,
+                Err(e) => {
+                    // SAFETY: as above; nothing borrows the guard.
+                    drop(unsafe { Box::from_raw(guard) });
+                    return Err(e);
+                }
+            };
             match inner.env.read_txn() {
                 Ok(txn) => {
                     let revision = match read_revision(&inner.db, &txn) {
@@ -495,7 +543,12 @@ impl Shared {
     fn apply(&self, batch: &Batch, flush: bool) -> Result<u64> {
         loop {
             match self.try_apply(batch, flush) {
-                Ok(rev) => return Ok(rev),
+                Ok((rev, mostly_free)) => {
+                    if mostly_free {
+                        self.shrink();
+                    }
+                    return Ok(rev);
+                }
                 Err(heed::Error::Mdb(MdbError::MapFull)) => self.resize(true)?,
                 Err(heed::Error::Mdb(MdbError::MapResized)) => self.resize(false)?,
                 Err(heed::Error::Mdb(MdbError::Other(i32::MIN))) => {
@@ -535,13 +588,39 @@ impl Shared {
 
     fn compact(&self) -> Result<()> {
         let mut g = self.inner.write().map_err(|_| poisoned())?;
-        let inner = g.take().expect("open");
+        match self.compact_alone(&mut g)? {
+            true => Ok(()),
+            false => Err(shrink::not_alone(&self.dir)),
+        }
+    }
+
+    /// Compacts the file when it is mostly free, unless a snapshot of this
+    /// process is open (then the next snapshot tries) or another process has
+    /// the store open (then a later commit tries). The commit that asked is
+    /// durable already: a compaction that fails leaves the store as it was.
+    fn shrink(&self) {
+        match self.inner.try_write() {
+            Ok(mut g) => {
+                let _ = self.compact_alone(&mut g);
+            }
+            Err(_) => self.shrink_wanted.store(true, Ordering::Relaxed),
+        }
+    }
+
+    /// Replaces `data.mdb` by a compacted copy if no other process has the
+    /// store open (`false`, nothing done, when one has). The caller holds the
+    /// environment exclusively in this process.
+    fn compact_alone(&self, g: &mut Option<Inner>) -> Result<bool> {
+        if !shrink::alone(&self.dir, &opened(g, &self.dir)?.lock)? {
+            return Ok(false);
+        }
+        // From here until the environment closes, no other process opens,
+        // reads or writes the store.
+        let inner = g.take().expect("checked above");
         let tmp = self.dir.join("compact.mdb.tmp");
         let _ = fs::remove_file(&tmp);
         let copied = inner.env.copy_to_path(&tmp, CompactionOption::Enabled);
         let map = inner.env.info().map_size;
-        let closing = inner.env.prepare_for_closing();
-        closing.wait();
         let result = copied.map_err(|e| lmdb_err(&self.dir, "compact", e)).and_then(|f| {
             // The copy keeps data.mdb's permissions, not the umask's.
             if let Ok(m) = fs::metadata(self.dir.join(DATA_FILE)) {
@@ -551,16 +630,20 @@ impl Shared {
             fs::rename(&tmp, self.dir.join(DATA_FILE)).map_err(|e| StoreError::io("compact: replace data.mdb", e))?;
             fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io("compact: sync dir", e))
         });
+        // Closing the environment, then the lock file, releases the lock.
+        let Inner { env, db: _, lock } = inner;
+        env.prepare_for_closing().wait();
+        drop(lock);
         // Reopen whatever is there now: the compacted file, or the old one if
         // compaction failed before the rename.
         let _ = fs::remove_file(&tmp);
         *g = Some(open_env(&self.dir, self.sync, map)?);
-        result
+        result.map(|()| true)
     }
 
     fn check(&self) -> Result<Vec<String>> {
         let g = self.read()?;
-        let inner = g.as_ref().expect("open");
+        let inner = opened(&g, &self.dir)?;
         let mut problems = Vec::new();
         let file_len = fs::metadata(self.dir.join(DATA_FILE)).map(|m| m.len() as usize).unwrap_or(0);
         if let Err(e) = check_not_truncated(&self.dir, &inner.env, file_len) {
@@ -571,7 +654,7 @@ impl Shared {
 
     fn flush(&self) -> Result<()> {
         let g = self.read()?;
-        g.as_ref().expect("open").env.force_sync().map_err(|e| lmdb_err(&self.dir, "flush", e))
+        opened(&g, &self.dir)?.env.force_sync().map_err(|e| lmdb_err(&self.dir, "flush", e))
     }
 }
 
@@ -623,7 +706,7 @@ impl Backend for LmdbBackend {
     /// LMDB keeps the entry count in its database record: no scan.
     fn approx_len(&self) -> Result<Option<u64>> {
         let g = self.shared.read()?;
-        let inner = g.as_ref().expect("open");
+        let inner = opened(&g, &self.shared.dir)?;
         let txn = inner.env.read_txn().map_err(|e| lmdb_err(&self.shared.dir, "count", e))?;
         let n = inner.db.len(&txn).map_err(|e| lmdb_err(&self.shared.dir, "count", e))?;
         Ok(Some(n))
