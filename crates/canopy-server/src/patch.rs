@@ -294,6 +294,7 @@ fn build(
             ))))
         }
     };
+    resolver.check_json_kinds(&edit).map_err(fail)?;
     Ok((Given { id: id_text, path }, edit))
 }
 

@@ -556,6 +556,7 @@ fn write(
         }
         _ => (Edit::delete(path.clone()), path.clone()),
     };
+    resolver.check_json_kinds(&edit)?;
     if params.insert.is_some() && resolver.user_ordered(&resource) == Some(false) {
         return Err(RestError::invalid(format!(
             "query parameter `insert` applies to entries of lists and leaf-lists ordered by the user; {} is ordered by the system",

@@ -51,6 +51,23 @@ pub struct Resolver {
 }
 
 impl Resolver {
+    /// Refuses an edit made from a JSON body whose values are not written
+    /// in the JSON kinds RFC 7951 gives their types (a `uint16` as `"2011"`,
+    /// an `int64` as a number): 400 `invalid-value`, as libyang-based
+    /// servers answer. Without a schema every kind is taken.
+    pub(crate) fn check_json_kinds(&self, edit: &canopy::Edit) -> Result<(), RestError> {
+        match &self.yang {
+            Some(y) => {
+                let v = y.check_json_kinds(edit);
+                match v.is_empty() {
+                    true => Ok(()),
+                    false => Err(canopy::Error::Invalid(v).into()),
+                }
+            }
+            None => Ok(()),
+        }
+    }
+
     /// The canopy path an api-path names (`raw`: the part after the datastore
     /// resource, still percent-encoded, with or without a leading `/`).
     ///

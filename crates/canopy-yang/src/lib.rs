@@ -9,6 +9,7 @@
 //! must and when expressions on a small data tree made of that data. No
 //! libyang type appears in this crate's API.
 
+mod kinds;
 mod ly;
 pub mod model;
 mod normalize;

@@ -340,6 +340,23 @@ impl Ctx {
         }
     }
 
+    /// The built-in type whose RFC 7951 JSON kind a leaf's values take
+    /// (through typedefs and leafrefs); `None` for a union, whose members
+    /// may be written in different kinds.
+    pub fn json_base(&self, node: &SchemaNode<'_>) -> Option<u32> {
+        unsafe {
+            let l = node.as_raw() as *const ffi::lysc_node_leaf;
+            let mut t = (*l).type_ as *const ffi::lysc_type;
+            if !t.is_null() && (*t).basetype == ffi::LY_DATA_TYPE::LY_TYPE_LEAFREF {
+                t = (*(t as *const ffi::lysc_type_leafref)).realtype;
+            }
+            if t.is_null() || (*t).basetype == ffi::LY_DATA_TYPE::LY_TYPE_UNION {
+                return None;
+            }
+            Some((*t).basetype)
+        }
+    }
+
     /// Whether a leaf's type is `int64` or `uint64` (after typedefs).
     pub fn is_int64(&self, node: &SchemaNode<'_>) -> bool {
         unsafe {

@@ -60,6 +60,9 @@ pub struct SNode {
     /// RFC 7951 writes as a JSON string; APIs that print it as a number
     /// (ONAP CPS's) need to know.
     pub int64: bool,
+    /// The JSON kind RFC 7951 writes a leaf's or leaf-list's values in
+    /// (`None` for other nodes and for unions).
+    pub(crate) json_kind: Option<crate::values::JsonKind>,
     /// An instance-identifier whose target must exist.
     pub instance_required: bool,
     /// Data nodes from the top down to this one (1 for a top-level node).
@@ -355,6 +358,10 @@ impl Model {
             watched_below: false,
             watched_below_config: false,
             int64: matches!(kind, NodeKind::Leaf | NodeKind::LeafList) && ctx.is_int64(node),
+            json_kind: match kind {
+                NodeKind::Leaf | NodeKind::LeafList => ctx.json_base(node).map(crate::values::JsonKind::of),
+                _ => None,
+            },
             fast: if matches!(kind, NodeKind::Leaf | NodeKind::LeafList) {
                 ctx.fast_type(node)
             } else {

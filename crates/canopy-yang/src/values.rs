@@ -78,6 +78,51 @@ pub(crate) fn typed(base: u32, canonical: String) -> Value {
     }
 }
 
+/// The JSON kinds RFC 7951 (section 6) writes values in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonKind {
+    /// `int8` to `int32`, `uint8` to `uint32`: a JSON number.
+    Number,
+    /// `boolean`: `true` or `false`.
+    Bool,
+    /// `empty`: `[null]`.
+    Empty,
+    /// Everything else, `int64`, `uint64` and `decimal64` included: a string.
+    String,
+}
+
+impl JsonKind {
+    /// The kind of built-in type `base` (libyang's code).
+    pub(crate) fn of(base: u32) -> JsonKind {
+        match base {
+            UINT8 | UINT16 | UINT32 | INT8 | INT16 | INT32 => JsonKind::Number,
+            BOOL => JsonKind::Bool,
+            EMPTY => JsonKind::Empty,
+            _ => JsonKind::String,
+        }
+    }
+
+    /// The kind `value` is written in.
+    pub(crate) fn of_value(value: &Value) -> JsonKind {
+        match value {
+            Value::Number(_) => JsonKind::Number,
+            Value::Bool(_) => JsonKind::Bool,
+            Value::Empty => JsonKind::Empty,
+            Value::String(_) => JsonKind::String,
+        }
+    }
+
+    /// How the kind is named in messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            JsonKind::Number => "a JSON number",
+            JsonKind::Bool => "a JSON boolean",
+            JsonKind::Empty => "[null]",
+            JsonKind::String => "a JSON string",
+        }
+    }
+}
+
 /// The JSON-format text libyang checks for a value.
 pub(crate) fn text(v: &Value) -> std::borrow::Cow<'_, str> {
     v.as_text()
