@@ -13,6 +13,12 @@ use anyhow::{bail, Context, Result};
 pub const ARG: &str = "__probe";
 
 /// `store URL PATH` or `raw BACKEND DIR HEXKEY`: prints `NANOS PEAK_RSS_BYTES`.
+/// `get URL QUERY` (writes what the query selects as JSON, counting the
+/// bytes) and `import URL FILE LIST=KEY…` (imports the document into
+/// running, declaring the lists) print `NANOS PEAK_RSS_BYTES BYTES FILE_RSS`:
+/// the time from open to done, the process's peak RSS (`VmHWM`), the JSON
+/// written (0 for import), and the resident pages of mapped files at the end
+/// (`RssFile`: an LMDB store's map, which the kernel may drop at will).
 ///
 /// # Errors
 /// Bad arguments, a store error, a missing item.
@@ -38,13 +44,49 @@ pub fn main(args: &[String]) -> Result<()> {
             }
             report(d);
         }
-        _ => bail!("probe: expected `store URL PATH` or `raw BACKEND DIR HEXKEY`"),
+        [kind, url, query] if kind == "get" => {
+            let store = canopy::Store::open(url)?;
+            let mut out = Counter(0);
+            store.running().get_json(query, canopy::ReadOptions::default(), false, &mut out)?;
+            report_more(t.elapsed(), out.0);
+        }
+        [kind, url, file, lists @ ..] if kind == "import" => {
+            let store = canopy::Store::open(url)?;
+            let mut decl = Vec::new();
+            for l in lists {
+                let (path, keys) = l.split_once('=').context("probe: a list is PATH=KEY,…")?;
+                decl.push((path.to_string(), canopy::ListInfo::keyed(keys.split(','))));
+            }
+            let input = std::io::BufReader::new(std::fs::File::open(file).with_context(|| format!("opening {file}"))?);
+            store.running().import_declared(input, canopy::Operation::Merge, &decl)?;
+            report_more(t.elapsed(), 0);
+        }
+        _ => bail!("probe: expected `store URL PATH`, `raw BACKEND DIR HEXKEY`, `get URL QUERY` or `import URL FILE LIST=KEY…`"),
     }
     Ok(())
 }
 
 fn report(d: Duration) {
     println!("{} {}", d.as_nanos(), crate::timing::peak_rss().unwrap_or(0));
+}
+
+fn report_more(d: Duration, bytes: u64) {
+    let file = crate::timing::rss_file().unwrap_or(0);
+    println!("{} {} {bytes} {file}", d.as_nanos(), crate::timing::peak_rss().unwrap_or(0));
+}
+
+/// Counts what is written, keeping nothing.
+struct Counter(u64);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn unhex(s: &str) -> Result<Vec<u8>> {
@@ -66,6 +108,10 @@ pub struct Probed {
     /// Spawn to exit, seen from outside.
     pub wall: Duration,
     pub peak_rss: u64,
+    /// JSON written (`get`).
+    pub bytes: u64,
+    /// Resident pages of mapped files at the end (`get`, `import`).
+    pub file_rss: u64,
 }
 
 /// Starts `prefix __probe args…` and reads what it measured.
@@ -90,5 +136,7 @@ pub fn run(prefix: &[OsString], args: &[&str]) -> Result<Probed> {
     let mut it = text.split_whitespace();
     let ns: u64 = it.next().context("probe printed nothing")?.parse().context("probe output")?;
     let rss: u64 = it.next().context("probe printed no RSS")?.parse().context("probe output")?;
-    Ok(Probed { open_to_read: Duration::from_nanos(ns), wall, peak_rss: rss })
+    let bytes: u64 = it.next().map_or(Ok(0), str::parse).context("probe output")?;
+    let file_rss: u64 = it.next().map_or(Ok(0), str::parse).context("probe output")?;
+    Ok(Probed { open_to_read: Duration::from_nanos(ns), wall, peak_rss: rss, bytes, file_rss })
 }

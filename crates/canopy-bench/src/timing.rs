@@ -122,6 +122,11 @@ pub fn rss() -> Option<u64> {
     status_kb("VmRSS:").map(|kb| kb * 1024)
 }
 
+/// The resident pages of files the process maps (Linux `RssFile`).
+pub fn rss_file() -> Option<u64> {
+    status_kb("RssFile:").map(|kb| kb * 1024)
+}
+
 fn status_kb(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;

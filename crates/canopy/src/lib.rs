@@ -29,6 +29,7 @@ pub mod open;
 mod operational;
 mod prepare;
 mod read;
+mod scan;
 mod schema;
 mod session;
 mod store;

@@ -41,12 +41,18 @@ impl Session<'_> {
     /// [`Error::Data`] for a query that does not parse; backend errors.
     pub fn get(&self, query: &str, opts: ReadOptions) -> Result<Container> {
         let q = Query::parse(query)?;
+        if let Some(tree) = self.scan_get(&q, opts)? {
+            return Ok(tree);
+        }
         self.store.with_view(self.ds, self.stored, &q, |tree, _, yang| selection(tree, &q, opts, yang))
     }
 
     /// Reads what `query` selects and writes it as RFC 7951 JSON to `out`.
     /// When the whole datastore is selected from the cache, it is written
-    /// straight from the cached tree, without a copy.
+    /// straight from the cached tree, without a copy. Uncached, an instance
+    /// path streams from the stored fragments, and a query that stays inside
+    /// the entries of one list is evaluated entry by entry as the list's
+    /// range is scanned, each result written before the next entry is read.
     ///
     /// # Errors
     /// As [`Session::get`], and write errors of `out`.
@@ -66,6 +72,10 @@ impl Session<'_> {
                     return Ok(());
                 }
             }
+        }
+        // A query that stays inside the entries of one list, entry by entry.
+        if self.scan_json(&q, opts, pretty, &mut out)? {
+            return Ok(());
         }
         let wopts = canopy_core::json::WriteOptions { pretty, depth: None };
         let written = self.store.with_view(self.ds, self.stored, &q, |tree, _, yang| {
@@ -110,6 +120,9 @@ impl Session<'_> {
     /// As [`Session::get`].
     pub fn count(&self, query: &str) -> Result<usize> {
         let q = Query::parse(query)?;
+        if let Some(n) = self.scan_count(&q)? {
+            return Ok(n);
+        }
         self.store.with_view(self.ds, self.stored, &q, |tree, _, _| q.evaluate(&tree).len())
     }
 

@@ -189,6 +189,25 @@ pub fn device(i: usize) -> Container {
     d
 }
 
+/// Writes the RFC 7951 document of `n` devices to `out`, one device at a
+/// time (what a CPS client imports).
+///
+/// # Errors
+/// Write errors of `out`.
+pub fn write_document<W: std::io::Write>(n: usize, out: W) -> std::io::Result<W> {
+    let mut w = canopy_core::json::JsonWriter::new(out, false);
+    w.begin_container(ROOT.trim_start_matches('/'))?;
+    w.begin_list("openroadm-device")?;
+    for i in 0..n {
+        w.begin_entry()?;
+        canopy_core::json::write_members(&mut w, &device(i), None)?;
+        w.end()?;
+    }
+    w.end()?;
+    w.end()?;
+    w.finish()
+}
+
 fn device_path(i: usize) -> String {
     format!("{ROOT}/openroadm-device[device-id='{}']", device_id(i))
 }
@@ -301,6 +320,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     rows.push(Row::new("get the whole tree (JSON)", Cell::Time(canopy)).floor(Cell::Time(floor)));
     rows.push(Row::new("size of the whole tree as JSON", Cell::Bytes(*json_len.borrow() as u64)));
     drop(raw);
+    rows.extend(process_rows(cx, &cx.url(&dir), n)?);
 
     // Concurrent readers, each doing sequential gets of random devices.
     for readers in READERS {
@@ -368,6 +388,71 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
     })
 }
 
+/// The device list, a query with a predicate on a non-key leaf (a third of
+/// the devices are `xpdr`), and importing the whole tree, each in a fresh
+/// process (`canopy bench __probe`): time from open to done, and the
+/// process's peak RSS.
+fn process_rows(cx: &Cx, url: &str, n: usize) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    if cx.probe.is_empty() {
+        rows.push(Row::new("reads and import in a fresh process", Cell::Missing("no probe command".into())));
+        return Ok(rows);
+    }
+    let reads = [
+        ("get the device list (JSON)", format!("{ROOT}/openroadm-device")),
+        ("query a non-key leaf (JSON)", format!("{ROOT}/openroadm:openroadm-device[info/node-type='xpdr']")),
+    ];
+    for (label, query) in reads {
+        let got = RefCell::new(Vec::new());
+        cx.measure(
+            label,
+            |_| Ok(()),
+            |()| {
+                let p = crate::probe::run(&cx.probe, &["get", url, &query])?;
+                ensure!(p.bytes > 1000 * n as u64, "{label}: {} bytes of JSON for {n} devices", p.bytes);
+                got.borrow_mut().push(p);
+                Ok(())
+            },
+        )?;
+        let got = got.into_inner();
+        let measured = &got[1..];
+        rows.push(Row::new(
+            format!("{label}: open to done, in a fresh process"),
+            Cell::Time(Sample { runs: measured.iter().map(|p| p.open_to_read).collect() }),
+        ));
+        rows.push(Row::new(
+            format!("{label}: peak RSS of that process"),
+            Cell::Bytes(measured.iter().map(|p| p.peak_rss).max().unwrap_or(0)),
+        ));
+        rows.push(Row::new(
+            format!("{label}: of which the store's mapped pages (at exit)"),
+            Cell::Bytes(measured.iter().map(|p| p.file_rss).max().unwrap_or(0)),
+        ));
+        rows.push(Row::new(format!("{label}: size"), Cell::Bytes(measured.last().map_or(0, |p| p.bytes))));
+    }
+    // Import: one run into a fresh store (it takes a while at 10,000 devices).
+    cx.progress("import the whole tree", 1, 1)?;
+    let dir = cx.fresh_dir()?;
+    let doc = dir.join("devices.json");
+    let file = std::io::BufWriter::new(std::fs::File::create(&doc)?);
+    write_document(n, file)?.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    let size = std::fs::metadata(&doc)?.len();
+    let store_dir = dir.join("store");
+    let lists: Vec<String> = LISTS.iter().map(|(l, k)| format!("{l}={k}")).collect();
+    let mut args = vec!["import".to_string(), cx.url(&store_dir), doc.display().to_string()];
+    args.extend(lists);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let p = crate::probe::run(&cx.probe, &args)?;
+    rows.push(Row::new(
+        "import the whole tree (one run, in a fresh process)",
+        Cell::Time(Sample { runs: vec![p.open_to_read] }),
+    ));
+    rows.push(Row::new("import the whole tree: peak RSS of that process", Cell::Bytes(p.peak_rss)));
+    rows.push(Row::new("import the whole tree: of which mapped pages (at exit)", Cell::Bytes(p.file_rss)));
+    rows.push(Row::new("import the whole tree: document size", Cell::Bytes(size)));
+    Ok(rows)
+}
+
 pub fn notes() -> Vec<String> {
     vec![format!(
         "cps: devices from the generator documented in docs/benchmarks.md (86 fragments, 895 leaves each). \
@@ -375,7 +460,10 @@ pub fn notes() -> Vec<String> {
          JSON (the seed's REST response); the floor range-scans the device's fragments. Concurrency rows \
          run 1–16 threads on one open store, each doing {PER} sequential gets of random devices; throughput is \
          gets per second of wall time, latency percentiles are over every get of the measured runs. \
-         In-process; `--mode http` runs the same devices through `canopy serve`'s CPS REST API.",
+         In-process, except the device list, the non-key query and the import, which each run in a fresh \
+         process (`canopy bench __probe`) reporting its time from open to done and its peak RSS (VmHWM, \
+         which counts the resident pages of the store's memory map too; those are shown apart). \
+         `--mode http` runs the same devices through `canopy serve`'s CPS REST API.",
         PER = PER_READER
     )]
 }

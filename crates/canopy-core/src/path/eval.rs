@@ -210,7 +210,7 @@ fn pinned_children<'a>(ctx: &ItemRef<'a>, step: &Step) -> Option<Vec<ItemRef<'a>
 }
 
 /// Whether `e` counts positions.
-fn has_position(e: &Expr) -> bool {
+pub(super) fn has_position(e: &Expr) -> bool {
     match e {
         Expr::Position(_) => true,
         Expr::Or(v) | Expr::And(v) => v.iter().any(has_position),

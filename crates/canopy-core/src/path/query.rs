@@ -262,6 +262,76 @@ impl Query {
     }
 }
 
+/// A query that can be answered one list entry at a time (see
+/// [`Query::entry_scan`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EntryScan {
+    /// The instance path of the list's parent (keys in [`ListInfo::keys`] order).
+    pub parent: Path,
+    /// The list's name, canonical under `parent`.
+    pub list: Name,
+    /// Whether the query wrote the list's name without a module prefix (then
+    /// evaluation also matches a child of another module by its local name).
+    pub unprefixed: bool,
+}
+
+impl Query {
+    /// A planning helper for streamed reads: when every node this query
+    /// selects, and every node its predicates look at, lies inside one entry
+    /// of one keyed, system-ordered list, that list. Then the query can be
+    /// evaluated entry by entry, each entry with its ancestors, and the
+    /// results put together in key order are the results over the whole tree.
+    ///
+    /// The steps before the list are child steps naming containers
+    /// (no predicates) or entries of keyed lists whose predicates only pin
+    /// every key by equality to a string literal; the first name carries a
+    /// module. The list's own step is a child step whose predicates count no
+    /// positions (they count among all entries) and do not climb above the
+    /// entry; the steps after it never climb above the entry either.
+    /// `list_info` gives the list declarations by schema path.
+    pub fn entry_scan(&self, list_info: &dyn Fn(&str) -> Option<ListInfo>) -> Option<EntryScan> {
+        if !self.absolute {
+            return None;
+        }
+        let mut p = Path::root();
+        for (i, step) in self.steps.iter().enumerate() {
+            let (Axis::Child, NodeTest::Name(written)) = (&step.axis, &step.test) else { return None };
+            if p.is_root() && !written.contains(':') {
+                return None;
+            }
+            let name = canonical_name(written, p.module());
+            let schema_path = if p.is_root() { format!("/{name}") } else { format!("{}/{name}", p.schema_path()) };
+            match list_info(&schema_path) {
+                Some(info) if !info.keys.is_empty() && !info.user_ordered => {
+                    let module = name.split_once(':').map(|(m, _)| m).or(p.module());
+                    let all_pin = step.predicates.iter().flat_map(conjuncts).all(|c| pins_key(c, &info, module));
+                    if let (true, Some(sel)) = (all_pin, key_pin(&step.predicates, &info, module)) {
+                        p.segments.push(Segment { name, selector: sel });
+                        continue;
+                    }
+                    let entry = i as i64 + 1;
+                    let local = |e: &Expr, d: i64| expr_min_depth(e, d) >= entry;
+                    if step.predicates.iter().any(|e| super::eval::has_position(e) || !local(e, entry)) {
+                        return None;
+                    }
+                    let mut d = entry;
+                    for s in &self.steps[i + 1..] {
+                        d = step_depth(s, d);
+                        if d < entry || !s.predicates.iter().all(|e| local(e, d)) {
+                            return None;
+                        }
+                    }
+                    return Some(EntryScan { parent: p, list: name, unprefixed: !written.contains(':') });
+                }
+                Some(_) => return None,
+                None if step.predicates.is_empty() => p.segments.push(Segment { name, selector: Selector::None }),
+                None => return None,
+            }
+        }
+        None
+    }
+}
+
 /// Why a query is not an instance identifier, and where.
 struct NotInstance {
     step: usize,
@@ -457,6 +527,47 @@ mod tests {
         ] {
             assert_eq!(prefix(q), want, "{q}");
         }
+    }
+
+    #[test]
+    fn entry_scan_finds_the_list_a_query_stays_inside() {
+        let scan =
+            |q: &str| Query::parse(q).unwrap().entry_scan(&lists).map(|s| (s.parent.to_string(), s.list, s.unprefixed));
+        let top = |list: &str, unprefixed| Some(("/m:top".to_string(), list.to_string(), unprefixed));
+        assert_eq!(scan("/m:top/dev[name='a']"), top("dev", true));
+        assert_eq!(scan("/m:top/m:dev[name='a' or sub/x>3]/sub"), top("dev", false));
+        assert_eq!(scan("/m:top/dev[sub]/sub/x[.=../../name]"), top("dev", true));
+        assert_eq!(scan("/m:top/dev//x"), top("dev", true));
+        assert_eq!(scan("/m:top/pair[k1='5']"), top("pair", true));
+        assert_eq!(scan("/m:top/dev[id='1']/../pair[v='x']"), None, "a parent step above the first list");
+        for q in [
+            "/m:top/dev[2]",
+            "/m:top/dev[name='a'][1]",
+            "/m:top/dev[../ll='x']",
+            "/m:top/dev/..",
+            "/m:top/dev/sub[../../ll]",
+            "/m:top/dev[id='10']",
+            "//dev[name='a']",
+            "m:top/dev[name='a']",
+            "/top/dev[name='a']",
+            "/m:top/log[msg='m1']",
+            "/m:top[x]/dev[name='a']",
+            "/m:top/*[name='a']",
+            "/m:top",
+        ] {
+            assert_eq!(scan(q), None, "{q}");
+        }
+        assert_eq!(
+            Query::parse("/m:top/pair[k1='5'][k2='a']/sub[v='1']")
+                .unwrap()
+                .entry_scan(&|sp| match sp {
+                    "/m:top/pair" => Some(ListInfo::keyed(["k1", "k2"])),
+                    "/m:top/pair/sub" => Some(ListInfo::keyed(["n"])),
+                    _ => None,
+                })
+                .map(|s| s.parent.to_string()),
+            Some("/m:top/pair[k1='5'][k2='a']".to_string())
+        );
     }
 
     #[test]
