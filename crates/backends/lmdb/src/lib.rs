@@ -40,6 +40,7 @@ type Db = Database<Bytes, Bytes>;
 const MIN_MAP: usize = 1 << 30;
 const DATA_FILE: &str = "data.mdb";
 
+mod release;
 mod shrink;
 
 struct Inner {
@@ -73,6 +74,8 @@ pub struct LmdbBackend {
 /// The environment of one directory, shared by every handle in the process.
 struct Shared {
     dir: PathBuf,
+    /// The data file, by its canonical path (as the process's map list names it).
+    data_file: PathBuf,
     sync: SyncMode,
     /// Readers and writers hold it shared; resizing and compaction hold it
     /// exclusively (LMDB requires that no transaction of this process is open
@@ -222,6 +225,7 @@ impl LmdbBackend {
         check_not_truncated(dir, &inner.env, file_len)?;
         let shared = Arc::new(Shared {
             dir: dir.to_path_buf(),
+            data_file: canonical.join(DATA_FILE),
             sync,
             inner: RwLock::new(Some(inner)),
             write_gate: Mutex::new(()),
@@ -416,6 +420,9 @@ struct LmdbSnapshot<'a> {
     db: Db,
     revision: u64,
     dir: &'a Path,
+    /// Bytes of keys and values scanned since the map's pages were last let go.
+    scanned: std::sync::atomic::AtomicUsize,
+    data_file: &'a Path,
     _guard: &'a RwLockReadGuard<'a, Option<Inner>>,
 }
 
@@ -438,21 +445,31 @@ impl Snapshot for LmdbSnapshot<'_> {
         let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
         let range = (lower_bound(start), hi);
         let err = |e| lmdb_err(self.dir, "scan", e);
+        let mut scanned = self.scanned.load(Ordering::Relaxed);
+        let mut step = |k: &[u8], v: &[u8]| {
+            scanned += k.len() + v.len();
+            if scanned >= release::EVERY {
+                release::map_pages(self.data_file);
+                scanned = 0;
+            }
+            visit(k, v)
+        };
         if reverse {
             for item in self.db.rev_range(&self.txn, &range).map_err(err)? {
                 let (k, v) = item.map_err(err)?;
-                if !visit(k, v)? {
+                if !step(k, v)? {
                     break;
                 }
             }
         } else {
             for item in self.db.range(&self.txn, &range).map_err(err)? {
                 let (k, v) = item.map_err(err)?;
-                if !visit(k, v)? {
+                if !step(k, v)? {
                     break;
                 }
             }
         }
+        self.scanned.store(scanned, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -519,7 +536,15 @@ impl Shared {
                             return Err(lmdb_err(&self.dir, "read the revision", e));
                         }
                     };
-                    let snap = LmdbSnapshot { txn, db: inner.db, revision, dir: &self.dir, _guard: g };
+                    let snap = LmdbSnapshot {
+                        txn,
+                        db: inner.db,
+                        revision,
+                        dir: &self.dir,
+                        scanned: Default::default(),
+                        data_file: &self.data_file,
+                        _guard: g,
+                    };
                     return Ok(Box::new(OwnedSnapshot { snap: Some(snap), guard }));
                 }
                 Err(heed::Error::Mdb(MdbError::MapResized)) => {
