@@ -10,7 +10,7 @@ use crate::diff::{self, entry_selector, selector_values, with_selector, Change, 
 use crate::error::{Error, Result};
 use crate::path::{Path, Selector};
 use crate::schema::Schema;
-use crate::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};
+use crate::tree::{Children, Container, Insert, LeafListEntry, List, ListInfo, Node};
 use crate::value::{Meta, Value};
 
 /// The operation of an edit (RFC 6241 §7.2 names).
@@ -265,20 +265,22 @@ fn ensure_container<'a>(
                     cur = list.get_mut(&[n.to_string()]).expect("just added");
                     continue;
                 }
-                if list.get_keyed(keys).is_none() {
-                    if diff::ordered_key_values(&list.info, keys).is_none() {
-                        return Err(Error::invalid(here(), format!("the list's keys are {:?}", list.info.keys)));
-                    }
-                    let here = here();
-                    let mut entry = Container::default();
-                    for (k, v) in keys {
-                        entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
-                    }
-                    let place = list.info.user_ordered.then(|| last_place(list));
-                    list.insert(entry.clone(), &Insert::Last)?;
-                    out.push(Change::Created { path: here, node: Subtree::Entry(entry), place });
+                if list.get_keyed(keys).is_some() {
+                    cur = list.get_keyed_mut(keys).expect("present");
+                    continue;
                 }
-                cur = list.get_keyed_mut(keys).expect("present");
+                if diff::ordered_key_values(&list.info, keys).is_none() {
+                    return Err(Error::invalid(here(), format!("the list's keys are {:?}", list.info.keys)));
+                }
+                let here = here();
+                let mut entry = Container { meta: Meta::default(), children: Children::with_capacity(keys.len()) };
+                for (k, v) in keys {
+                    entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
+                }
+                let place = list.info.user_ordered.then(|| last_place(list));
+                let pos = list.insert(entry.clone(), &Insert::Last)?;
+                out.push(Change::Created { path: here, node: Subtree::Entry(entry), place });
+                cur = list.get_at_mut(&pos).expect("just inserted");
             }
             Selector::Position(p) => {
                 let Some(Node::List(list)) = cur.children.get_mut(&seg.name) else {
@@ -653,10 +655,10 @@ fn normalise_new(path: &Path, value: Node, schema: &dyn Schema) -> Result<Node> 
 
 /// [`refuse_list_name`] for `value` at `path` and every node inside it.
 fn refuse_list_names_in(path: &Path, value: &Node, schema: &dyn Schema) -> Result<()> {
-    if !matches!(value, Node::List(_)) {
-        refuse_list_name(path, schema)?;
-    }
     let mut sp = path.schema_path();
+    if !matches!(value, Node::List(_)) && schema.kind(&sp) == Some(crate::schema::NodeKind::List) {
+        return Err(Error::invalid(path, "is a list: name an entry with its keys"));
+    }
     inner_list_names(path, value, &mut sp, schema)
 }
 
@@ -772,11 +774,13 @@ pub fn canonical_path(root: &Container, path: &Path, schema: &dyn Schema) -> Pat
 pub fn canonical_path_cow<'p>(root: &Container, path: &'p Path, schema: &dyn Schema) -> std::borrow::Cow<'p, Path> {
     use std::borrow::Cow;
     let mut out: Option<Path> = None;
-    let mut schema_path = String::new();
     let mut cur = Some(root);
+    // The tree is only walked as far as the last keyed step needs it.
+    let walk = path.segments.iter().rposition(|s| matches!(s.selector, Selector::Keys(_))).map_or(0, |i| i + 1);
     for (i, seg) in path.segments.iter().enumerate() {
-        schema_path.push('/');
-        schema_path.push_str(&seg.name);
+        if i == walk && out.is_none() {
+            break;
+        }
         let node = cur.and_then(|c| c.children.get(&seg.name));
         let changed = match &seg.selector {
             // A keyless list (e.g. imported from plain JSON without declared
@@ -800,7 +804,14 @@ pub fn canonical_path_cow<'p>(root: &Container, path: &'p Path, schema: &dyn Sch
                 };
                 match node {
                     Some(Node::List(l)) => reorder(&l.info),
-                    _ => schema.list_info(&schema_path).and_then(|i| reorder(&i)),
+                    _ => {
+                        let mut schema_path = String::new();
+                        for s in &path.segments[..=i] {
+                            schema_path.push('/');
+                            schema_path.push_str(&s.name);
+                        }
+                        schema.list_info(&schema_path).and_then(|i| reorder(&i))
+                    }
                 }
             }
             _ => None,
@@ -816,6 +827,7 @@ pub fn canonical_path_cow<'p>(root: &Container, path: &'p Path, schema: &dyn Sch
             None => &seg.selector,
         };
         cur = match (node, selector) {
+            _ if i + 1 >= walk => None,
             (Some(Node::Container(c)), Selector::None) => Some(c),
             (Some(Node::List(l)), sel) => list_entry(l, sel),
             _ => None,

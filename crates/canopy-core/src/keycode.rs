@@ -23,14 +23,15 @@ const TAG_STR: u8 = 0x20;
 
 /// Appends `s` with `0x00` escaped as `0x00 0xFF`, then the terminator `0x00 0x01`.
 pub fn push_escaped(out: &mut Vec<u8>, s: &[u8]) {
-    for &b in s {
-        out.push(b);
-        if b == 0 {
-            out.push(0xFF);
-        }
+    out.reserve(s.len() + 2);
+    let mut rest = s;
+    while let Some(i) = rest.iter().position(|&b| b == 0) {
+        out.extend_from_slice(&rest[..=i]);
+        out.push(0xFF);
+        rest = &rest[i + 1..];
     }
-    out.push(0);
-    out.push(1);
+    out.extend_from_slice(rest);
+    out.extend_from_slice(&[0, 1]);
 }
 
 /// Reads an escaped string starting at `*pos`, advancing past its terminator.

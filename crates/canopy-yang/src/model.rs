@@ -412,6 +412,20 @@ impl Model {
         }
     }
 
+    /// The schema node of a canonical path's last segment (the node its
+    /// schema path names in [`Model::by_path`]), found by walking the
+    /// children instead of building the schema path.
+    pub fn index_of(&self, path: &canopy_core::Path) -> Option<usize> {
+        let mut at: Option<usize> = None;
+        for seg in &path.segments {
+            at = Some(match at {
+                None => *self.top.get(&seg.name)?,
+                Some(p) => *self.nodes[p].children.get(&seg.name)?,
+            });
+        }
+        at
+    }
+
     /// The data nodes from the top down to `idx`.
     pub fn chain(&self, idx: usize) -> Vec<usize> {
         let mut out = Vec::with_capacity(self.nodes[idx].depth);

@@ -82,16 +82,21 @@ impl YangSchema {
     /// entry (`at` itself) given as path text; a string when the schema does
     /// not know the node or the text does not fit (edits are checked before).
     pub fn path_value(&self, at: &Path, key: Option<&str>, text: &str) -> Value {
-        let mut sp = at.schema_path();
-        if let Some(k) = key {
-            sp.push('/');
-            sp.push_str(k);
-        }
-        match self.model.by_path.get(&sp) {
-            Some(&i) => {
-                self.check_value(i, &Value::String(text.to_string())).unwrap_or_else(|_| Value::String(text.into()))
-            }
+        let idx = self.model.index_of(at).and_then(|i| match key {
+            Some(k) => self.model.nodes[i].children.get(k).copied(),
+            None => Some(i),
+        });
+        match idx {
+            Some(i) => self.check_text(i, text).unwrap_or_else(|_| Value::String(text.into())),
             None => Value::String(text.to_string()),
+        }
+    }
+
+    /// [`YangSchema::check_value`] of a value given as text.
+    fn check_text(&self, idx: usize, text: &str) -> Result<Value, String> {
+        match self.model.nodes[idx].fast {
+            crate::values::Fast::String => Ok(Value::String(text.to_string())),
+            _ => self.check_value(idx, &Value::String(text.to_string())),
         }
     }
 
@@ -106,13 +111,40 @@ impl YangSchema {
     /// [`canopy_core::Error::Path`] naming the position of the first segment
     /// that does not fit, and why.
     pub fn resolve_path(&self, path: &Path) -> Result<(Path, Vec<usize>), canopy_core::Error> {
-        let mut out = Path::root();
+        let (idxs, changed) = self.resolve_segments(path)?;
+        let mut out = path.clone();
+        for (i, seg) in changed {
+            out.segments[i] = seg;
+        }
+        Ok((out, idxs))
+    }
+
+    /// [`YangSchema::resolve_path`] taking the path by value: a path that is
+    /// canonical already (the common case) is returned as it is, not copied.
+    ///
+    /// # Errors
+    /// As [`YangSchema::resolve_path`].
+    pub fn resolve_path_owned(&self, mut path: Path) -> Result<(Path, Vec<usize>), canopy_core::Error> {
+        let (idxs, changed) = self.resolve_segments(&path)?;
+        for (i, seg) in changed {
+            path.segments[i] = seg;
+        }
+        Ok((path, idxs))
+    }
+
+    /// The schema node of each segment of `path`, and the segments whose
+    /// canonical form differs from the written one (by index).
+    #[allow(clippy::type_complexity)]
+    fn resolve_segments(&self, path: &Path) -> Result<(Vec<usize>, Vec<(usize, Segment)>), canopy_core::Error> {
+        let mut changed = Vec::new();
         let mut idxs = Vec::with_capacity(path.segments.len());
         let mut parent = None;
         let last = path.segments.len().saturating_sub(1);
-        let mut pos = 1;
         for (i, seg) in path.segments.iter().enumerate() {
-            let err = |reason: String| canopy_core::Error::Path { input: path.to_string(), pos, reason };
+            let err = |reason: String| {
+                let pos = 1 + path.segments[..i].iter().map(|s| s.to_string().len() + 1).sum::<usize>();
+                canopy_core::Error::Path { input: path.to_string(), pos, reason }
+            };
             let Some(ci) = self.model.child(parent, &seg.name) else {
                 let at = match parent {
                     None => "at the top level".to_string(),
@@ -152,17 +184,24 @@ impl YangSchema {
                             )));
                         };
                         let key_idx = n.children[&n.keys[ki]];
-                        let canon = self
-                            .check_value(key_idx, &Value::String(v.clone()))
-                            .map_err(|r| err(format!("key {k}='{v}': {r}")))?;
+                        let canon = self.check_text(key_idx, v).map_err(|r| err(format!("key {k}='{v}': {r}")))?;
                         vals[ki] = Some(canon.as_text().into_owned());
                     }
                     if vals.iter().any(Option::is_none) {
                         return Err(err(format!("list {} needs all its keys: {}", n.path, n.keys.join(", "))));
                     }
-                    Selector::Keys(
-                        n.keys.iter().cloned().zip(vals.into_iter().map(Option::unwrap_or_default)).collect(),
-                    )
+                    let same = kv.len() == n.keys.len()
+                        && kv
+                            .iter()
+                            .zip(&n.keys)
+                            .zip(&vals)
+                            .all(|(((k, v), key), c)| k == key && c.as_deref() == Some(v));
+                    match same {
+                        true => seg.selector.clone(),
+                        false => Selector::Keys(
+                            n.keys.iter().cloned().zip(vals.into_iter().map(Option::unwrap_or_default)).collect(),
+                        ),
+                    }
                 }
                 (Selector::Keys(_), NodeKind::List) => {
                     return Err(err(format!("list {} has no keys: address its entries by position", n.path)))
@@ -183,12 +222,13 @@ impl YangSchema {
                     )))
                 }
             };
-            pos += seg.to_string().len() + 1;
-            out.segments.push(Segment { name: n.name.clone(), selector });
+            if n.name != seg.name || selector != seg.selector {
+                changed.push((i, Segment { name: n.name.clone(), selector }));
+            }
             idxs.push(ci);
             parent = Some(ci);
         }
-        Ok((out, idxs))
+        Ok((idxs, changed))
     }
 
     /// Checks an edit against the schema and returns it canonical: its path
@@ -199,13 +239,17 @@ impl YangSchema {
     /// # Errors
     /// Every problem found, each with its path.
     pub fn normalize_edit(&self, edit: Edit, state: bool) -> Result<Edit, Vec<Violation>> {
-        let (path, idxs) = self.resolve_path(&edit.path).map_err(|e| {
+        let (idxs, changed) = self.resolve_segments(&edit.path).map_err(|e| {
             let reason = match e {
                 canopy_core::Error::Path { pos, reason, .. } => format!("at position {pos}: {reason}"),
                 other => other.to_string(),
             };
             vec![Violation { path: edit.path.to_string(), reason }]
         })?;
+        let mut path = edit.path;
+        for (i, seg) in changed {
+            path.segments[i] = seg;
+        }
         let mut errs = Vec::new();
         let at = idxs.last().copied();
         if let Some(i) = at {
@@ -224,8 +268,8 @@ impl YangSchema {
                     path.last().map(|s| &s.selector),
                     Some(Selector::Keys(_) | Selector::Position(_) | Selector::Value(_))
                 );
-                let mut at_path = path.clone();
-                self.normalize_node(at, entry, &mut at_path, &mut v, state, &mut errs);
+                // Extended while descending and restored.
+                self.normalize_node(at, entry, &mut path, &mut v, state, &mut errs);
                 Some(v)
             }
         };

@@ -182,7 +182,7 @@ impl YangSchema {
     }
 
     fn idx_of(&self, path: &Path) -> Option<usize> {
-        self.model.by_path.get(&path.schema_path()).copied()
+        self.model.index_of(path)
     }
 
     fn plan_change(&self, c: &Change, tree: &Container, plan: &mut Plan) {
@@ -329,7 +329,7 @@ impl YangSchema {
         }
         self.plan_readers(path, idx, plan);
         self.plan_key_source(path, idx, plan);
-        if new.is_some() && n.kind == NodeKind::Leaf && !path.segments.is_empty() {
+        if new.is_some() && n.kind == NodeKind::Leaf && !path.segments.is_empty() && self.in_unique_list(idx) {
             // A leaf set or changed that a unique statement of its list names.
             let mut names = vec![n.name.clone()];
             let mut at = n.parent;
@@ -364,6 +364,19 @@ impl YangSchema {
         if !n.musts.is_empty() || !n.whens.is_empty() {
             plan.exprs.insert(path.to_string(), (path.clone(), idx));
         }
+    }
+
+    /// Whether the nearest list above schema node `idx` has unique statements.
+    fn in_unique_list(&self, idx: usize) -> bool {
+        let mut at = self.model.nodes[idx].parent;
+        while let Some(p) = at {
+            let pn = &self.model.nodes[p];
+            if pn.kind == NodeKind::List {
+                return !pn.uniques.is_empty();
+            }
+            at = pn.parent;
+        }
+        false
     }
 
     /// Leafref targets inside a deleted subtree.

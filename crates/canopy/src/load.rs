@@ -7,7 +7,7 @@
 //! transaction: after an edit has changed the tree, reading the old stored
 //! version again would bring deleted data back.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use canopy_core::keycode;
 use canopy_core::path::{Path, Selector};
@@ -26,10 +26,12 @@ pub(crate) struct Loader<'a> {
     schema: &'a Schemaless,
     data: Vec<u8>,
     order: Vec<u8>,
-    /// Relative keys already read (present or not).
-    seen: HashSet<Vec<u8>>,
-    /// Relative keys read and found absent.
-    absent: HashSet<Vec<u8>>,
+    /// Relative keys already read, each with whether it was stored.
+    seen: HashMap<Vec<u8>, bool>,
+    /// Keyed lists found to have no entry stored (their relative keys).
+    empty_lists: Vec<Vec<u8>>,
+    /// The list whose entries the last point reads were of, and how many.
+    streak: (Vec<u8>, u32),
     /// Prefixes read whole by a range scan.
     ranges: Vec<Vec<u8>>,
     /// User-ordered lists whose first and last stored entries were read.
@@ -48,35 +50,39 @@ impl<'a> Loader<'a> {
             schema,
             data: space.data,
             order: space.order,
-            seen: HashSet::new(),
-            absent: HashSet::new(),
+            seen: HashMap::new(),
+            empty_lists: Vec::new(),
+            streak: (Vec::new(), 0),
             ranges: Vec::new(),
             ends: HashSet::new(),
         }
     }
 
     fn covered(&self, rel: &[u8]) -> bool {
-        self.seen.contains(rel) || self.ranges.iter().any(|r| rel.starts_with(r))
+        self.seen.contains_key(rel) || self.ranges.iter().any(|r| rel.starts_with(r))
     }
 
     /// Reads the fragment at `rel` (unless read before) and places it. Returns
     /// whether the node is in the tree now... as far as storage says: `false`
     /// when it is not stored.
     pub fn fragment(&mut self, root: &mut Container, rel: &[u8]) -> Result<bool> {
-        if self.covered(rel) {
-            return Ok(!self.absent.contains(rel));
+        if !self.empty_lists.is_empty() && self.in_empty_list(rel) {
+            return Ok(false);
         }
-        self.seen.insert(rel.to_vec());
+        if self.covered(rel) {
+            return Ok(self.seen.get(rel) != Some(&false));
+        }
         let mut key = self.data.clone();
         key.extend_from_slice(rel);
         match self.snap.get(&key)? {
             Some(v) => {
+                self.seen.insert(rel.to_vec(), true);
                 let d = fragment::decode(&v).map_err(|e| in_datastore(&self.data, corrupt(rel, e)))?;
                 place(root, rel, d, self.schema).map_err(|e| in_datastore(&self.data, e))?;
                 Ok(true)
             }
             None => {
-                self.absent.insert(rel.to_vec());
+                self.seen.insert(rel.to_vec(), false);
                 Ok(false)
             }
         }
@@ -96,7 +102,7 @@ impl<'a> Loader<'a> {
         // Keys read before under `rel` (usually a few: the path to it), so
         // that each scanned key is checked against them, not hashed.
         let seen_under: Vec<&[u8]> =
-            self.seen.iter().filter(|k| k.starts_with(rel)).map(Vec::as_slice).take(17).collect();
+            self.seen.keys().filter(|k| k.starts_with(rel)).map(Vec::as_slice).take(17).collect();
         let seen = &self.seen;
         let few = seen_under.len() <= 16;
         let ranges: Vec<&[u8]> = self.ranges.iter().filter(|r| r.starts_with(rel)).map(Vec::as_slice).collect();
@@ -104,7 +110,7 @@ impl<'a> Loader<'a> {
             // Read before (and perhaps changed since): keep the tree's version.
             let read = match few {
                 true => seen_under.contains(&rel_k),
-                false => seen.contains(rel_k),
+                false => seen.contains_key(rel_k),
             };
             read || ranges.iter().any(|r| rel_k.starts_with(r))
         })
@@ -127,7 +133,7 @@ impl<'a> Loader<'a> {
     /// Whether the node at `rel` is known not to be stored (nor, then, anything
     /// below it, unless it is the root).
     pub fn known_absent(&self, rel: &[u8]) -> bool {
-        self.absent.contains(rel)
+        self.seen.get(rel) == Some(&false) || self.in_empty_list(rel)
     }
 
     /// Whether everything stored under `rel` was read into the tree.
@@ -157,16 +163,22 @@ impl<'a> Loader<'a> {
                 Selector::None => {
                     // A leaf, leaf-list or anydata came with its parent's
                     // fragment and has none of its own: no read.
-                    let inline = container_at(root, &path.segments[..i])
-                        .and_then(|c| c.children.get(&seg.name))
-                        .is_some_and(Node::is_inline);
-                    if stored && !inline {
+                    let inline = || {
+                        container_at(root, &path.segments[..i])
+                            .and_then(|c| c.children.get(&seg.name))
+                            .is_some_and(Node::is_inline)
+                    };
+                    if stored && !inline() {
                         stored = self.fragment(root, &rel)?;
                     }
                 }
                 Selector::Keys(keys) => {
+                    let list_len = rel.len();
                     for (_, v) in keys {
                         keycode::push_key_value(&mut rel, v);
+                    }
+                    if stored && self.list_is_empty(&rel[..list_len])? {
+                        stored = false;
                     }
                     if stored {
                         stored = self.fragment(root, &rel)?;
@@ -190,6 +202,30 @@ impl<'a> Loader<'a> {
             }
         }
         Ok(Some(rel))
+    }
+
+    /// Whether the keyed list at `list_rel` is known to have no entry stored.
+    /// A transaction that names many entries of one list (a bulk create)
+    /// asks storage once whether the list has any, after a few point reads
+    /// of its entries, instead of once per entry.
+    fn list_is_empty(&mut self, list_rel: &[u8]) -> Result<bool> {
+        if self.empty_lists.iter().any(|l| l == list_rel) {
+            return Ok(true);
+        }
+        if self.streak.0 != list_rel {
+            self.streak = (list_rel.to_vec(), 0);
+        }
+        self.streak.1 += 1;
+        if self.streak.1 != 3 || self.has_range(list_rel) || self.any_under(list_rel)? {
+            return Ok(false);
+        }
+        self.empty_lists.push(list_rel.to_vec());
+        Ok(true)
+    }
+
+    /// Whether `rel` lies in a list known to have no entry stored.
+    fn in_empty_list(&self, rel: &[u8]) -> bool {
+        self.empty_lists.iter().any(|l| rel.len() > l.len() && rel.starts_with(l))
     }
 
     /// Loads the first and last entries of the user-ordered list at `list_rel`

@@ -105,7 +105,7 @@ impl Store {
         let mut learned = Vec::new();
         let mut root = Container::default();
         let mut loader = Loader::new(snap, ds, &catalog.lists);
-        let mut changes = Vec::new();
+        let mut changes = Vec::with_capacity(edits.len());
         let erasable = erasable(&edits, ds, &catalog.lists, yang, &self.hub);
         for (e, erase) in edits.into_iter().zip(erasable) {
             if erase {

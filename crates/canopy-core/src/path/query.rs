@@ -115,6 +115,9 @@ impl Query {
     /// wrong: a syntax error, or the step or predicate that is query-only (`*`,
     /// `//`, a comparison other than a key equality, ...).
     pub fn parse_instance(input: &str) -> Result<Path> {
+        if let Some(p) = plain_instance(input) {
+            return Ok(p);
+        }
         let (q, spans) = syntax::parse(input)?;
         q.instance_path().map_err(|e| {
             let span = spans.get(e.step).cloned().unwrap_or_default();
@@ -369,6 +372,68 @@ fn conjuncts(e: &Expr) -> Vec<&Expr> {
 /// `k='v'`, `'v'=k`, `.='v'` and the same with a number: the key, the value
 /// text, and whether the value was a string literal (a number compares
 /// numerically, so `[k=5]` also matches `k='05'`).
+/// The path `input` spells when it is written in the plain canonical form
+/// (`/m:a/b[k1='1'][k2='x']/c`: no whitespace, single-quoted keys without
+/// quotes inside, each key once): what [`Query::parse_instance`] returns for
+/// it, without building the query. `None` for any other spelling, which the
+/// full parser then reads (and reports errors of).
+fn plain_instance(input: &str) -> Option<Path> {
+    let b = input.as_bytes();
+    let name_end = |mut i: usize| -> Option<usize> {
+        let ident = |i: usize| -> Option<usize> {
+            let first = *b.get(i)?;
+            (first.is_ascii_alphabetic() || first == b'_').then_some(())?;
+            Some(
+                i + 1
+                    + b[i + 1..]
+                        .iter()
+                        .take_while(|&&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+                        .count(),
+            )
+        };
+        i = ident(i)?;
+        if b.get(i) == Some(&b':') {
+            i = ident(i + 1)?;
+        }
+        Some(i)
+    };
+    let mut path = Path { segments: Vec::with_capacity(4) };
+    let mut i = 0;
+    if b.len() < 2 {
+        return None;
+    }
+    while i < b.len() {
+        if b[i] != b'/' || path.segments.len() == crate::path::MAX_STEPS {
+            return None;
+        }
+        let end = name_end(i + 1)?;
+        let name = canonical_name(&input[i + 1..end], path.module());
+        i = end;
+        let mut keys: Vec<(Name, String)> = Vec::new();
+        while b.get(i) == Some(&b'[') {
+            let k_end = name_end(i + 1)?;
+            if b.get(k_end) != Some(&b'=') || b.get(k_end + 1) != Some(&b'\'') {
+                return None;
+            }
+            let v_start = k_end + 2;
+            let v_end = v_start + b[v_start..].iter().position(|&c| c == b'\'')?;
+            if b.get(v_end + 1) != Some(&b']') {
+                return None;
+            }
+            let module = name.split_once(':').map(|(m, _)| m).or(path.module());
+            let k = canonical_name(&input[i + 1..k_end], module);
+            if keys.iter().any(|(n, _)| *n == k) {
+                return None;
+            }
+            keys.push((k, input[v_start..v_end].to_string()));
+            i = v_end + 2;
+        }
+        let selector = if keys.is_empty() { Selector::None } else { Selector::Keys(keys) };
+        path.segments.push(Segment { name, selector });
+    }
+    Some(path)
+}
+
 fn key_equality(e: &Expr) -> Option<(KeyRef<'_>, String, bool)> {
     let Expr::Cmp(a, CmpOp::Eq, b) = e else { return None };
     let (steps, value) = match (a, b) {
@@ -474,6 +539,51 @@ mod tests {
             assert!(p.is_prefix_of(&r), "{query}: {r} is not below {p}");
         }
         p.to_string()
+    }
+
+    #[test]
+    fn plain_paths_parse_as_the_full_parser_reads_them() {
+        let full = |s: &str| syntax::parse(s).ok().and_then(|(q, _)| q.instance_path().ok());
+        for s in [
+            "/m:a",
+            "/m:a/b",
+            "/m:a/m:b/x:c/c",
+            "/m:cont/lst[k1='1'][k2='str1']/l",
+            "/m:cont/m:lst[m:k1='1'][x:k2='']/l",
+            "/m:l[b='2'][a='1']",
+            "/a/and[or='x y']/_b.c-d",
+            "/m:l[k='é/]['][k2='a']",
+        ] {
+            let plain = plain_instance(s);
+            assert!(plain.is_some(), "{s}");
+            assert_eq!(plain, full(s), "{s}");
+        }
+        // Every other spelling is left to the full parser.
+        for s in [
+            "/",
+            "",
+            "a",
+            "/a/",
+            "/a//b",
+            "/a[k='1'][k='2']",
+            "/a[k='it''s']",
+            "/a[k=\"1\"]",
+            "/a[k=1]",
+            "/a[ k='1']",
+            "/a[@k='1']",
+            "/a[3]",
+            "/a[.='v']",
+            "/a[k='1']x",
+            "/a/*",
+            "/a/..",
+            "/m:",
+            "/a[k='1' and j='2']",
+        ] {
+            assert_eq!(plain_instance(s), None, "{s}");
+        }
+        let deep = "/a".repeat(crate::path::MAX_STEPS + 1);
+        assert_eq!(plain_instance(&deep), None);
+        assert!(plain_instance(&deep[2..]).is_some());
     }
 
     #[test]
