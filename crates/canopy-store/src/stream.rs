@@ -337,44 +337,59 @@ impl<'a, W: Write> JsonStream<'a, W> {
         prefix.extend_from_slice(list_key);
         let end = prefix_end(&prefix);
         let mut start = prefix.clone();
-        let mut suffixes: Vec<Vec<u8>> = Vec::with_capacity(ORDER_BATCH);
-        let mut entry: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let dl = src.data.len();
+        // Entry keys of a batch, and one entry's fragments, each in one
+        // buffer with their bounds: no allocation per record.
+        let (mut suffixes, mut bounds) = (Vec::new(), Vec::with_capacity(ORDER_BATCH));
+        let (mut frags, mut spans) = (Vec::new(), Vec::new());
+        let mut ek = src.data.to_vec();
+        ek.extend_from_slice(list_key);
+        let (dl, el) = (src.data.len(), ek.len());
         loop {
             suffixes.clear();
+            bounds.clear();
             let mut last = None;
             src.snap.scan(&start, end.as_deref(), false, &mut |k, v| {
                 // The list's own records are `<order key> 0x00` (an order key
                 // has no 0x00); those of lists inside its entries are longer.
                 let rest = &k[prefix.len()..];
                 if rest.iter().position(|&b| b == 0) == Some(rest.len().wrapping_sub(1)) {
-                    suffixes.push(v.to_vec());
+                    suffixes.extend_from_slice(v);
+                    bounds.push(suffixes.len());
                 }
-                last = Some(k.to_vec());
-                Ok(suffixes.len() < ORDER_BATCH)
+                if bounds.len() == ORDER_BATCH {
+                    last = Some(k.to_vec());
+                    return Ok(false);
+                }
+                Ok(true)
             })?;
-            for suffix in &suffixes {
-                let mut ek = src.data.to_vec();
-                ek.extend_from_slice(list_key);
-                ek.extend_from_slice(suffix);
-                entry.clear();
+            let mut from = 0;
+            for &to in &bounds {
+                ek.truncate(el);
+                ek.extend_from_slice(&suffixes[from..to]);
+                from = to;
+                frags.clear();
+                spans.clear();
                 src.snap.scan_prefix(&ek, false, &mut |k, v| {
-                    entry.push((k[dl..].to_vec(), v.to_vec()));
+                    frags.extend_from_slice(&k[dl..]);
+                    let mid = frags.len();
+                    frags.extend_from_slice(v);
+                    spans.push((mid - (k.len() - dl), mid, frags.len()));
                     Ok(true)
                 })?;
-                if entry.first().is_none_or(|(r, _)| r.len() + dl != ek.len()) {
+                // An index record whose entry is not stored is passed over.
+                if spans.first().is_none_or(|&(a, b, _)| b - a + dl != ek.len()) {
                     continue;
                 }
-                for (r, v) in &entry {
-                    self.fragment(r, v)?;
+                for &(a, b, c) in &spans {
+                    self.fragment(&frags[a..b], &frags[b..c])?;
                 }
             }
             match last {
-                Some(mut k) if suffixes.len() == ORDER_BATCH => {
+                Some(mut k) => {
                     k.push(0);
                     start = k;
                 }
-                _ => return Ok(()),
+                None => return Ok(()),
             }
         }
     }
