@@ -21,10 +21,29 @@ use canopy_core::keycode;
 use canopy_core::tree::{Container, List, ListInfo, Node};
 use canopy_core::Schema;
 
+use crate::backend::{prefix_end, Snapshot};
 use crate::error::{Result, StoreError};
 use crate::fragment::{self, Decoded};
 use crate::keys::{self, Datastore};
 use crate::treeio;
+
+/// Where a [`JsonStream`] reads user-ordered lists in order: the snapshot,
+/// the datastore's fragment and order-index prefixes, and the relative key
+/// of the subtree the caller scans (`scope`). A user-ordered list inside the
+/// scope is written entry after entry as its order index lists them, each
+/// entry read by its key; the caller's scan of the list's fragments is then
+/// skipped. Lists outside it (the list of a written entry) are gathered.
+#[derive(Clone, Copy)]
+pub struct OrderSource<'s> {
+    pub snap: &'s dyn Snapshot,
+    pub data: &'s [u8],
+    pub order: &'s [u8],
+    pub scope: &'s [u8],
+}
+
+/// Entry keys read from an order index at a time: a read's memory stays one
+/// batch of keys and one entry, not the list.
+const ORDER_BATCH: usize = 256;
 
 /// One open node of the output.
 struct Frame {
@@ -79,6 +98,10 @@ pub struct JsonStream<'a, W: Write> {
     floor: usize,
     /// 1 when the root's fragment is the base frame, whose leaves come last.
     base: usize,
+    source: Option<OrderSource<'a>>,
+    /// Relative key of a user-ordered list written from its order index:
+    /// the fragments under it that the caller's scan brings are skipped.
+    skip: Option<Vec<u8>>,
 }
 
 impl<'a, W: Write> JsonStream<'a, W> {
@@ -93,7 +116,17 @@ impl<'a, W: Write> JsonStream<'a, W> {
             gathering: None,
             floor: 0,
             base: 0,
+            source: None,
+            skip: None,
         }
+    }
+
+    /// Reads user-ordered lists inside `source`'s scope in order from their
+    /// order index instead of gathering them.
+    #[must_use]
+    pub fn with_order_source(mut self, source: OrderSource<'a>) -> JsonStream<'a, W> {
+        self.source = Some(source);
+        self
     }
 
     /// A frame, reusing a popped one's buffers. `inline` is the cursor over
@@ -219,6 +252,12 @@ impl<'a, W: Write> JsonStream<'a, W> {
     /// `Corrupted` for a damaged fragment or one whose parent fragment did
     /// not come before it; write errors.
     pub fn fragment(&mut self, rel: &[u8], v: &[u8]) -> Result<()> {
+        if let Some(lk) = &self.skip {
+            if rel.starts_with(lk) {
+                return Ok(());
+            }
+            self.skip = None;
+        }
         if let Some((lk, ..)) = &self.gathering {
             if rel.starts_with(lk) {
                 let d = fragment::decode(v)?;
@@ -263,6 +302,15 @@ impl<'a, W: Write> JsonStream<'a, W> {
         // A list entry: open its list (the top frame is not that list).
         let list_key = &rel[..parent_len + pos];
         if self.schema.list_info(&self.sp).is_some_and(|i| i.user_ordered) {
+            if let Some(src) = self.source.filter(|s| list_key.starts_with(s.scope)) {
+                let list_key = list_key.to_vec();
+                self.flush_pending(Some(&name))?;
+                self.w.begin_list(&name).map_err(write_err)?;
+                self.push(&list_key, &[], fragment::Inline::empty(), true, before);
+                self.write_ordered(src, &list_key)?;
+                self.skip = Some(list_key);
+                return Ok(());
+            }
             let d = fragment::decode(v)?;
             let sp = self.sp.clone();
             self.sp.truncate(before);
@@ -278,6 +326,72 @@ impl<'a, W: Write> JsonStream<'a, W> {
         let sp_list = self.sp.len();
         self.push(rel, v, inline, false, sp_list);
         Ok(())
+    }
+
+    /// Writes the entries of the user-ordered list at `list_key` (its frame
+    /// open on top) in the order its order index gives, each entry with its
+    /// descendants read by one range scan of its key. An index record whose
+    /// entry is not stored is passed over (`canopy check` reports it).
+    fn write_ordered(&mut self, src: OrderSource<'a>, list_key: &[u8]) -> Result<()> {
+        let mut prefix = src.order.to_vec();
+        prefix.extend_from_slice(list_key);
+        let end = prefix_end(&prefix);
+        let mut start = prefix.clone();
+        // Entry keys of a batch, and one entry's fragments, each in one
+        // buffer with their bounds: no allocation per record.
+        let (mut suffixes, mut bounds) = (Vec::new(), Vec::with_capacity(ORDER_BATCH));
+        let (mut frags, mut spans) = (Vec::new(), Vec::new());
+        let mut ek = src.data.to_vec();
+        ek.extend_from_slice(list_key);
+        let (dl, el) = (src.data.len(), ek.len());
+        loop {
+            suffixes.clear();
+            bounds.clear();
+            let mut last = None;
+            src.snap.scan(&start, end.as_deref(), false, &mut |k, v| {
+                // The list's own records are `<order key> 0x00` (an order key
+                // has no 0x00); those of lists inside its entries are longer.
+                let rest = &k[prefix.len()..];
+                if rest.iter().position(|&b| b == 0) == Some(rest.len().wrapping_sub(1)) {
+                    suffixes.extend_from_slice(v);
+                    bounds.push(suffixes.len());
+                }
+                if bounds.len() == ORDER_BATCH {
+                    last = Some(k.to_vec());
+                    return Ok(false);
+                }
+                Ok(true)
+            })?;
+            let mut from = 0;
+            for &to in &bounds {
+                ek.truncate(el);
+                ek.extend_from_slice(&suffixes[from..to]);
+                from = to;
+                frags.clear();
+                spans.clear();
+                src.snap.scan_prefix(&ek, false, &mut |k, v| {
+                    frags.extend_from_slice(&k[dl..]);
+                    let mid = frags.len();
+                    frags.extend_from_slice(v);
+                    spans.push((mid - (k.len() - dl), mid, frags.len()));
+                    Ok(true)
+                })?;
+                // An index record whose entry is not stored is passed over.
+                if spans.first().is_none_or(|&(a, b, _)| b - a + dl != ek.len()) {
+                    continue;
+                }
+                for &(a, b, c) in &spans {
+                    self.fragment(&frags[a..b], &frags[b..c])?;
+                }
+            }
+            match last {
+                Some(mut k) => {
+                    k.push(0);
+                    start = k;
+                }
+                None => return Ok(()),
+            }
+        }
     }
 
     /// Builds the gathered user-ordered list and writes it.

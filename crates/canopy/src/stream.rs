@@ -9,7 +9,7 @@ use canopy_core::tree::Container;
 use canopy_core::{Schema, Schemaless};
 use canopy_store::fragment;
 use canopy_store::keys::{self, Datastore};
-use canopy_store::stream::JsonStream;
+use canopy_store::stream::{JsonStream, OrderSource};
 use canopy_store::{Snapshot, StoreError};
 
 use crate::error::{Error, Result};
@@ -39,9 +39,9 @@ pub(crate) fn streamable(path: &Path) -> bool {
 
 /// Writes the node at `path` (canonical; see [`streamable`]) with its
 /// ancestors as one RFC 7951 document: a container, a list entry or a whole
-/// list, entry after entry as the range scan meets them (a read's memory is
-/// one entry's, not the list's; a user-ordered list is gathered to be put in
-/// order). Returns `Ok(false)`, having written nothing, when the path names
+/// list, entry after entry as the range scan meets them, a user-ordered list
+/// in the order its order index gives (a read's memory is one entry's, not
+/// the list's). Returns `Ok(false)`, having written nothing, when the path names
 /// nothing stored or something that is not a container, entry or known list
 /// (a leaf, say): the caller then reads it the general way.
 pub(crate) fn write_path<W: Write>(
@@ -73,6 +73,8 @@ pub(crate) fn write_path<W: Write>(
             }
         }
     };
+    let order = keys::order_prefix(ds);
+    let source = OrderSource { snap, data: &data, order: &order, scope: &rel };
     let mut failed = None;
     let written = stream_path(
         snap,
@@ -80,7 +82,7 @@ pub(crate) fn write_path<W: Write>(
         &rel,
         target,
         path,
-        JsonStream::new(Output { out, failed: &mut failed }, pretty, schema),
+        JsonStream::new(Output { out, failed: &mut failed }, pretty, schema).with_order_source(source),
     );
     match (written, failed) {
         (Err(_), Some(e)) => Err(Error::Output(e)),
