@@ -23,6 +23,7 @@ use axum::Router;
 use canopy::{Datastore, Store, Subscription};
 
 mod auth;
+mod body;
 pub mod client;
 pub mod cps;
 mod encoding;
