@@ -39,6 +39,7 @@ mod query;
 mod remote;
 mod restconf;
 mod streams;
+mod target;
 mod tls;
 mod track;
 mod uri;
