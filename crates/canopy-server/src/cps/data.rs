@@ -129,7 +129,7 @@ impl<'m> At<'m> {
         At { model: self.model, idx }
     }
 
-    fn int64(self) -> bool {
+    pub fn int64(self) -> bool {
         self.idx.is_some_and(|i| self.model.nodes[i].int64)
     }
 
@@ -138,7 +138,7 @@ impl<'m> At<'m> {
     }
 }
 
-fn typed_json(v: &Value, at: At<'_>) -> Json {
+pub(super) fn typed_json(v: &Value, at: At<'_>) -> Json {
     match v {
         Value::String(s) if at.int64() => {
             serde_json::from_str::<serde_json::Number>(s).map_or_else(|_| Json::String(s.clone()), Json::Number)

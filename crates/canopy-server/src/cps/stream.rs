@@ -13,10 +13,11 @@
 //! A container is written member by member in the order `data_map` gives
 //! (canonical names): its own leaves from its stored fragment, its child
 //! containers the same way, its keyed system-ordered lists entry by entry
-//! (`Pinned::get_each`), each entry through `data_map`. A container level
-//! whose children share a local name (two modules' `x`) is not streamed:
-//! `serde_json`'s map keeps one of them, which only the buffered path
-//! reproduces.
+//! (`Pinned::get_each`), each entry written as `serde_json` writes its
+//! `data_map` but without building the map (`write_map`). A subtree where
+//! two children of a node share a local name (two modules' `x`) is not
+//! streamed: `serde_json`'s map keeps one of them, which only the buffered
+//! path reproduces.
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -25,7 +26,6 @@ use canopy::{Container, Node, Path, Pinned, ReadOptions, YangSchema};
 use canopy_core::path::Selector;
 use canopy_core::schema::NodeKind;
 use canopy_yang::model::Model;
-use serde_json::Value as Json;
 
 use super::data::{data_error, data_map, schema_at, At};
 use super::path::{local, Chain};
@@ -50,11 +50,107 @@ fn streamable(model: &Model, idx: usize) -> bool {
         let child = &model.nodes[c];
         match child.kind {
             NodeKind::List if child.keys.is_empty() || child.user_ordered => return false,
+            NodeKind::List if !unique_locals(model, c) => return false,
             NodeKind::Container if !streamable(model, c) => return false,
             _ => {}
         }
     }
     true
+}
+
+/// Whether no two children of a node at or below `idx` share a local name
+/// (then `serde_json`'s map keeps every member, and [`write_map`] writes
+/// what it would).
+fn unique_locals(model: &Model, idx: usize) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    model.nodes[idx].children.iter().all(|(name, &c)| seen.insert(local(name)) && unique_locals(model, c))
+}
+
+/// Appends `data_map(c, None, at)` as `serde_json` serializes it, without
+/// building the map (see [`unique_locals`]: every name is kept).
+fn write_map(out: &mut Vec<u8>, c: &Container, at: At<'_>) -> io::Result<()> {
+    out.push(b'{');
+    for (i, (name, node)) in c.children.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, local(name))?;
+        out.push(b':');
+        let cat = at.child(name);
+        match node {
+            Node::Leaf { value, .. } => write_value(out, value, cat)?,
+            Node::LeafList(v) => {
+                out.push(b'[');
+                for (j, e) in v.iter().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    write_value(out, &e.value, cat)?;
+                }
+                out.push(b']');
+            }
+            Node::AnyData { value, .. } => serde_json::to_writer(&mut *out, &**value)?,
+            Node::Container(cc) => write_map(out, cc, cat)?,
+            Node::List(l) => {
+                out.push(b'[');
+                for (j, e) in l.entries().enumerate() {
+                    if j > 0 {
+                        out.push(b',');
+                    }
+                    write_map(out, e, cat)?;
+                }
+                out.push(b']');
+            }
+        }
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// A leaf value as `typed_json` gives it, serialized: numbers (and 64-bit
+/// integers stored as text) as their text when it is a JSON number.
+fn write_value(out: &mut Vec<u8>, v: &canopy::Value, at: At<'_>) -> io::Result<()> {
+    use canopy::Value;
+    match v {
+        Value::Number(n) if json_number(n) => out.extend_from_slice(n.as_bytes()),
+        Value::String(s) if at.int64() && json_number(s) => out.extend_from_slice(s.as_bytes()),
+        Value::String(s) if !at.int64() => serde_json::to_writer(&mut *out, s)?,
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Empty => out.extend_from_slice(b"null"),
+        // Anything else as `typed_json` turns it.
+        _ => serde_json::to_writer(&mut *out, &super::data::typed_json(v, at))?,
+    }
+    Ok(())
+}
+
+/// Whether `s` is a JSON number (RFC 8259) without an exponent, which
+/// `serde_json` (arbitrary precision) prints back as it is (it rewrites
+/// exponents: `1e5` as `1e+5`).
+fn json_number(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i > start
+    };
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            digits(&mut i);
+        }
+        _ => return false,
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    i == b.len()
 }
 
 /// GET `node` with all descendants of a container or of the whole anchor,
@@ -191,6 +287,7 @@ fn write_container(
                 }
                 let mut open = false;
                 let mut failed: Option<io::Error> = None;
+                let mut buf = Vec::new();
                 let scanned = pinned
                     .get_each(&child.to_string(), ReadOptions::default(), |r| {
                         let Some(entry) = entry_in(&r, &child) else { return Ok(true) };
@@ -202,8 +299,9 @@ fn write_container(
                             if !std::mem::replace(&mut open, true) {
                                 w.write_all(b"[")?;
                             }
-                            serde_json::to_writer(&mut *w, &Json::Object(data_map(entry, None, cat)))?;
-                            Ok(())
+                            buf.clear();
+                            write_map(&mut buf, entry, cat)?;
+                            w.write_all(&buf)
                         };
                         match put() {
                             Ok(()) => Ok(true),
@@ -307,6 +405,7 @@ mod tests {
     use super::super::Call;
     use super::*;
     use axum::response::IntoResponse;
+    use serde_json::Value as Json;
 
     const NET: &str = r#"module net {
   yang-version 1.1;
@@ -391,6 +490,28 @@ mod tests {
         let streamed = matches!(r, Reply::Stream(_));
         let body = r.into_response().into_body();
         (streamed, axum::body::to_bytes(body, usize::MAX).await.unwrap().to_vec())
+    }
+
+    /// Leaf values are written as `typed_json` serializes them.
+    #[test]
+    fn values_are_written_as_typed_json_writes_them() {
+        let a = anchor();
+        let y = a.store.yang_schema().unwrap().unwrap();
+        let top = At::top(y.model());
+        let big = top.child("net:devices").child("device").child("big");
+        let small = top.child("net:devices").child("device").child("small");
+        for text in
+            ["0", "-0", "12", "-7", "1.5", "1e5", "1E+05", "2.50", "007", "1.", ".5", " 5", "5 ", "NaN", "", "-", "x"]
+        {
+            for at in [big, small] {
+                for v in [canopy::Value::Number(text.into()), canopy::Value::String(text.into())] {
+                    let mut out = Vec::new();
+                    write_value(&mut out, &v, at).unwrap();
+                    let want = serde_json::to_vec(&super::super::data::typed_json(&v, at)).unwrap();
+                    assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(want).unwrap(), "{v:?}");
+                }
+            }
+        }
     }
 
     /// The streamed replies are byte for byte the buffered ones.
