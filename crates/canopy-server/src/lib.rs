@@ -23,6 +23,7 @@ use axum::Router;
 use canopy::{Datastore, Store, Subscription};
 
 mod auth;
+mod body;
 pub mod client;
 pub mod cps;
 mod encoding;
@@ -38,6 +39,7 @@ mod query;
 mod remote;
 mod restconf;
 mod streams;
+mod target;
 mod tls;
 mod track;
 mod uri;

@@ -7,7 +7,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use canopy::{Datastore, Edit, Insert, Operation, ReadOptions, Session};
+use canopy::{Datastore, Edit, Insert, Operation, ReadOptions, Session, WithDefaults};
 use canopy_core::path::{canonical_name, Path, Selector};
 use canopy_core::schema::NodeKind;
 use canopy_core::tree::{Container, NodeRef};
@@ -166,7 +166,8 @@ pub async fn data(State(app): State<Arc<App>>, method: Method, uri: Uri, headers
         Method::GET | Method::HEAD => match encoding::negotiate(&headers) {
             Ok(enc) => {
                 let head = method == Method::HEAD;
-                blocking(app, move |app| read(app, &target, query.as_deref(), &headers, head, enc)).await
+                let shared = app.clone();
+                blocking(app, move |app| read(app, &shared, &target, query.as_deref(), &headers, head, enc)).await
             }
             Err(e) => Err(e),
         },
@@ -234,8 +235,10 @@ fn stamp_headers(r: &mut Response, stamp: Stamp) {
 }
 
 /// GET and HEAD.
+#[allow(clippy::too_many_arguments)]
 fn read(
     app: &App,
+    shared: &Arc<App>,
     target: &Target,
     query: Option<&str>,
     headers: &HeaderMap,
@@ -298,6 +301,36 @@ fn read(
     let depth = params.depth.map(|d| if path.is_root() { d } else { d - 1 });
     let opts = ReadOptions { depth, with_defaults: params.with_defaults.unwrap_or_default() };
     let session = app.store.session(ds);
+    // A plain JSON read of a stored datastore is written while it is read.
+    let plain = enc == Enc::Json
+        && !head
+        && params.filter.is_none()
+        && params.fields.is_none()
+        && params.depth.is_none()
+        && params.with_defaults.is_none_or(|w| w == WithDefaults::Explicit)
+        && !params.tagged
+        && !params.with_origin
+        && params.content == Content::All
+        && ds != Datastore::Operational;
+    if plain && path.segments.iter().all(|s| matches!(s.selector, Selector::None | Selector::Keys(_))) {
+        // Decided here, before the reply starts: the target is stored (a
+        // container or entry; a whole list is read the buffered way).
+        let stored = path.is_root() || session.pin()?.stored_node(&path.to_string())?.is_some();
+        if stored {
+            let (app, path) = (shared.clone(), path.clone());
+            let body = crate::body::streamed(move |w| {
+                let mut t = crate::target::TargetOnly::new(w, &path);
+                app.store
+                    .session(ds)
+                    .get_json(&path.to_string(), ReadOptions::default(), true, &mut t)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                t.finish().map(drop)
+            });
+            let mut r = (StatusCode::OK, [(header::CONTENT_TYPE, enc.media())], body).into_response();
+            stamp_headers(&mut r, stamp);
+            return Ok(r);
+        }
+    }
     let query_text = params.filter.clone().unwrap_or_else(|| path.to_string());
     let mut tree = session.get(&query_text, opts)?;
     if let (true, Some(y)) = (params.tagged, &resolver.yang) {

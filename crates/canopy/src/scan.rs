@@ -20,6 +20,7 @@ use canopy_store::keys::{self, Datastore};
 use canopy_store::{Snapshot, StoreError};
 use canopy_yang::YangSchema;
 
+use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::load::{corrupt, in_datastore};
 use crate::read::{selection, ReadOptions};
@@ -27,17 +28,16 @@ use crate::store::{Session, Store};
 
 impl Store {
     /// Runs `q` entry by entry over what `ds` reads (see the module's
-    /// comment), calling `f` with the plan and each entry's tree, when the
-    /// read can be done so: uncached, not the merged operational view,
-    /// defaults as stored, and a query [`plan`] accepts. `None`, having
-    /// called nothing, otherwise.
+    /// comment) when the read can be done so: uncached, not the merged
+    /// operational view, defaults as stored, and a query [`plan`] accepts
+    /// (see [`scan_at`]). `None`, having called nothing, otherwise.
     pub(crate) fn scan_query(
         &self,
         ds: Datastore,
         merged: bool,
         q: &Query,
         opts: ReadOptions,
-        mut f: impl FnMut(&EntryScan, Container, Option<&YangSchema>) -> Result<bool>,
+        f: impl FnMut(&EntryScan, &Query, Container, Option<&YangSchema>) -> Result<bool>,
     ) -> Result<Option<EntryScan>> {
         if self.cache.is_some() || merged || opts.with_defaults != canopy_yang::WithDefaults::Explicit {
             return Ok(None);
@@ -45,13 +45,30 @@ impl Store {
         crate::subscribe::check_not_calling(self.conn.id)?;
         let snap = self.backend.snapshot()?;
         let catalog = self.catalog_at(&*snap)?;
-        let yang = catalog.yang.as_deref();
-        let Some(scan) = plan(q, &catalog.lists, yang) else { return Ok(None) };
-        crate::view::check_query(yang, q)?;
-        let ds = catalog.control.read_ds(ds);
-        each_entry(&*snap, ds, &catalog.lists, &scan, |tree| f(&scan, tree, yang))?;
-        Ok(Some(scan))
+        scan_at(&*snap, &catalog, ds, q, f)
     }
+}
+
+/// Runs `q` entry by entry over what `ds` reads in `snap` (whose catalog is
+/// `catalog`), calling `f` with the plan, the query to evaluate on each
+/// entry (`q`, or the same query written from the root) and each entry's
+/// tree, when [`plan`] accepts the query; `None`, having called nothing,
+/// otherwise.
+pub(crate) fn scan_at(
+    snap: &dyn Snapshot,
+    catalog: &Catalog,
+    ds: Datastore,
+    q: &Query,
+    mut f: impl FnMut(&EntryScan, &Query, Container, Option<&YangSchema>) -> Result<bool>,
+) -> Result<Option<EntryScan>> {
+    let yang = catalog.yang.as_deref();
+    // `//name` through the one place the schema has it: the same results.
+    let q_rooted = crate::rooted::rooted(q, yang);
+    let Some(scan) = plan(&q_rooted, &catalog.lists, yang) else { return Ok(None) };
+    crate::view::check_query(yang, q)?;
+    let ds = catalog.control.read_ds(ds);
+    each_entry(snap, ds, &catalog.lists, &scan, |tree| f(&scan, &q_rooted, tree, yang))?;
+    Ok(Some(scan))
 }
 
 impl Session<'_> {
@@ -60,7 +77,7 @@ impl Session<'_> {
     pub(crate) fn scan_json<W: Write>(&self, q: &Query, opts: ReadOptions, pretty: bool, out: W) -> Result<bool> {
         let mut out = Some(out);
         let mut writer: Option<ResultWriter<W>> = None;
-        let scanned = self.store.scan_query(self.ds, self.pushes(), q, opts, |scan, tree, yang| {
+        let scanned = self.store.scan_query(self.ds, self.pushes(), q, opts, |scan, q, tree, yang| {
             let r = selection(Cow::Owned(tree), q, opts, yang);
             if r.children.is_empty() && r.meta.is_empty() {
                 return Ok(true);
@@ -85,7 +102,7 @@ impl Session<'_> {
     /// together as they come; `None` when it cannot be read so.
     pub(crate) fn scan_get(&self, q: &Query, opts: ReadOptions) -> Result<Option<Container>> {
         let mut merged: Option<Container> = None;
-        let scanned = self.store.scan_query(self.ds, self.pushes(), q, opts, |scan, tree, yang| {
+        let scanned = self.store.scan_query(self.ds, self.pushes(), q, opts, |scan, q, tree, yang| {
             let mut r = selection(Cow::Owned(tree), q, opts, yang);
             if r.children.is_empty() && r.meta.is_empty() {
                 return Ok(true);
@@ -114,7 +131,7 @@ impl Session<'_> {
     /// cannot be read so.
     pub(crate) fn scan_count(&self, q: &Query) -> Result<Option<usize>> {
         let mut n = 0;
-        let scanned = self.store.scan_query(self.ds, self.pushes(), q, ReadOptions::default(), |_, tree, _| {
+        let scanned = self.store.scan_query(self.ds, self.pushes(), q, ReadOptions::default(), |_, q, tree, _| {
             n += q.evaluate(&tree).len();
             Ok(true)
         })?;

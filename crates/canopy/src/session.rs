@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use canopy_core::diff::Subtree;
 use canopy_core::edit::{canonical_path, Edit, Operation};
-use canopy_core::path::query::Query;
+use canopy_core::path::query::{Axis, Query};
 use canopy_core::path::{Path, Selector};
 use canopy_core::tree::{Container, Insert, ListInfo, Node};
 use canopy_core::Value;
@@ -61,11 +61,20 @@ impl Session<'_> {
         // Uncached, a whole subtree streams from the stored fragments.
         let explicit = opts.with_defaults == WithDefaults::Explicit;
         let plain = !self.pushes() && explicit;
-        if let (None, None, Some(p), true) = (&self.store.cache, opts.depth, q.to_instance_path(), plain) {
-            if crate::stream::streamable(&p) {
-                let snap = self.store.backend.snapshot()?;
-                let catalog = self.store.catalog_at(&*snap)?;
-                crate::view::check_query(catalog.yang.as_deref(), &q)?;
+        // So does `//name[keys]` where the schema has `name` in one place.
+        let descendant = q.absolute && q.steps.first().is_some_and(|s| s.axis == Axis::Descendant);
+        let instance = q.to_instance_path();
+        let (cached, depth) = (self.store.cache.is_some(), opts.depth.is_some());
+        if !cached && !depth && plain && (descendant || instance.as_ref().is_some_and(crate::stream::streamable)) {
+            let snap = self.store.backend.snapshot()?;
+            let catalog = self.store.catalog_at(&*snap)?;
+            let yang = catalog.yang.as_deref();
+            let p = match instance {
+                Some(p) => Some(p),
+                None => crate::rooted::rooted(&q, yang).to_instance_path().filter(crate::stream::streamable),
+            };
+            if let Some(p) = p {
+                crate::view::check_query(yang, &q)?;
                 let ds = catalog.control.read_ds(self.ds);
                 let p = canonical_path(&Container::default(), &p, &*catalog.lists);
                 if crate::stream::write_path(&*snap, ds, &catalog.lists, &p, pretty, &mut out)? {

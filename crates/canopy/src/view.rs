@@ -95,7 +95,9 @@ impl Store {
             g.insert(ds, Cached { revision: snap.revision(), tree });
             return Ok(f(Cow::Borrowed(&g[&ds].tree), schema, yang));
         }
-        let root = load_for(&*snap, keys::Space::datastore(ds), query, schema)?;
+        // `//name` loads only where the schema has `name` (the same results).
+        let planned = crate::rooted::rooted(query, yang);
+        let root = load_for(&*snap, keys::Space::datastore(ds), &planned, schema)?;
         Ok(f(Cow::Owned(root), schema, yang))
     }
 }

@@ -120,6 +120,7 @@ impl Conn {
         self.reader.read_line(&mut line)?;
         let status: u16 = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).context("status line")?;
         let mut len = 0usize;
+        let mut chunked = false;
         loop {
             line.clear();
             self.reader.read_line(&mut line)?;
@@ -131,11 +132,44 @@ impl Conn {
                 if k.eq_ignore_ascii_case("content-length") {
                     len = v.trim().parse()?;
                 }
+                if k.eq_ignore_ascii_case("transfer-encoding") && v.trim().eq_ignore_ascii_case("chunked") {
+                    chunked = true;
+                }
             }
+        }
+        if chunked {
+            return Ok((status, self.chunks()?));
         }
         let mut body = vec![0; len];
         self.reader.read_exact(&mut body)?;
         Ok((status, body))
+    }
+
+    /// A chunked body (RFC 9112 section 7.1): chunks of a hexadecimal size
+    /// until the empty one, then trailers until an empty line.
+    fn chunks(&mut self) -> Result<Vec<u8>> {
+        let mut body = Vec::new();
+        let mut line = String::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line)?;
+            let size = line.trim_end().split(';').next().unwrap_or("");
+            let n = usize::from_str_radix(size.trim(), 16).with_context(|| format!("chunk size {line:?}"))?;
+            if n == 0 {
+                break;
+            }
+            let at = body.len();
+            body.resize(at + n, 0);
+            self.reader.read_exact(&mut body[at..])?;
+            line.clear();
+            self.reader.read_line(&mut line)?;
+        }
+        loop {
+            line.clear();
+            if self.reader.read_line(&mut line)? == 0 || line.trim_end().is_empty() {
+                return Ok(body);
+            }
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use super::path::{self as cpath, children, local, xpath_of, Chain, Loc};
 use super::registry::{Anchor, ModuleRef, Registry};
 use super::{files, Call, CpsError, Reply};
 
-fn yang_model(anchor: &Anchor) -> Result<std::sync::Arc<canopy::YangSchema>, CpsError> {
+pub(super) fn yang_model(anchor: &Anchor) -> Result<std::sync::Arc<canopy::YangSchema>, CpsError> {
     anchor
         .store
         .yang_schema()
@@ -22,12 +22,12 @@ fn yang_model(anchor: &Anchor) -> Result<std::sync::Arc<canopy::YangSchema>, Cps
         .ok_or_else(|| CpsError::internal(format!("anchor {} has no schema", anchor.name)))
 }
 
-fn path_error(e: &cpath::PathError) -> CpsError {
+pub(super) fn path_error(e: &cpath::PathError) -> CpsError {
     CpsError::bad("Error while parsing cpsPath expression", e.to_string())
 }
 
 /// A canopy error as CPS reports it; `get` for the 404 of a missing node.
-fn data_error(anchor: &Anchor, e: canopy::Error, get: bool) -> CpsError {
+pub(super) fn data_error(anchor: &Anchor, e: canopy::Error, get: bool) -> CpsError {
     match e {
         canopy::Error::Data(canopy_core::Error::Exists { path }) => CpsError::exists(format!(
             "1 data node(s) already exist for anchor {} and dataspace {}: {path}",
@@ -97,7 +97,7 @@ pub fn upload_modules(call: &Call) -> Result<Vec<ModuleRef>, CpsError> {
 
 // --- output ---------------------------------------------------------------------
 
-fn value_json(v: &Value) -> Json {
+pub(super) fn value_json(v: &Value) -> Json {
     match v {
         Value::String(s) => Json::String(s.clone()),
         Value::Number(n) => {
@@ -116,7 +116,12 @@ pub struct At<'m> {
 }
 
 impl<'m> At<'m> {
-    fn child(self, name: &str) -> At<'m> {
+    /// The root of `model`.
+    pub fn top(model: &'m Model) -> At<'m> {
+        At { model, idx: None }
+    }
+
+    pub fn child(self, name: &str) -> At<'m> {
         let idx = match self.idx {
             None => self.model.top.get(name).copied(),
             Some(i) => self.model.nodes[i].children.get(name).copied(),
@@ -124,7 +129,7 @@ impl<'m> At<'m> {
         At { model: self.model, idx }
     }
 
-    fn int64(self) -> bool {
+    pub fn int64(self) -> bool {
         self.idx.is_some_and(|i| self.model.nodes[i].int64)
     }
 
@@ -133,7 +138,7 @@ impl<'m> At<'m> {
     }
 }
 
-fn typed_json(v: &Value, at: At<'_>) -> Json {
+pub(super) fn typed_json(v: &Value, at: At<'_>) -> Json {
     match v {
         Value::String(s) if at.int64() => {
             serde_json::from_str::<serde_json::Number>(s).map_or_else(|_| Json::String(s.clone()), Json::Number)
@@ -185,14 +190,14 @@ fn chain_map(model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Map<Stri
 
 /// `prefix:name` of a result: CPS names every node with the prefix of its
 /// top-level node's module.
-fn qualified(anchor: &Anchor, chain: &[Loc<'_>]) -> String {
+pub(super) fn qualified(anchor: &Anchor, chain: &[Loc<'_>]) -> String {
     let top = chain.first().map_or("", |l| l.name);
     let module = top.split_once(':').map_or("", |(m, _)| m);
     let last = chain.last().map_or("", |l| local(l.name));
     format!("{}:{last}", anchor.set.prefix_of(module))
 }
 
-fn node_map(anchor: &Anchor, model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Json {
+pub(super) fn node_map(anchor: &Anchor, model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Json {
     let mut m = Map::new();
     m.insert(qualified(anchor, chain), Json::Object(chain_map(model, chain, depth)));
     Json::Object(m)
@@ -274,7 +279,23 @@ fn instance(anchor: &Anchor, xpath: &str) -> Result<Path, CpsError> {
     cpath::to_instance(xpath, yang.model()).map_err(|e| path_error(&e))
 }
 
-pub fn get_node(anchor: &Anchor, call: &Call, version: u8) -> Result<Reply, CpsError> {
+pub fn get_node(anchor: &std::sync::Arc<Anchor>, call: &Call, version: u8) -> Result<Reply, CpsError> {
+    let depth = descendants(call, version)?;
+    let xpath = call.param("xpath").unwrap_or("/");
+    let at = instance(anchor, xpath)?;
+    let yang = yang_model(anchor)?;
+    // A container (or the whole anchor) with all its descendants is written
+    // while it is read; the rest, and every error, below.
+    if depth.is_none() {
+        if let Some(reply) = super::stream::get_node(anchor, &yang, &at, version)? {
+            return Ok(reply);
+        }
+    }
+    get_node_buffered(anchor, call, version)
+}
+
+/// GET `node` from the tree of the node read whole.
+pub(super) fn get_node_buffered(anchor: &Anchor, call: &Call, version: u8) -> Result<Reply, CpsError> {
     let depth = descendants(call, version)?;
     let xpath = call.param("xpath").unwrap_or("/");
     let at = instance(anchor, xpath)?;
@@ -321,7 +342,7 @@ pub fn get_node(anchor: &Anchor, call: &Call, version: u8) -> Result<Reply, CpsE
 // --- writing --------------------------------------------------------------------
 
 /// The schema node at an instance path (`None` for the root).
-fn schema_at(model: &Model, at: &Path) -> Option<usize> {
+pub(super) fn schema_at(model: &Model, at: &Path) -> Option<usize> {
     let mut idx = None;
     for seg in &at.segments {
         idx = Some(match idx {
@@ -579,7 +600,20 @@ fn run_query(anchor: &Anchor, cps_path: &str, depth: Option<usize>) -> Result<Ve
     Ok(found.iter().map(|c| node_map(anchor, yang.model(), c, depth)).collect())
 }
 
-pub fn query(anchor: &Anchor, call: &Call, version: u8) -> Result<Reply, CpsError> {
+pub fn query(anchor: &std::sync::Arc<Anchor>, call: &Call, version: u8) -> Result<Reply, CpsError> {
+    let depth = descendants(call, version)?;
+    let cps_path = call.param("cps-path").unwrap_or("/");
+    // Results inside the entries of one list are written entry by entry.
+    let q = cpath::parse(cps_path).map_err(|e| path_error(&e))?;
+    let yang = yang_model(anchor)?;
+    if let Some(reply) = super::stream::query_reply(anchor, &yang, q, depth)? {
+        return Ok(reply);
+    }
+    query_buffered(anchor, call, version)
+}
+
+/// A query's results gathered, then written.
+pub(super) fn query_buffered(anchor: &Anchor, call: &Call, version: u8) -> Result<Reply, CpsError> {
     let depth = descendants(call, version)?;
     let cps_path = call.param("cps-path").unwrap_or("/");
     Ok(Reply::Json(Json::Array(run_query(anchor, cps_path, depth)?), vec![]))

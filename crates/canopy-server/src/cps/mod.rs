@@ -13,6 +13,7 @@ mod data;
 mod files;
 pub mod path;
 pub mod registry;
+mod stream;
 
 use std::sync::Arc;
 
@@ -70,6 +71,8 @@ pub enum Reply {
     Status(StatusCode),
     Text(StatusCode, String),
     Json(Json, Vec<(&'static str, String)>),
+    /// A JSON body written while it is read (`crate::body`).
+    Stream(axum::body::Body),
 }
 
 impl IntoResponse for Reply {
@@ -77,6 +80,7 @@ impl IntoResponse for Reply {
         match self {
             Reply::Status(s) => s.into_response(),
             Reply::Text(s, t) => (s, [(header::CONTENT_TYPE, "text/plain")], t).into_response(),
+            Reply::Stream(body) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
             Reply::Json(v, extra) => {
                 let mut r =
                     (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response();
@@ -238,10 +242,10 @@ fn route(reg: &registry::Registry, call: &Call) -> Result<Reply, CpsError> {
             reg.delete_anchor(ds, a)?;
             Ok(Reply::Status(StatusCode::NO_CONTENT))
         }
-        ("GET", ["dataspaces", ds, "anchors", a, "node"]) => data::get_node(&*reg.anchor(ds, a)?, call, v),
+        ("GET", ["dataspaces", ds, "anchors", a, "node"]) => data::get_node(&reg.anchor(ds, a)?, call, v),
         (_, ["dataspaces", ds, "anchors", a, "nodes"]) => data::nodes(&*reg.anchor(ds, a)?, call, false),
         (_, ["dataspaces", ds, "anchors", a, "list-nodes"]) => data::nodes(&*reg.anchor(ds, a)?, call, true),
-        ("GET", ["dataspaces", ds, "anchors", a, "nodes", "query"]) => data::query(&*reg.anchor(ds, a)?, call, v),
+        ("GET", ["dataspaces", ds, "anchors", a, "nodes", "query"]) => data::query(&reg.anchor(ds, a)?, call, v),
         ("GET", ["dataspaces", ds, "nodes", "query"]) => data::query_dataspace(reg, ds, call),
         ("GET", ["dataspaces", ds, "anchors", a, "delta"]) => {
             let target = call.required("target-anchor-name")?;

@@ -679,6 +679,70 @@ pub fn plan(q: &CpsPath, model: &Model) -> Option<Path> {
     Some(Path { segments: common })
 }
 
+/// The keyed, system-ordered list whose entries hold every result of `q`,
+/// as a path without the entry's keys (`/m:devices/device`), when there is
+/// one: `q` reaches one schema node by its first step (absolute, or `//`
+/// with one node of that name), has no ancestor axis, and its plan (see
+/// [`plan`]) stops at that list, either on the way down to the first step
+/// or at a step naming it without pinning its keys. Then `q` can be
+/// evaluated entry by entry, each entry with its ancestors, and the results
+/// taken in entry order are the results over the whole tree.
+pub fn plan_list(q: &CpsPath, model: &Model) -> Option<Path> {
+    if q.ancestor.is_some() || q.steps.is_empty() || q.steps[0].name == "*" {
+        return None;
+    }
+    let starts: Vec<usize> = if q.descendant {
+        model
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| local(&n.name) == q.steps[0].name && is_inner(n))
+            .map(|(i, _)| i)
+            .collect()
+    } else {
+        model.top.iter().filter(|(n, _)| local(n) == q.steps[0].name).map(|(_, i)| *i).collect()
+    };
+    let [start] = starts.as_slice() else { return None };
+    let mut above = Vec::new();
+    let mut at = model.nodes[*start].parent;
+    while let Some(i) = at {
+        above.push(i);
+        at = model.nodes[i].parent;
+    }
+    above.reverse();
+    let scannable = |n: &canopy_yang::model::SNode| is_list(n) && !n.keys.is_empty() && !n.user_ordered;
+    let mut path = Path::root();
+    for i in above {
+        let n = &model.nodes[i];
+        if !is_list(n) {
+            path = path.child(n.name.clone(), Selector::None);
+            continue;
+        }
+        return scannable(n).then(|| path.child(n.name.clone(), Selector::None));
+    }
+    let mut node = Some(*start);
+    for (si, step) in q.steps.iter().enumerate() {
+        let i = node?;
+        let n = &model.nodes[i];
+        if local(&n.name) != step.name {
+            return None;
+        }
+        if is_list(n) {
+            match pinned(n, step) {
+                Some(keys) => path = path.child(n.name.clone(), Selector::Keys(keys)),
+                None => return scannable(n).then(|| path.child(n.name.clone(), Selector::None)),
+            }
+        } else {
+            path = path.child(n.name.clone(), Selector::None);
+        }
+        node = q
+            .steps
+            .get(si + 1)
+            .and_then(|next| n.children.iter().find(|(c, _)| local(c) == next.name).map(|(_, j)| *j));
+    }
+    None
+}
+
 fn is_list(n: &canopy_yang::model::SNode) -> bool {
     n.kind == canopy_core::schema::NodeKind::List
 }

@@ -1,0 +1,85 @@
+"""Replies written while they are read (docs/server.md): large RESTCONF and
+CPS reads come with chunked transfer encoding, keep their status, ETag and
+Last-Modified, and carry exactly the bytes of the same read answered the
+buffered way; errors found before the reply starts are whole error replies."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import DATA, DS, JUKEBOX_B32, assert_error
+from cps_support import Cps, assert_cps_error, network, start
+
+JB = "example-jukebox:jukebox"
+
+
+@pytest.fixture
+def srv(servers):
+    return servers(config=JUKEBOX_B32)
+
+
+def chunked(r) -> bool:
+    return r.headers.get("Transfer-Encoding", "").lower() == "chunked"
+
+
+@pytest.mark.parametrize("path", [DS + "running", DS + "running/" + JB, DS + "running/" + JB + "/library"])
+def test_restconf_reads_of_running_stream_with_validators(srv, path):
+    r = srv.get(path)
+    assert r.status_code == 200, r.text
+    assert chunked(r), r.headers
+    h = srv.head(path)
+    assert (r.headers["ETag"], r.headers["Last-Modified"]) == (h.headers["ETag"], h.headers["Last-Modified"])
+    assert r.headers["Content-Type"].startswith("application/yang-data+json")
+    # The same data read the buffered way (content=config filters by schema):
+    # the same bytes.
+    rest = path[len(DS + "running"):]
+    b = srv.get(DATA + rest + "?content=config")
+    assert b.status_code == 200 and not chunked(b)
+    assert r.content == b.content
+
+
+def test_restconf_missing_target_is_a_whole_error(srv):
+    r = srv.get(DS + "running/" + JB + "/library/artist=Nobody")
+    assert_error(r, 404)
+    assert not chunked(r)
+
+
+@pytest.fixture(scope="module")
+def net(tmp_path_factory):
+    srv = start(tmp_path_factory.mktemp("cps-stream"))
+    c = Cps(srv)
+    c.setup("ds", "net", ("deep-network.yang",), ("a",))
+    assert c.create("ds", "a", network(60, interfaces=3, units=3)).status_code == 201
+    yield c
+    assert srv.stop() == 0, srv.stderr_tail()
+
+
+@pytest.mark.parametrize("xpath", ["/", "/network"])
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_cps_get_node_streams_the_buffered_bytes(net, xpath, version):
+    node = f"/{version}/dataspaces/ds/anchors/a/node"
+    all_levels = {"include-descendants": "true"} if version == "v1" else {"descendants": "all"}
+    s = net.get(node, xpath=xpath, **all_levels)
+    assert s.status_code == 200 and chunked(s), s.headers
+    # A depth deeper than the data is read the buffered way: the same reply.
+    if version == "v2":
+        b = net.get(node, xpath=xpath, descendants="50")
+        assert b.status_code == 200 and not chunked(b)
+        assert s.content == b.content
+    assert len(s.content) > 50_000
+
+
+def test_cps_query_inside_one_list_streams(net):
+    r = net.query("ds", "a", "//device[@vendor='acme']", descendants="all")
+    assert r.status_code == 200 and chunked(r), r.headers
+    ids = [n["dn:device"]["id"] for n in r.json()]
+    assert sorted(ids) == sorted(f"dev-{d}" for d in range(0, 60, 2))
+    assert ids == sorted(ids), "in key order"
+    units = net.query("ds", "a", "//unit[@vlan>5900]")
+    assert chunked(units)
+    assert units.json() and all(u["dn:unit"]["vlan"] > 5900 for u in units.json())
+
+
+def test_cps_errors_come_before_the_reply(net):
+    assert_cps_error(net.get("/v2/dataspaces/ds/anchors/a/node", xpath="/nothing", descendants="all"), 400)
+    assert_cps_error(net.query("ds", "a", "//device[@vendor="), 400)
