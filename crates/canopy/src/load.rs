@@ -235,11 +235,22 @@ impl<'a> Loader<'a> {
         prefix.extend_from_slice(list_rel);
         let mut wanted = Vec::new();
         // The stored ends are read once per list: once placed, the tree has them.
+        let end = canopy_store::backend::prefix_end(&prefix);
+        // The first own record of the list in a range (see `own_record`).
+        let first_own = |from: &[u8], to: Option<&[u8]>, reverse: bool| -> Result<Option<Vec<u8>>> {
+            let mut found = None;
+            self.snap.scan(from, to, reverse, &mut |k, v| {
+                if own_record(&k[prefix.len()..]) {
+                    found = Some(v.to_vec());
+                    return Ok(false);
+                }
+                Ok(true)
+            })?;
+            Ok(found)
+        };
         if !self.ends.contains(list_rel) {
             for reverse in [false, true] {
-                if let Some((_, suffix)) = self.snap.first_with_prefix(&prefix, reverse)? {
-                    wanted.push(suffix);
-                }
+                wanted.extend(first_own(&prefix, end.as_deref(), reverse)?);
             }
             self.ends.insert(list_rel.to_vec());
         }
@@ -250,19 +261,10 @@ impl<'a> Loader<'a> {
             let mut at = prefix.clone();
             at.extend_from_slice(o);
             at.push(0);
-            let mut prev = None;
-            self.snap.scan(&prefix, Some(&at), true, &mut |_, v| {
-                prev = Some(v.to_vec());
-                Ok(false)
-            })?;
+            let prev = first_own(&prefix, Some(&at), true)?;
             let mut after = at.clone();
             after.push(0);
-            let end = canopy_store::backend::prefix_end(&prefix);
-            let mut next = None;
-            self.snap.scan(&after, end.as_deref(), false, &mut |_, v| {
-                next = Some(v.to_vec());
-                Ok(false)
-            })?;
+            let next = first_own(&after, end.as_deref(), false)?;
             wanted.extend(prev);
             wanted.extend(next);
         }
@@ -273,6 +275,14 @@ impl<'a> Loader<'a> {
         }
         Ok(())
     }
+}
+
+/// Whether an order-index record, given by what follows its list's prefix,
+/// is the list's own (`<order key> 0x00`: an order key holds no 0x00) and
+/// not one of a user-ordered list inside one of its entries, whose records
+/// share the prefix and are longer.
+fn own_record(rest: &[u8]) -> bool {
+    rest.iter().position(|&b| b == 0) == Some(rest.len().wrapping_sub(1))
 }
 
 /// A `Corrupted` error `e` about the datastore whose fragments are under
