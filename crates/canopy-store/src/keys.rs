@@ -387,6 +387,14 @@ pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// Whether an order-index record, given by what follows its list's order
+/// prefix, is the list's own (`<order key> 0x00`: an order key holds no
+/// 0x00) and not one of a user-ordered list inside one of its entries, whose
+/// records share the prefix and are longer.
+pub fn own_order_record(rest: &[u8]) -> bool {
+    rest.iter().position(|&b| b == 0) == Some(rest.len().wrapping_sub(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

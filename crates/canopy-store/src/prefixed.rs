@@ -52,8 +52,8 @@ struct View<'a, S: ?Sized> {
     owner: &'a Prefixed,
 }
 
-fn scan_in(
-    snap: &dyn Snapshot,
+fn scan_in<S: Snapshot + ?Sized>(
+    snap: &S,
     prefix: &[u8],
     start: &[u8],
     end: Option<&[u8]>,
@@ -74,21 +74,7 @@ fn scan_in(
     snap.scan(&s, e.as_deref(), reverse, &mut |k, v| visit(&k[n..], v))
 }
 
-impl<'a> Snapshot for View<'a, dyn Snapshot + 'a> {
-    fn revision(&self) -> u64 {
-        self.inner.revision()
-    }
-
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.inner.get(&self.owner.key(key))
-    }
-
-    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
-        scan_in(&*self.inner, self.prefix, start, end, reverse, visit)
-    }
-}
-
-impl<'a> Snapshot for View<'a, dyn WriteView + 'a> {
+impl<S: Snapshot + ?Sized> Snapshot for View<'_, S> {
     fn revision(&self) -> u64 {
         self.inner.revision()
     }

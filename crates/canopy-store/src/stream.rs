@@ -349,10 +349,7 @@ impl<'a, W: Write> JsonStream<'a, W> {
             bounds.clear();
             let mut last = None;
             src.snap.scan(&start, end.as_deref(), false, &mut |k, v| {
-                // The list's own records are `<order key> 0x00` (an order key
-                // has no 0x00); those of lists inside its entries are longer.
-                let rest = &k[prefix.len()..];
-                if rest.iter().position(|&b| b == 0) == Some(rest.len().wrapping_sub(1)) {
+                if crate::keys::own_order_record(&k[prefix.len()..]) {
                     suffixes.extend_from_slice(v);
                     bounds.push(suffixes.len());
                 }

@@ -236,11 +236,11 @@ impl<'a> Loader<'a> {
         let mut wanted = Vec::new();
         // The stored ends are read once per list: once placed, the tree has them.
         let end = canopy_store::backend::prefix_end(&prefix);
-        // The first own record of the list in a range (see `own_record`).
+        // The first own record of the list in a range (see `keys::own_order_record`).
         let first_own = |from: &[u8], to: Option<&[u8]>, reverse: bool| -> Result<Option<Vec<u8>>> {
             let mut found = None;
             self.snap.scan(from, to, reverse, &mut |k, v| {
-                if own_record(&k[prefix.len()..]) {
+                if keys::own_order_record(&k[prefix.len()..]) {
                     found = Some(v.to_vec());
                     return Ok(false);
                 }
@@ -275,14 +275,6 @@ impl<'a> Loader<'a> {
         }
         Ok(())
     }
-}
-
-/// Whether an order-index record, given by what follows its list's prefix,
-/// is the list's own (`<order key> 0x00`: an order key holds no 0x00) and
-/// not one of a user-ordered list inside one of its entries, whose records
-/// share the prefix and are longer.
-fn own_record(rest: &[u8]) -> bool {
-    rest.iter().position(|&b| b == 0) == Some(rest.len().wrapping_sub(1))
 }
 
 /// A `Corrupted` error `e` about the datastore whose fragments are under

@@ -126,6 +126,13 @@ impl<'a> Parser<'a> {
         Ok(local(name).to_string())
     }
 
+    /// A literal as text, string or number alike (`contains()`, `text()=`).
+    fn literal_text(&mut self) -> Result<String, PathError> {
+        Ok(match self.literal()? {
+            Lit::Str(s) | Lit::Num(s) => s,
+        })
+    }
+
     fn literal(&mut self) -> Result<Lit, PathError> {
         self.ws();
         let Some(q) = self.rest().chars().next() else { return self.err("expected a value") };
@@ -174,10 +181,7 @@ impl<'a> Parser<'a> {
             if !self.eat(",") {
                 return self.err("expected `,`");
             }
-            let text = match self.literal()? {
-                Lit::Str(s) => s,
-                Lit::Num(n) => n,
-            };
+            let text = self.literal_text()?;
             self.ws();
             if !self.eat(")") {
                 return self.err("expected `)`");
@@ -216,10 +220,7 @@ impl<'a> Parser<'a> {
             if !self.eat("=") {
                 return self.err("expected `=` after text()");
             }
-            let v = match self.literal()? {
-                Lit::Str(s) => s,
-                Lit::Num(n) => n,
-            };
+            let v = self.literal_text()?;
             self.ws();
             return Ok(Err(v));
         }
