@@ -713,6 +713,11 @@ fn print_json(session: &Session, query: &str, opts: ReadOptions, pretty: bool, m
 
 /// The one-line summary of a write, on stderr.
 fn report(commit: &Commit) {
+    if let Some(n) = commit.streamed {
+        let s = if n == 1 { "" } else { "s" };
+        eprintln!("committed revision {}: {n} fragment{s} imported", commit.revision);
+        return;
+    }
     match commit.changes.len() {
         0 => eprintln!("no changes (revision {})", commit.revision),
         1 => eprintln!("committed revision {}: 1 change", commit.revision),

@@ -31,8 +31,8 @@ mod write;
 mod tests;
 
 pub use parse::{
-    offset_error, parse_document, parse_emit, parse_str, parse_subtree, parse_subtree_str, top_level_members, Emit,
-    Member, MAX_DEPTH,
+    offset_error, parse_document, parse_emit, parse_emit_reader, parse_str, parse_subtree, parse_subtree_str,
+    top_level_members, Emit, Member, MAX_DEPTH,
 };
 pub use view::{ChildView, NodeView};
 pub use write::{to_string, write_container, write_members, JsonWriter, WriteOptions};

@@ -434,10 +434,13 @@ impl<'a, W: Write> JsonStream<'a, W> {
 
 /// One node open while parsing.
 enum Open {
-    /// A container or list entry: key length before it, its record's index.
+    /// A container or list entry: key and schema path lengths before it, its
+    /// record's index, and whether it is an entry.
     Node {
         key_before: usize,
+        sp_before: usize,
         slot: usize,
+        entry: bool,
     },
     List(ListState),
 }
@@ -445,25 +448,54 @@ enum Open {
 /// A list open while parsing.
 struct ListState {
     key_before: usize,
+    sp_before: usize,
     info: ListInfo,
     /// Order key of the last entry (keyless and user-ordered lists).
     last_order: Option<Vec<u8>>,
-    /// Record indexes of the entries (keyed lists), to find repeated keys.
-    slots: Vec<usize>,
+    /// The entry keys of the entries read (keyed lists), one after another,
+    /// and where each ends: to find repeated keys once the entries' records
+    /// are gone to the sink.
+    entry_keys: Vec<u8>,
+    entry_ends: Vec<usize>,
     /// Entry keys seen, once entries stopped arriving in key order.
     seen: Option<BTreeSet<Vec<u8>>>,
 }
 
-/// The [`Emit`] receiver of [`parse_fragments`].
-struct Records {
+impl ListState {
+    fn entry_key(&self, i: usize) -> &[u8] {
+        let from = if i == 0 { 0 } else { self.entry_ends[i - 1] };
+        &self.entry_keys[from..self.entry_ends[i]]
+    }
+}
+
+/// Where [`stream_fragments`] hands the records that are final.
+pub type Sink<'a> = dyn FnMut(Vec<u8>, Vec<u8>) -> Result<()> + 'a;
+
+/// Records gathered before they go to the sink at once (a bound on memory).
+const SINK_BATCH: usize = 256;
+
+/// The [`Emit`] receiver of [`parse_fragments`] and [`stream_fragments`].
+struct Records<'a> {
     /// The key of the innermost open node: the datastore's prefix and path
     /// key, except the entry keys of open list entries, which are known only
     /// when the entry ends and are inserted then into every record after it.
     key: Vec<u8>,
     stack: Vec<Open>,
     /// Fragment records in document order (one slot per node, filled when
-    /// the node ends) and order-index records.
+    /// the node ends) and order-index records. With a sink, only those not
+    /// handed to it yet: the records of open entries and the slots of open
+    /// containers.
     out: Vec<(Vec<u8>, Vec<u8>)>,
+    /// List entries open: while there is none, every record in `out` but the
+    /// slots of open containers is final.
+    open_entries: usize,
+    sink: Option<&'a mut Sink<'a>>,
+    /// What the sink failed with (the parse is stopped by a reason then).
+    failed: Option<StoreError>,
+    /// The schema path of the innermost open node, and the lists met, each
+    /// once, as the parser read them.
+    sp: String,
+    lists: Vec<(String, ListInfo)>,
 }
 
 /// The order key after `last` for the next entry of a list being read.
@@ -471,38 +503,102 @@ fn next_order(last: Option<&[u8]>) -> std::result::Result<Vec<u8>, String> {
     keycode::order_between(last, None).ok_or_else(|| "no order key follows the previous entry's".to_string())
 }
 
-impl Emit for Records {
-    fn begin_container(&mut self, name: &str) {
-        self.stack.push(Open::Node { key_before: self.key.len(), slot: self.out.len() });
-        keys::push_name(&mut self.key, name);
+impl Records<'_> {
+    fn open_node(&mut self, entry: bool) {
+        self.stack.push(Open::Node {
+            key_before: self.key.len(),
+            sp_before: self.sp.len(),
+            slot: self.out.len(),
+            entry,
+        });
         self.out.push((Vec::new(), Vec::new()));
+        self.open_entries += usize::from(entry);
+    }
+
+    /// Hands the final records to the sink, keeping the slots of open
+    /// containers (renumbered). Only while no entry is open.
+    fn drain(&mut self) -> std::result::Result<(), String> {
+        let Some(sink) = self.sink.as_mut() else { return Ok(()) };
+        if self.open_entries > 0 || self.out.len() < SINK_BATCH {
+            return Ok(());
+        }
+        let mut open = self.stack.iter().filter_map(|o| match o {
+            Open::Node { slot, .. } => Some(*slot),
+            Open::List(_) => None,
+        });
+        let mut next_open = open.next();
+        let mut kept = Vec::new();
+        let mut out = std::mem::take(&mut self.out);
+        for (i, rec) in out.drain(..).enumerate() {
+            if next_open == Some(i) {
+                kept.push(rec);
+                next_open = open.next();
+            } else if self.failed.is_none() {
+                if let Err(e) = sink(rec.0, rec.1) {
+                    self.failed = Some(e);
+                }
+            }
+        }
+        out.extend(kept);
+        self.out = out;
+        let mut n = 0;
+        for o in &mut self.stack {
+            if let Open::Node { slot, .. } = o {
+                *slot = n;
+                n += 1;
+            }
+        }
+        match self.failed {
+            Some(_) => Err("storing the document failed".into()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Emit for Records<'_> {
+    fn begin_container(&mut self, name: &str) {
+        self.open_node(false);
+        keys::push_name(&mut self.key, name);
+        self.sp.push('/');
+        self.sp.push_str(name);
     }
 
     fn begin_list(&mut self, name: &str, info: &ListInfo) {
         self.stack.push(Open::List(ListState {
             key_before: self.key.len(),
+            sp_before: self.sp.len(),
             info: info.clone(),
             last_order: None,
-            slots: Vec::new(),
+            entry_keys: Vec::new(),
+            entry_ends: Vec::new(),
             seen: None,
         }));
         keys::push_name(&mut self.key, name);
+        self.sp.push('/');
+        self.sp.push_str(name);
+        if !self.lists.iter().any(|(sp, _)| *sp == self.sp) {
+            self.lists.push((self.sp.clone(), info.clone()));
+        }
     }
 
     fn begin_entry(&mut self) {
-        self.stack.push(Open::Node { key_before: self.key.len(), slot: self.out.len() });
-        self.out.push((Vec::new(), Vec::new()));
+        self.open_node(true);
     }
 
     fn end(&mut self, node: NodeView<'_>) -> std::result::Result<(), String> {
-        let Some(Open::Node { key_before, slot }) = self.stack.pop() else {
+        let Some(Open::Node { key_before, sp_before, slot, entry }) = self.stack.pop() else {
             return Err("a node ends that did not begin".into());
         };
-        let Some(Open::List(list)) = self.stack.last_mut() else {
+        self.sp.truncate(sp_before);
+        if !entry {
             // A container.
             self.out[slot] = (self.key.clone(), fragment::encode_view(node, None));
             self.key.truncate(key_before);
-            return Ok(());
+            return self.drain();
+        }
+        self.open_entries -= 1;
+        let Some(Open::List(list)) = self.stack.last_mut() else {
+            return Err("a list entry ends outside a list".into());
         };
         // An entry: `self.key` is its list's key; `k` becomes the entry's.
         let at = self.key.len();
@@ -522,20 +618,22 @@ impl Emit for Records {
             }
             // Entries usually come in key order: then comparing with the
             // last one finds repeats; otherwise a set of all of them does.
-            let last = list.slots.last().map(|&s| &self.out[s].0[at..]);
+            let n = list.entry_ends.len();
+            let last = (n > 0).then(|| list.entry_key(n - 1));
             let repeated = if list.seen.is_none() && last.is_none_or(|last| last < &k[at..]) {
                 false
             } else {
-                let out = &self.out;
-                let seen =
-                    list.seen.get_or_insert_with(|| list.slots.iter().map(|&s| out[s].0[at..].to_vec()).collect());
-                !seen.insert(k[at..].to_vec())
+                if list.seen.is_none() {
+                    list.seen = Some((0..n).map(|i| list.entry_key(i).to_vec()).collect());
+                }
+                !list.seen.as_mut().expect("seen").insert(k[at..].to_vec())
             };
             if repeated {
                 let keys = keycode::decode_entry_key(&k[at..], list.info.keys.len()).unwrap_or_default();
                 return Err(format!("duplicate list entry with keys {keys:?}"));
             }
-            list.slots.push(slot);
+            list.entry_keys.extend_from_slice(&k[at..]);
+            list.entry_ends.push(list.entry_keys.len());
             if list.info.user_ordered {
                 let o = next_order(list.last_order.as_deref())?;
                 list.last_order = Some(o.clone());
@@ -558,12 +656,28 @@ impl Emit for Records {
         }
         let value = fragment::encode_view(node, order.as_deref());
         self.out[slot] = (k, value);
-        Ok(())
+        self.drain()
     }
 
     fn end_list(&mut self) {
         if let Some(Open::List(list)) = self.stack.pop() {
             self.key.truncate(list.key_before);
+            self.sp.truncate(list.sp_before);
+        }
+    }
+}
+
+impl<'a> Records<'a> {
+    fn new(ds: Datastore, out: Vec<(Vec<u8>, Vec<u8>)>, sink: Option<&'a mut Sink<'a>>) -> Records<'a> {
+        Records {
+            key: keys::data_prefix(ds),
+            stack: Vec::new(),
+            out,
+            open_entries: 0,
+            sink,
+            failed: None,
+            sp: String::new(),
+            lists: Vec::new(),
         }
     }
 }
@@ -578,10 +692,70 @@ impl Emit for Records {
 pub fn parse_fragments(text: &str, schema: &dyn Schema, ds: Datastore) -> canopy_core::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     // About one record per 32 bytes of text or fewer: one allocation for most documents.
     let out = Vec::with_capacity(text.len() / 32);
-    let mut r = Records { key: keys::data_prefix(ds), stack: Vec::new(), out };
+    let mut r = Records::new(ds, out, None);
     let root = json::parse_emit(text, schema, &mut r)?;
     r.out.push((keys::data_prefix(ds), fragment::encode(&root, None)));
     Ok(r.out)
+}
+
+/// What [`stream_fragments`] read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Streamed {
+    /// Records handed to the sink.
+    pub records: u64,
+    /// The lists the document holds (schema path, and the keys the parser
+    /// read them with), each once, in the order met.
+    pub lists: Vec<(String, ListInfo)>,
+}
+
+/// Why [`stream_fragments`] failed.
+#[derive(Debug)]
+pub enum StreamError {
+    /// The document: malformed, or refused as [`parse_fragments`] refuses it.
+    Json(canopy_core::Error),
+    /// The sink's own error.
+    Sink(StoreError),
+}
+
+/// [`parse_fragments`] reading the document from `input` and handing every
+/// record to `sink` as soon as it is final: the records of a list entry when
+/// no entry around it is open any more, a container's when it ends, the
+/// root's last. Neither the document nor its records are held whole: memory
+/// is the parser's buffer, the open path and a few hundred records.
+///
+/// A document refused half way has handed some records to the sink: the
+/// caller must drop what it gathered (a batch it does not commit).
+///
+/// # Errors
+/// [`StreamError::Json`] as [`parse_fragments`] (line and column in the
+/// input); [`StreamError::Sink`] with the first error of `sink`, after which
+/// the sink is not called again.
+pub fn stream_fragments<R: std::io::Read>(
+    input: R,
+    schema: &dyn Schema,
+    ds: Datastore,
+    sink: &mut Sink<'_>,
+) -> std::result::Result<Streamed, StreamError> {
+    let mut count = 0u64;
+    let mut counted = |k: Vec<u8>, v: Vec<u8>| {
+        count += 1;
+        sink(k, v)
+    };
+    let mut r = Records::new(ds, Vec::with_capacity(2 * SINK_BATCH), Some(&mut counted));
+    let parsed = json::parse_emit_reader(input, schema, &mut r);
+    if let Some(e) = r.failed.take() {
+        return Err(StreamError::Sink(e));
+    }
+    let root = parsed.map_err(StreamError::Json)?;
+    let lists = std::mem::take(&mut r.lists);
+    let rest = std::mem::take(&mut r.out);
+    let sink = r.sink.take().expect("sink");
+    for (k, v) in rest {
+        sink(k, v).map_err(StreamError::Sink)?;
+    }
+    sink(keys::data_prefix(ds), fragment::encode(&root, None)).map_err(StreamError::Sink)?;
+    drop(r);
+    Ok(Streamed { records: count, lists })
 }
 
 #[cfg(test)]
@@ -708,6 +882,98 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("duplicate list entry") && e.contains("column 36"), "{e}");
+    }
+
+    /// Reads one byte at a time: every refill of the parser's buffer.
+    struct Trickle<'t>(&'t [u8]);
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match (self.0.split_first(), buf.first_mut()) {
+                (Some((&b, rest)), Some(slot)) => {
+                    *slot = b;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+
+    fn streamed(
+        doc: &str,
+        schema: &Schemaless,
+    ) -> std::result::Result<(Vec<(Vec<u8>, Vec<u8>)>, Streamed), StreamError> {
+        let mut got = Vec::new();
+        let s = stream_fragments(Trickle(doc.as_bytes()), schema, Datastore::Startup, &mut |k, v| {
+            got.push((k, v));
+            Ok(())
+        })?;
+        Ok((got, s))
+    }
+
+    /// A document of many entries, so that records go to the sink while
+    /// containers around them are open: entries with nested keyed, keyless
+    /// and user-ordered lists, leaves of the open containers after them, and
+    /// a container after the list.
+    fn large_doc() -> String {
+        let mut d = String::from(r#"{"m:c":{"lst":["#);
+        for i in (0..700).rev() {
+            if i != 699 {
+                d.push(',');
+            }
+            d.push_str(&format!(
+                r#"{{"k":"{i}","sub":[{{"a":{i},"b":"x"}},{{"a":1,"b":"y"}}],"uo":[{{"n":"z{i}"}},{{"n":"a"}}],"free":[{{"x":{i}}}],"c":{{"d":{{"e":{i}}}}}}}"#
+            ));
+        }
+        d.push_str(r#"],"z":1,"uo":[{"n":"2"},{"n":"1"}]},"m:top":true,"n:d":{"e":{"f":[1,2]}}}"#);
+        d
+    }
+
+    #[test]
+    fn streaming_from_a_reader_gives_the_same_records() {
+        let schema = schema();
+        let large = large_doc();
+        for doc in DOCS.iter().copied().chain([large.as_str()]) {
+            let (records, s) = streamed(doc, &schema).unwrap();
+            let n = records.len();
+            let records: BTreeMap<_, _> = records.into_iter().collect();
+            assert_eq!(records.len(), n, "a record given twice: {doc}");
+            let whole: BTreeMap<_, _> =
+                parse_fragments(doc, &schema, Datastore::Startup).unwrap().into_iter().collect();
+            assert_eq!(records, whole, "{doc}");
+            assert_eq!(s.records, n as u64);
+        }
+        let (_, s) = streamed(DOCS[2], &schema).unwrap();
+        let lists: Vec<&str> = s.lists.iter().map(|(sp, _)| sp.as_str()).collect();
+        assert_eq!(lists, ["/m:c/lst", "/m:c/lst/sub", "/m:c/lst/uo"]);
+        assert!(s.lists[2].1.user_ordered);
+    }
+
+    #[test]
+    fn streaming_refuses_what_parsing_refuses_and_stops_at_a_sink_error() {
+        let schema = schema();
+        let mut large = large_doc();
+        // A repeated key after records went to the sink.
+        large = large.replace(r#"{"k":"3","#, r#"{"k":"650","#);
+        for doc in [r#"{"m:c":{"lst":[{"k":"2"},{"k":"1"},{"k":"2"}]}}"#, r#"{"m:c":{"x":01}}"#, large.as_str()] {
+            let whole = parse_fragments(doc, &schema, Datastore::Startup).unwrap_err().to_string();
+            match streamed(doc, &schema) {
+                Err(StreamError::Json(e)) => assert_eq!(e.to_string(), whole),
+                other => panic!("{doc}: {:?}", other.map(|(r, _)| r.len())),
+            }
+        }
+        let mut calls = 0;
+        let doc = large_doc();
+        let e = stream_fragments(doc.as_bytes(), &schema, Datastore::Startup, &mut |_, _| {
+            calls += 1;
+            match calls {
+                300 => Err(StoreError::new(crate::ErrorKind::Io, "disk full")),
+                _ => Ok(()),
+            }
+        });
+        assert!(matches!(e, Err(StreamError::Sink(ref e)) if e.to_string().contains("disk full")), "{e:?}");
+        assert_eq!(calls, 300);
     }
 
     #[test]

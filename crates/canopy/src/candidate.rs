@@ -179,7 +179,7 @@ impl Store {
             let control = self.control_at(&*snap)?;
             self.check_unlocked(&control, Datastore::Candidate)?;
             if !control.candidate_modified {
-                return Ok(Commit { revision: snap.revision(), changes: Vec::new() });
+                return Ok(Commit { revision: snap.revision(), changes: Vec::new(), streamed: None });
             }
         }
         let commit = self.copy_datastore(Datastore::Candidate, Datastore::Running)?;
@@ -209,7 +209,7 @@ impl Store {
                 drop(snap);
                 self.discard_candidate()?;
             }
-            return Ok(Commit { revision: self.revision()?, changes: Vec::new() });
+            return Ok(Commit { revision: self.revision()?, changes: Vec::new(), streamed: None });
         }
         drop(snap);
         let tree = self.session(source).get("/", ReadOptions::default())?;

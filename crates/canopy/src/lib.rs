@@ -15,6 +15,7 @@
 //! datastore's tree stays in memory and writes go through as diffs.
 
 mod admin;
+mod bulk;
 mod cache;
 mod candidate;
 mod catalog;

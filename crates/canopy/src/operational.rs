@@ -266,7 +266,7 @@ impl Store {
         let matched = subscribe::Matched::find(&self.hub, Datastore::Operational, &changes);
         if failed.is_none() && changes.is_empty() && learned.is_empty() {
             put_back(state, false);
-            return Ok(Commit { revision, changes });
+            return Ok(Commit { revision, changes, streamed: None });
         }
         if failed.is_none() {
             failed = matched.validate(self.conn.id, &changes).err();
@@ -306,7 +306,7 @@ impl Store {
                     Some(control),
                 );
                 matched.apply(self.conn.id, &changes, revision);
-                Ok(Commit { revision, changes })
+                Ok(Commit { revision, changes, streamed: None })
             }
             Err(e) => {
                 crate::cache::undo(&mut state.tree, &changes);

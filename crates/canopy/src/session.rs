@@ -260,10 +260,24 @@ impl Session<'_> {
     /// Imports an RFC 7951 JSON document: merged into the datastore (or
     /// replacing it with `Operation::Replace`) as one transaction.
     ///
+    /// Into an empty datastore, or replacing one, where nothing needs the
+    /// transaction's diff (no subscriber of this process on the datastore, no
+    /// change log, no YANG schema), the document streams into storage
+    /// without a tree: neither it nor its fragments are held whole, and the
+    /// commit lists no changes ([`Commit::streamed`] counts the fragments).
+    /// Otherwise the document is parsed into a tree and committed as one
+    /// edit with its diff. Both store the same data, learn the same lists
+    /// and refuse the same documents.
+    ///
     /// # Errors
-    /// [`Error::Data`] for malformed JSON (with line and column); as [`Session::apply`].
-    pub fn import<R: std::io::Read>(&self, input: R, op: Operation) -> Result<Commit> {
-        let tree = canopy_core::json::parse_document(input, &*self.store.schema_now()?)?;
+    /// [`Error::Data`] for malformed JSON (with line and column), nothing
+    /// stored; as [`Session::apply`].
+    pub fn import<R: std::io::Read>(&self, mut input: R, op: Operation) -> Result<Commit> {
+        let schema = self.store.schema_now()?;
+        if let Some(commit) = self.import_streamed(&mut input, op, &schema)? {
+            return Ok(commit);
+        }
+        let tree = canopy_core::json::parse_document(input, &*schema)?;
         let edit = Edit { op, path: Path::root(), value: Some(Node::Container(tree)), insert: None };
         self.apply_owned(vec![edit])
     }
@@ -298,9 +312,15 @@ impl Session<'_> {
                 self.store.declare_list(path, info.clone())?;
             }
         }
-        let tree = canopy_core::json::parse_document(input, &schema)?;
-        let edit = Edit { op, path: Path::root(), value: Some(Node::Container(tree)), insert: None };
-        let commit = self.apply_owned(vec![edit])?;
+        let mut input = input;
+        let commit = match self.import_streamed(&mut input, op, &schema)? {
+            Some(commit) => commit,
+            None => {
+                let tree = canopy_core::json::parse_document(input, &schema)?;
+                let edit = Edit { op, path: Path::root(), value: Some(Node::Container(tree)), insert: None };
+                self.apply_owned(vec![edit])?
+            }
+        };
         for (path, info) in lists {
             self.store.declare_list(path, info.clone())?;
         }

@@ -20,8 +20,13 @@ use crate::subscribe::{self, Matched};
 pub struct Commit {
     /// The store revision after the commit (unchanged when nothing changed).
     pub revision: u64,
-    /// What changed, in order.
+    /// What changed, in order. Empty for an import that streamed its
+    /// document into storage (see `streamed`).
     pub changes: Vec<Change>,
+    /// For an import that streamed its document straight into storage,
+    /// without a diff ([`crate::Session::import`]): how many fragments it
+    /// stored. `None` for every other commit.
+    pub streamed: Option<u64>,
 }
 
 impl Store {
@@ -117,7 +122,7 @@ impl Store {
             changes.extend(apply_edit_owned(&mut root, e, &Typed { lists: &schema, yang })?);
         }
         if changes.is_empty() && learned.is_empty() {
-            return Ok(Commit { revision: base, changes });
+            return Ok(Commit { revision: base, changes, streamed: None });
         }
         // 2. Schema validation.
         if let Some(y) = yang {
@@ -144,7 +149,7 @@ impl Store {
                 self.publish_cached(ds, base, revision, &changes);
                 // 7. Apply.
                 matched.apply(self.conn.id, &changes, revision);
-                Ok(Commit { revision, changes })
+                Ok(Commit { revision, changes, streamed: None })
             }
             Err(e) => {
                 matched.abort(self.conn.id, &changes);

@@ -1386,7 +1386,21 @@ pub fn parse_str(input: &str, schema: &dyn Schema) -> Result<Container> {
 /// As [`parse_document`], and the reasons `emit` gives, placed where the
 /// refused node starts.
 pub fn parse_emit(input: &str, schema: &dyn Schema, emit: &mut dyn Emit) -> Result<Container> {
-    let mut p = Parser::new(input.as_bytes(), input.len() + 1, schema);
+    emit_from(input.as_bytes(), input.len() + 1, schema, emit)
+}
+
+/// [`parse_emit`] reading from `input` through a buffer of its own: the
+/// document is never held whole, so with an `emit` that keeps nothing the
+/// parse needs memory for one open path of nodes, not for the document.
+///
+/// # Errors
+/// As [`parse_emit`], and read errors of `input` (as [`parse_document`]).
+pub fn parse_emit_reader<R: Read>(input: R, schema: &dyn Schema, emit: &mut dyn Emit) -> Result<Container> {
+    emit_from(input, BUF_SIZE, schema, emit)
+}
+
+fn emit_from<R: Read>(input: R, capacity: usize, schema: &dyn Schema, emit: &mut dyn Emit) -> Result<Container> {
+    let mut p = Parser::new(input, capacity, schema);
     p.emit = Some(emit);
     p.open_document()?;
     let mut root = Container::default();
