@@ -122,6 +122,29 @@ pub trait WriteView: Snapshot {
     fn commit(self: Box<Self>, batch: &Batch) -> Result<u64>;
 }
 
+/// A write too large to hold as one [`Batch`] (a bulk import): its writes
+/// go to the backend part by part as they are produced and are committed
+/// together, atomically, on top of the revision the write began on.
+/// See [`Backend::begin_bulk`].
+///
+/// Contract: nothing written is visible to anyone before
+/// [`commit`](BulkWrite::commit); dropping the write without committing
+/// stores nothing. Parts apply in order, as the ops of one batch do.
+pub trait BulkWrite {
+    /// Adds `part` to the write.
+    ///
+    /// # Errors
+    /// Backend errors; after one, the write can only be dropped.
+    fn write(&mut self, part: Vec<BatchOp>) -> Result<()>;
+
+    /// Commits every part written, with the durability of [`Backend::apply`],
+    /// and returns the new revision.
+    ///
+    /// # Errors
+    /// Backend errors (nothing is stored then).
+    fn commit(self: Box<Self>) -> Result<u64>;
+}
+
 /// The default [`WriteView`]: a snapshot, then [`Backend::apply`] expecting
 /// the snapshot's revision.
 struct ReadThenApply<'a, B: Backend + ?Sized> {
@@ -279,6 +302,21 @@ pub trait Backend: Send + Sync {
     /// As [`Backend::snapshot`]; `Unavailable` when the write lock stays taken.
     fn begin_write(&self) -> Result<Box<dyn WriteView + '_>> {
         Ok(Box::new(ReadThenApply { snap: self.snapshot()?, backend: self }))
+    }
+
+    /// Begins a [`BulkWrite`] on top of revision `expect_revision`, for
+    /// writes the caller cannot hold in memory as one batch: `Ok(None)` when
+    /// the backend has no such write (the default), and the caller gathers
+    /// one [`Batch`] after all. A backend whose write transactions can take
+    /// writes as they come (LMDB) overrides it; other writers then wait for
+    /// the bulk write to be committed or dropped.
+    ///
+    /// # Errors
+    /// `Conflict` when the store is no longer at `expect_revision` (nothing
+    /// is written); backend errors.
+    fn begin_bulk(&self, expect_revision: u64) -> Result<Option<Box<dyn BulkWrite>>> {
+        let _ = expect_revision;
+        Ok(None)
     }
 
     /// The durability this backend was opened with.

@@ -21,6 +21,6 @@ pub mod stream;
 pub mod treeio;
 pub mod url;
 
-pub use backend::{Announcements, Backend, Batch, BatchOp, Snapshot, SyncMode, WriteView};
+pub use backend::{Announcements, Backend, Batch, BatchOp, BulkWrite, Snapshot, SyncMode, WriteView};
 pub use error::{ErrorKind, Result, StoreError};
 pub use url::StoreUrl;

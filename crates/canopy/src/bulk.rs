@@ -21,7 +21,7 @@ use canopy_core::tree::Container;
 use canopy_core::Schemaless;
 use canopy_store::keys::{self, Datastore};
 use canopy_store::stream::{stream_fragments, StreamError};
-use canopy_store::{fragment, Batch, Snapshot};
+use canopy_store::{fragment, Batch, BatchOp, BulkWrite, Snapshot};
 
 use crate::error::{Error, Result};
 use crate::store::{poisoned, Session, Store};
@@ -65,10 +65,12 @@ impl Session<'_> {
         if !empty && op == Operation::Merge {
             return Ok(None);
         }
-        let mut batch = Batch { expect_revision: Some(base), ops: Vec::new() };
+        // The backend's own reads end here: a bulk write may resize the map.
+        drop(view);
+        let mut out = Out::begin(store, base)?;
         if !empty {
-            batch.delete_prefix(data.clone());
-            batch.delete_prefix(keys::order_prefix(ds));
+            out.push(BatchOp::DeletePrefix(data.clone()))?;
+            out.push(BatchOp::DeletePrefix(keys::order_prefix(ds)))?;
         }
         // A root that holds nothing is not stored (as a transaction leaves it).
         let empty_root = fragment::encode(&Container::default(), None);
@@ -81,8 +83,7 @@ impl Session<'_> {
             // Keys grew as entry keys were put in front of their descendants'.
             k.shrink_to_fit();
             v.shrink_to_fit();
-            batch.put(k, v);
-            Ok(())
+            out.push(BatchOp::Put(k, v))
         });
         let streamed = match streamed {
             Ok(s) => s,
@@ -95,18 +96,67 @@ impl Session<'_> {
             if !lists.lists.contains_key(&schema_path) {
                 let mut k = keys::LIST_INFO.to_vec();
                 k.extend_from_slice(schema_path.as_bytes());
-                batch.put(k, keys::encode_list_info(&info));
+                out.push(BatchOp::Put(k, keys::encode_list_info(&info)))?;
                 lists.lists.insert(schema_path, info);
             }
         }
-        if batch.is_empty() {
+        let Some(revision) = out.commit(store)? else {
             return Ok(Some(Commit { revision: base, changes: Vec::new(), streamed: None }));
-        }
-        let revision = view.commit(&batch)?;
-        drop(batch);
+        };
         store.catalog_committed(base, revision, Some(lists), None);
         store.forget_cached(ds, base, revision);
         Ok(Some(Commit { revision, changes: Vec::new(), streamed: Some(fragments) }))
+    }
+}
+
+/// Bytes of records gathered before they go to a bulk write as one part.
+const PART_BYTES: usize = 4 << 20;
+
+/// Where the records go: the backend's bulk write, part by part, or one
+/// batch when the backend has none.
+enum Out {
+    Bulk { bulk: Box<dyn BulkWrite>, part: Vec<BatchOp>, bytes: usize, any: bool },
+    Batch(Batch),
+}
+
+impl Out {
+    fn begin(store: &Store, base: u64) -> Result<Out> {
+        Ok(match store.backend.begin_bulk(base)? {
+            Some(bulk) => Out::Bulk { bulk, part: Vec::new(), bytes: 0, any: false },
+            None => Out::Batch(Batch { expect_revision: Some(base), ops: Vec::new() }),
+        })
+    }
+
+    fn push(&mut self, op: BatchOp) -> canopy_store::Result<()> {
+        match self {
+            Out::Batch(b) => b.ops.push(op),
+            Out::Bulk { bulk, part, bytes, any } => {
+                *bytes += match &op {
+                    BatchOp::Put(k, v) => k.len() + v.len(),
+                    BatchOp::Delete(k) | BatchOp::DeletePrefix(k) => k.len(),
+                };
+                part.push(op);
+                *any = true;
+                if *bytes >= PART_BYTES {
+                    *bytes = 0;
+                    bulk.write(std::mem::take(part))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits what was written: the new revision, `None` when nothing was.
+    fn commit(self, store: &Store) -> Result<Option<u64>> {
+        match self {
+            Out::Batch(b) if b.is_empty() => Ok(None),
+            Out::Batch(b) => Ok(Some(store.backend.apply(&b)?)),
+            Out::Bulk { any: false, .. } => Ok(None),
+            Out::Bulk { mut bulk, part, .. } => {
+                bulk.write(part)?;
+                Ok(Some(bulk.commit()?))
+            }
+        }
     }
 }
 

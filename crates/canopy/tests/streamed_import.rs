@@ -228,3 +228,21 @@ fn a_locked_datastore_is_not_imported_into() {
     assert!(matches!(s.running().import(DOC.as_bytes(), Operation::Merge), Err(Error::Locked(_))));
     assert_eq!(json(&s, "/"), "{}");
 }
+
+#[test]
+fn a_snapshot_held_by_the_importer_does_not_stall_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = lmdb(&dir, "");
+    declare(&s);
+    // The map cannot grow while this snapshot is open: the records are
+    // gathered into one batch instead of streaming into the backend.
+    let pinned = s.running().pin().unwrap();
+    let c = s.running().import(DOC.as_bytes(), Operation::Merge).unwrap();
+    assert!(c.streamed.is_some(), "{c:?}");
+    drop(pinned);
+    let other = tempfile::tempdir().unwrap();
+    let built = lmdb(&other, "&changelog=5");
+    declare(&built);
+    built.running().import(DOC.as_bytes(), Operation::Merge).unwrap();
+    assert_eq!(records(&s), records(&built));
+}

@@ -40,6 +40,7 @@ type Db = Database<Bytes, Bytes>;
 const MIN_MAP: usize = 1 << 30;
 const DATA_FILE: &str = "data.mdb";
 
+mod bulk;
 mod release;
 mod shrink;
 
@@ -718,6 +719,11 @@ impl Backend for LmdbBackend {
 
     fn apply_unflushed(&self, batch: &Batch) -> Result<u64> {
         self.shared.apply(batch, false)
+    }
+
+    /// One write transaction on a thread of its own (see `bulk`).
+    fn begin_bulk(&self, expect_revision: u64) -> Result<Option<Box<dyn canopy_store::BulkWrite>>> {
+        bulk::begin(&self.shared, expect_revision)
     }
 
     fn sync_mode(&self) -> SyncMode {
