@@ -713,12 +713,9 @@ fn print_json(session: &Session, query: &str, opts: ReadOptions, pretty: bool, m
 
 /// The one-line summary of a write, on stderr.
 fn report(commit: &Commit) {
-    if let Some(n) = commit.streamed {
-        let s = if n == 1 { "" } else { "s" };
-        eprintln!("committed revision {}: {n} fragment{s} imported", commit.revision);
-        return;
-    }
-    match commit.changes.len() {
+    // An import that streamed lists no changes, but counts them.
+    let n = commit.streamed.map_or(commit.changes.len(), |s| s.changes as usize);
+    match n {
         0 => eprintln!("no changes (revision {})", commit.revision),
         1 => eprintln!("committed revision {}: 1 change", commit.revision),
         n => eprintln!("committed revision {}: {n} changes", commit.revision),

@@ -496,6 +496,8 @@ struct Records<'a> {
     /// once, as the parser read them.
     sp: String,
     lists: Vec<(String, ListInfo)>,
+    /// Containers and lists begun at the top level.
+    top_level: u64,
 }
 
 /// The order key after `last` for the next entry of a list being read.
@@ -557,6 +559,7 @@ impl Records<'_> {
 
 impl Emit for Records<'_> {
     fn begin_container(&mut self, name: &str) {
+        self.top_level += u64::from(self.stack.is_empty());
         self.open_node(false);
         keys::push_name(&mut self.key, name);
         self.sp.push('/');
@@ -564,6 +567,7 @@ impl Emit for Records<'_> {
     }
 
     fn begin_list(&mut self, name: &str, info: &ListInfo) {
+        self.top_level += u64::from(self.stack.is_empty());
         self.stack.push(Open::List(ListState {
             key_before: self.key.len(),
             sp_before: self.sp.len(),
@@ -678,6 +682,7 @@ impl<'a> Records<'a> {
             failed: None,
             sp: String::new(),
             lists: Vec::new(),
+            top_level: 0,
         }
     }
 }
@@ -706,6 +711,10 @@ pub struct Streamed {
     /// The lists the document holds (schema path, and the keys the parser
     /// read them with), each once, in the order met.
     pub lists: Vec<(String, ListInfo)>,
+    /// The document's top-level nodes (leaves and leaf-lists of the root
+    /// included), and whether the root carries metadata.
+    pub top_level: u64,
+    pub root_meta: bool,
 }
 
 /// Why [`stream_fragments`] failed.
@@ -748,6 +757,8 @@ pub fn stream_fragments<R: std::io::Read>(
     }
     let root = parsed.map_err(StreamError::Json)?;
     let lists = std::mem::take(&mut r.lists);
+    let top_level = r.top_level + root.children.len() as u64;
+    let root_meta = !root.meta.is_empty();
     let rest = std::mem::take(&mut r.out);
     let sink = r.sink.take().expect("sink");
     for (k, v) in rest {
@@ -755,7 +766,7 @@ pub fn stream_fragments<R: std::io::Read>(
     }
     sink(keys::data_prefix(ds), fragment::encode(&root, None)).map_err(StreamError::Sink)?;
     drop(r);
-    Ok(Streamed { records: count, lists })
+    Ok(Streamed { records: count, lists, top_level, root_meta })
 }
 
 #[cfg(test)]

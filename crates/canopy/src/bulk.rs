@@ -25,7 +25,7 @@ use canopy_store::{fragment, Batch, BatchOp, BulkWrite, Snapshot};
 
 use crate::error::{Error, Result};
 use crate::store::{poisoned, Session, Store};
-use crate::transaction::Commit;
+use crate::transaction::{Commit, Imported};
 
 impl Session<'_> {
     /// Imports the document from `input` by streaming it into fragments, when
@@ -90,6 +90,7 @@ impl Session<'_> {
             Err(StreamError::Json(e)) => return Err(Error::Data(e)),
             Err(StreamError::Sink(e)) => return Err(Error::Store(e)),
         };
+        let changes = streamed.top_level + u64::from(streamed.root_meta);
         // The lists the document holds are learned, as a transaction learns them.
         let mut lists = (*catalog.lists).clone();
         for (schema_path, info) in streamed.lists {
@@ -105,7 +106,7 @@ impl Session<'_> {
         };
         store.catalog_committed(base, revision, Some(lists), None);
         store.forget_cached(ds, base, revision);
-        Ok(Some(Commit { revision, changes: Vec::new(), streamed: Some(fragments) }))
+        Ok(Some(Commit { revision, changes: Vec::new(), streamed: Some(Imported { fragments, changes }) }))
     }
 }
 

@@ -58,4 +58,4 @@ pub use pinned::Pinned;
 pub use read::ReadOptions;
 pub use store::{Options, Session, Store};
 pub use subscribe::{ChangeEvent, Subscriber, Subscription};
-pub use transaction::Commit;
+pub use transaction::{Commit, Imported};

@@ -24,9 +24,19 @@ pub struct Commit {
     /// document into storage (see `streamed`).
     pub changes: Vec<Change>,
     /// For an import that streamed its document straight into storage,
-    /// without a diff ([`crate::Session::import`]): how many fragments it
-    /// stored. `None` for every other commit.
-    pub streamed: Option<u64>,
+    /// without a diff ([`crate::Session::import`]): what it stored. `None`
+    /// for every other commit.
+    pub streamed: Option<Imported>,
+}
+
+/// What an import that streamed stored (see [`Commit::streamed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Imported {
+    /// The fragments stored.
+    pub fragments: u64,
+    /// The changes the same import would list as a transaction into an empty
+    /// datastore: one per top-level node, one for the root's metadata.
+    pub changes: u64,
 }
 
 impl Store {

@@ -83,9 +83,13 @@ fn a_streamed_import_stores_what_the_tree_import_stores() {
         declare(s);
     }
     let c = streamed.running().import(DOC.as_bytes(), Operation::Merge).unwrap();
-    assert!(c.streamed.is_some_and(|n| n > 10) && c.changes.is_empty(), "{c:?}");
+    let imported = c.streamed.expect("streamed");
+    assert!(imported.fragments > 10 && c.changes.is_empty(), "{c:?}");
     let c = built.running().import(DOC.as_bytes(), Operation::Merge).unwrap();
     assert!(c.streamed.is_none() && !c.changes.is_empty(), "{c:?}");
+    assert_eq!(imported.changes, c.changes.len() as u64, "{:?}", c.changes);
+    let stored = records(&built).iter().filter(|(k, _)| k.starts_with(&keys::data_prefix(Datastore::Running))).count();
+    assert_eq!(imported.fragments, stored as u64);
     assert_eq!(json(&streamed, "/"), json(&built, "/"));
     for path in ["/m:c/dev[id='b']/hops", "/m:c/order", "/m:c/dev[id='a']", "/m:top"] {
         assert_eq!(json(&streamed, path), json(&built, path), "{path}");
