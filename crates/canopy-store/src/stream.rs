@@ -911,10 +911,9 @@ mod tests {
         }
     }
 
-    fn streamed(
-        doc: &str,
-        schema: &Schemaless,
-    ) -> std::result::Result<(Vec<(Vec<u8>, Vec<u8>)>, Streamed), StreamError> {
+    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn streamed(doc: &str, schema: &Schemaless) -> std::result::Result<(Pairs, Streamed), StreamError> {
         let mut got = Vec::new();
         let s = stream_fragments(Trickle(doc.as_bytes()), schema, Datastore::Startup, &mut |k, v| {
             got.push((k, v));

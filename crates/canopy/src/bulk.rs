@@ -94,11 +94,11 @@ impl Session<'_> {
         // The lists the document holds are learned, as a transaction learns them.
         let mut lists = (*catalog.lists).clone();
         for (schema_path, info) in streamed.lists {
-            if !lists.lists.contains_key(&schema_path) {
+            if let std::collections::btree_map::Entry::Vacant(e) = lists.lists.entry(schema_path) {
                 let mut k = keys::LIST_INFO.to_vec();
-                k.extend_from_slice(schema_path.as_bytes());
+                k.extend_from_slice(e.key().as_bytes());
                 out.push(BatchOp::Put(k, keys::encode_list_info(&info)))?;
-                lists.lists.insert(schema_path, info);
+                e.insert(info);
             }
         }
         let Some(revision) = out.commit(store)? else {
