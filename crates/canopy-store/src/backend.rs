@@ -319,6 +319,13 @@ pub trait Backend: Send + Sync {
         Ok(None)
     }
 
+    /// Whether [`Backend::begin_bulk`] may give a bulk write (`false`, the
+    /// default: it never does). Asked first, so that a caller holding a write
+    /// view keeps it, and commits through it, when there is none.
+    fn bulk_writes(&self) -> bool {
+        false
+    }
+
     /// The durability this backend was opened with.
     fn sync_mode(&self) -> SyncMode {
         SyncMode::Commit

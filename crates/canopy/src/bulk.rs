@@ -21,7 +21,7 @@ use canopy_core::tree::Container;
 use canopy_core::Schemaless;
 use canopy_store::keys::{self, Datastore};
 use canopy_store::stream::{stream_fragments, StreamError};
-use canopy_store::{fragment, Batch, BatchOp, BulkWrite, Snapshot};
+use canopy_store::{fragment, Batch, BatchOp, BulkWrite, Snapshot, WriteView};
 
 use crate::error::{Error, Result};
 use crate::store::{poisoned, Session, Store};
@@ -65,9 +65,7 @@ impl Session<'_> {
         if !empty && op == Operation::Merge {
             return Ok(None);
         }
-        // The backend's own reads end here: a bulk write may resize the map.
-        drop(view);
-        let mut out = Out::begin(store, base)?;
+        let mut out = Out::begin(store, view, base)?;
         if !empty {
             out.push(BatchOp::DeletePrefix(data.clone()))?;
             out.push(BatchOp::DeletePrefix(keys::order_prefix(ds)))?;
@@ -114,23 +112,31 @@ impl Session<'_> {
 const PART_BYTES: usize = 4 << 20;
 
 /// Where the records go: the backend's bulk write, part by part, or one
-/// batch when the backend has none.
-enum Out {
+/// batch committed through the write view when the backend has none.
+enum Out<'a> {
     Bulk { bulk: Box<dyn BulkWrite>, part: Vec<BatchOp>, bytes: usize, any: bool },
-    Batch(Batch),
+    Batch { view: Option<Box<dyn WriteView + 'a>>, batch: Batch },
 }
 
-impl Out {
-    fn begin(store: &Store, base: u64) -> Result<Out> {
+impl<'a> Out<'a> {
+    /// `view` is the write view the checks read, at revision `base`.
+    fn begin(store: &'a Store, view: Box<dyn WriteView + 'a>, base: u64) -> Result<Out<'a>> {
+        let batch = Batch { expect_revision: Some(base), ops: Vec::new() };
+        if !store.backend.bulk_writes() {
+            return Ok(Out::Batch { view: Some(view), batch });
+        }
+        // The view's reads end here: a bulk write may have to resize LMDB's
+        // map, which waits for no snapshot of the process to be open.
+        drop(view);
         Ok(match store.backend.begin_bulk(base)? {
             Some(bulk) => Out::Bulk { bulk, part: Vec::new(), bytes: 0, any: false },
-            None => Out::Batch(Batch { expect_revision: Some(base), ops: Vec::new() }),
+            None => Out::Batch { view: None, batch },
         })
     }
 
     fn push(&mut self, op: BatchOp) -> canopy_store::Result<()> {
         match self {
-            Out::Batch(b) => b.ops.push(op),
+            Out::Batch { batch, .. } => batch.ops.push(op),
             Out::Bulk { bulk, part, bytes, any } => {
                 *bytes += match &op {
                     BatchOp::Put(k, v) => k.len() + v.len(),
@@ -150,8 +156,9 @@ impl Out {
     /// Commits what was written: the new revision, `None` when nothing was.
     fn commit(self, store: &Store) -> Result<Option<u64>> {
         match self {
-            Out::Batch(b) if b.is_empty() => Ok(None),
-            Out::Batch(b) => Ok(Some(store.backend.apply(&b)?)),
+            Out::Batch { batch, .. } if batch.is_empty() => Ok(None),
+            Out::Batch { view: Some(view), batch } => Ok(Some(view.commit(&batch)?)),
+            Out::Batch { view: None, batch } => Ok(Some(store.backend.apply(&batch)?)),
             Out::Bulk { any: false, .. } => Ok(None),
             Out::Bulk { mut bulk, part, .. } => {
                 bulk.write(part)?;

@@ -250,3 +250,34 @@ fn a_snapshot_held_by_the_importer_does_not_stall_it() {
     built.running().import(DOC.as_bytes(), Operation::Merge).unwrap();
     assert_eq!(records(&s), records(&built));
 }
+
+/// Backends without bulk writes gather the records into one batch and
+/// commit it through the write view the checks read.
+#[test]
+fn backends_without_bulk_writes_store_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    #[allow(unused_mut)]
+    let mut urls = vec!["memory:streamed".to_string()];
+    #[cfg(feature = "backend-sqlite")]
+    urls.push(format!("sqlite:{d}/s.db?sync=off"));
+    #[cfg(feature = "backend-file")]
+    urls.push(format!("json:{d}/s.json?sync=off"));
+    let _ = d;
+    for url in urls {
+        let s = Store::open(&url).unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let built = lmdb(&other, "&changelog=5");
+        for st in [&s, &built] {
+            declare(st);
+        }
+        let c = s.running().import(DOC.as_bytes(), Operation::Merge).unwrap();
+        assert!(c.streamed.is_some(), "{url}: {c:?}");
+        built.running().import(DOC.as_bytes(), Operation::Merge).unwrap();
+        assert_eq!(json(&s, "/"), json(&built, "/"), "{url}");
+        assert_eq!(records(&s), records(&built), "{url}");
+        let bad = DOC.replace(r#""leaf": "l","#, r#""leaf": "l",,"#);
+        assert!(s.running().import(bad.as_bytes(), Operation::Replace).is_err());
+        assert_eq!(json(&s, "/"), json(&built, "/"), "{url}: a refused replace stores nothing");
+    }
+}

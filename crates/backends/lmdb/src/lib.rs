@@ -721,6 +721,10 @@ impl Backend for LmdbBackend {
         self.shared.apply(batch, false)
     }
 
+    fn bulk_writes(&self) -> bool {
+        true
+    }
+
     /// One write transaction on a thread of its own (see `bulk`).
     fn begin_bulk(&self, expect_revision: u64) -> Result<Option<Box<dyn canopy_store::BulkWrite>>> {
         bulk::begin(&self.shared, expect_revision)
