@@ -3,9 +3,10 @@
 //! and diff of a transaction (`docs/design.md`, "Imports that stream").
 //!
 //! The document is read through the parser's buffer and each list entry's
-//! records go into the batch as soon as the entry ends: neither the text nor
-//! a tree of it is held. The batch is committed through one write view,
-//! conditional on the revision the view read, as a transaction is.
+//! records go on as soon as the entry ends: to the backend's bulk write part
+//! by part (LMDB), else into one batch committed through the write view the
+//! checks read. Neither the text nor a tree of it is held. Either way one
+//! transaction, conditional on the revision the checks read.
 //!
 //! Only where nothing needs the diff: no subscriber of this process on the
 //! datastore, no change log (other processes' subscribers read it), and no
