@@ -58,3 +58,4 @@ pub use read::ReadOptions;
 pub use store::{Options, Session, Store};
 pub use subscribe::{ChangeEvent, Subscriber, Subscription};
 pub use transaction::Commit;
+pub use yang::Validation;

@@ -204,8 +204,16 @@ fn route(reg: &registry::Registry, call: &Call) -> Result<Reply, CpsError> {
         }
         ("POST", ["dataspaces", ds, "schema-sets"]) => {
             let name = call.required("schema-set-name")?;
+            // canopy's own parameter: `full` holds the set's anchors to every
+            // constraint of the schema; CPS checks structure and types only.
+            let validation = match call.param("validation") {
+                None => canopy::Validation::Structure,
+                Some(l) => {
+                    l.parse().map_err(|e: canopy::Error| CpsError::bad("Invalid validation level", e.to_string()))?
+                }
+            };
             let modules = data::upload_modules(call)?;
-            reg.create_schema_set(ds, name, modules)?;
+            reg.create_schema_set(ds, name, modules, validation)?;
             Ok(created(v, name))
         }
         ("GET", ["dataspaces", ds, "schema-sets"]) => {
