@@ -52,8 +52,10 @@ fn not_found(anchor: &Anchor, xpath: &str, get: bool) -> CpsError {
 // --- uploads --------------------------------------------------------------------
 
 /// The modules of a schema set upload: `.yang` files and `.zip` archives of
-/// them, compiled together to check them.
-pub fn upload_modules(call: &Call) -> Result<Vec<ModuleRef>, CpsError> {
+/// them, compiled together to check them. Leafrefs whose paths do not
+/// resolve, which libyang refuses and CPS's YANG parser accepts, are relaxed
+/// to string leaves (the modules' texts say so where they were) and listed.
+pub fn upload_modules(call: &Call) -> Result<(Vec<ModuleRef>, Vec<canopy_yang::Relaxation>), CpsError> {
     let parts = files::multipart(call.content_type(), &call.body).map_err(|e| CpsError::bad("Invalid upload", e))?;
     let mut texts = Vec::new();
     for p in parts.iter().filter(|p| p.name == "file") {
@@ -83,16 +85,17 @@ pub fn upload_modules(call: &Call) -> Result<Vec<ModuleRef>, CpsError> {
         return Err(CpsError::bad("Missing file", "Required part 'file' is not present."));
     }
     let dir = super::registry::module_dir(&texts).map_err(|e| CpsError::internal(e.to_string()))?;
-    let schema = canopy::YangSchema::add_texts(&[], &texts, &[dir.path().to_path_buf()])
+    let (schema, relaxed) = canopy::YangSchema::add_texts_relaxed(&[], &texts, &[dir.path().to_path_buf()])
         .map_err(|e| CpsError::bad("Model validation failed", e.to_string()))?;
-    Ok(schema
+    let modules = schema
         .modules()
         .iter()
         .map(|m| {
             let (namespace, prefix) = super::registry::header(&m.text);
             ModuleRef { name: m.name.clone(), revision: m.revision.clone(), namespace, prefix, text: m.text.clone() }
         })
-        .collect())
+        .collect();
+    Ok((modules, relaxed))
 }
 
 // --- output ---------------------------------------------------------------------

@@ -73,6 +73,9 @@ pub enum Reply {
     Json(Json, Vec<(&'static str, String)>),
     /// A JSON body written while it is read (`crate::body`).
     Stream(axum::body::Body),
+    /// Another reply with `Warning` headers (RFC 9110's 299 "miscellaneous
+    /// persistent warning"), one per text.
+    Warned(Box<Reply>, Vec<String>),
 }
 
 impl IntoResponse for Reply {
@@ -81,6 +84,18 @@ impl IntoResponse for Reply {
             Reply::Status(s) => s.into_response(),
             Reply::Text(s, t) => (s, [(header::CONTENT_TYPE, "text/plain")], t).into_response(),
             Reply::Stream(body) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Reply::Warned(reply, warnings) => {
+                let mut r = reply.into_response();
+                for w in warnings {
+                    // A quoted-string: no quotes, backslashes or controls inside.
+                    let text: String =
+                        w.chars().map(|c| if c == '"' || c == '\\' || c.is_control() { '\'' } else { c }).collect();
+                    if let Ok(v) = format!("299 canopy \"{text}\"").parse() {
+                        r.headers_mut().append(header::WARNING, v);
+                    }
+                }
+                r
+            }
             Reply::Json(v, extra) => {
                 let mut r =
                     (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response();
@@ -212,9 +227,15 @@ fn route(reg: &registry::Registry, call: &Call) -> Result<Reply, CpsError> {
                     l.parse().map_err(|e: canopy::Error| CpsError::bad("Invalid validation level", e.to_string()))?
                 }
             };
-            let modules = data::upload_modules(call)?;
+            let (modules, relaxed) = data::upload_modules(call)?;
             reg.create_schema_set(ds, name, modules, validation)?;
-            Ok(created(v, name))
+            if relaxed.is_empty() {
+                return Ok(created(v, name));
+            }
+            for r in &relaxed {
+                eprintln!("canopy serve: schema set {ds}/{name}: {r}");
+            }
+            Ok(Reply::Warned(Box::new(created(v, name)), relaxed.iter().map(ToString::to_string).collect()))
         }
         ("GET", ["dataspaces", ds, "schema-sets"]) => {
             Ok(Reply::Json(reg.schema_sets(ds)?.iter().map(|s| set_details(ds, s)).collect(), vec![]))

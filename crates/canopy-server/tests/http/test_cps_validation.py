@@ -110,3 +110,39 @@ def test_level_survives_restart(tmp_path):
         assert cps.create("ds", "b", LOOSE).status_code == 201
     finally:
         assert srv.stop() == 0, srv.stderr_tail()
+
+
+def test_unresolved_leafref_is_relaxed_with_a_warning(server):
+    """A leafref path that does not resolve where its grouping is used: ODL
+    yangtools (CPS) loads the set, libyang refuses it. canopy loads it with
+    that leaf as a string and says so in a Warning header."""
+    cps = Cps(server)
+    cps.dataspace("ds")
+    text = (CPS_MODULES / "port-refs.yang").read_bytes()
+    r = cps.req("POST", "/v2/dataspaces/ds/schema-sets", params={"schema-set-name": "ss"},
+                files=[("file", ("port-refs.yang", text))])
+    assert r.status_code == 201, r.text
+    warning = r.headers.get("Warning", "")
+    assert warning.startswith('299 canopy "port-refs.yang:11: leafref `port`'), warning
+    assert "../../port/name" in warning and "string" in warning, warning
+    cps.anchor("ds", "ss", "a")
+    doc = {"port-refs:devices": {"device": [{"id": "d1", "port": [{"name": "p1"}], "link": {"port": "p9"}}]},
+           "port-refs:spare": {"port": "anything"}}
+    r = cps.create("ds", "a", doc)
+    assert r.status_code == 201, r.text
+    assert cps.node("ds", "a", "/spare") == [{"pr:spare": {"port": "anything"}}]
+    assert cps.node("ds", "a", "/devices/device[@id='d1']/link") == [{"pr:link": {"port": "p9"}}]
+    # The set is listed with its module as any other.
+    refs = cps.get("/v2/dataspaces/ds/schema-sets/ss").json()["moduleReferences"]
+    assert [m["name"] for m in refs] == ["port-refs"], refs
+
+
+def test_other_schema_errors_are_not_relaxed(server):
+    cps = Cps(server)
+    cps.dataspace("ds")
+    text = b"module bad { namespace urn:bad; prefix b;\n  leaf x { type nope; }\n}\n"
+    r = cps.req("POST", "/v2/dataspaces/ds/schema-sets", params={"schema-set-name": "ss"},
+                files=[("file", ("bad.yang", text))])
+    body = assert_cps_error(r, 400, "Model validation failed")
+    assert "bad.yang:2" in body["details"], body
+    assert "Warning" not in r.headers
