@@ -447,13 +447,56 @@ fn xpath_text(p: &Path) -> String {
     s
 }
 
-fn body_json(call: &Call) -> Result<Json, CpsError> {
+fn is_xml(call: &Call) -> bool {
     let ct = call.content_type().to_ascii_lowercase();
-    if ct.contains("xml") {
-        return Err(CpsError::bad("Data Validation Failed", "XML bodies are not supported yet; send application/json"));
+    ct.starts_with("application/xml") || ct.starts_with("text/xml")
+}
+
+fn body_json(call: &Call) -> Result<Json, CpsError> {
+    if is_xml(call) {
+        return Err(CpsError::bad("Data Validation Failed", "this request takes a JSON body (application/json)"));
     }
     serde_json::from_slice(&call.body)
         .map_err(|e| CpsError::bad("Data Validation Failed", format!("malformed JSON: {e}")))
+}
+
+/// A data body in JSON or in XML (`application/xml`) below `parent`, as
+/// the JSON the writes read. In XML, as CPS reads it: at the root, the
+/// document element is a top-level data node, or a wrapper (`data`, or named
+/// after a module of the set, in any namespace) holding top-level nodes;
+/// below a node, the document element is one child of it, or a wrapper
+/// named as the parent (or `data`) holding its children. libyang reads the
+/// elements against the schema.
+fn data_body(call: &Call, yang: &canopy::YangSchema, parent: &Path) -> Result<Json, CpsError> {
+    if !is_xml(call) {
+        return body_json(call);
+    }
+    let bad = |m: String| CpsError::bad("Data Validation Failed", m);
+    let text = std::str::from_utf8(&call.body).map_err(|_| bad("the XML body is not UTF-8".into()))?;
+    let doc = crate::encoding::parse_xml(text).map_err(|e| bad(e.message))?;
+    let top = doc.root_element();
+    let name = top.tag_name().name();
+    let wrapper = match parent.last() {
+        None => {
+            let data_node = yang
+                .model()
+                .by_path
+                .keys()
+                .any(|p| p.strip_prefix('/').and_then(|p| p.split_once(':')).is_some_and(|(_, n)| n == name));
+            !data_node && (name == "data" || yang.modules().iter().any(|m| m.name == name))
+        }
+        Some(seg) => name == "data" || name == seg.name.rsplit(':').next().unwrap_or(&seg.name),
+    };
+    let elements: Vec<String> = if wrapper {
+        top.children().filter(roxmltree::Node::is_element).map(crate::encoding::standalone).collect()
+    } else {
+        vec![crate::encoding::standalone(top)]
+    };
+    if elements.is_empty() {
+        return Err(bad(format!("the XML element `{name}` holds no data node")));
+    }
+    let json = crate::encoding::data_to_json(yang, parent, &elements).map_err(|e| bad(e.message))?;
+    serde_json::from_str(&json).map_err(|e| CpsError::internal(format!("re-reading the XML body as JSON: {e}")))
 }
 
 /// CPS's observed-timestamp: `yyyy-MM-dd'T'HH:mm:ss.SSSZ` (`Z` as `+hhmm`).
@@ -537,7 +580,7 @@ pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError
         s.apply(&edits).map_err(|e| data_error(anchor, e, false))?;
         return Ok(Reply::Status(StatusCode::NO_CONTENT));
     }
-    let body = body_json(call)?;
+    let body = data_body(call, &yang, &at)?;
     let dry = call.bool_param("dry-run")?;
     let (op, whole, status) = match (method, list) {
         ("POST", _) => (Operation::Create, false, StatusCode::CREATED),
