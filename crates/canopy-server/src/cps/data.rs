@@ -2,15 +2,13 @@
 //! between CPS's JSON (unqualified names, module prefixes on top-level nodes
 //! of replies) and canopy's trees.
 
-use std::collections::BTreeMap;
-
 use axum::http::StatusCode;
 use canopy::{Container, Edit, Node, Operation, Path, ReadOptions, Store, Value};
 use canopy_core::path::Selector;
 use canopy_yang::model::Model;
 use serde_json::{json, Map, Value as Json};
 
-use super::path::{self as cpath, children, local, xpath_of, Chain, Loc};
+use super::path::{self as cpath, children, local, Chain, Loc};
 use super::registry::{Anchor, ModuleRef, Registry};
 use super::{files, Call, CpsError, Reply};
 
@@ -187,7 +185,7 @@ pub fn data_map(c: &Container, depth: Option<usize>, at: At<'_>) -> Map<String, 
     m
 }
 
-fn chain_map(model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Map<String, Json> {
+pub(super) fn chain_map(model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Map<String, Json> {
     data_map(chain.last().expect("a node").node, depth, At::of(model, chain))
 }
 
@@ -208,7 +206,7 @@ pub(super) fn node_map(anchor: &Anchor, model: &Model, chain: &[Loc<'_>], depth:
 
 /// `descendants` (v2, v3) or `include-descendants` (v1): levels of child
 /// nodes to include, `None` for all.
-fn descendants(call: &Call, version: u8) -> Result<Option<usize>, CpsError> {
+pub(super) fn descendants(call: &Call, version: u8) -> Result<Option<usize>, CpsError> {
     if version == 1 {
         return Ok(if call.bool_param("include-descendants")? { None } else { Some(0) });
     }
@@ -232,7 +230,7 @@ fn descendants(call: &Call, version: u8) -> Result<Option<usize>, CpsError> {
 
 // --- reading --------------------------------------------------------------------
 
-fn read(anchor: &Anchor, at: &Path, depth: Option<usize>) -> Result<Container, CpsError> {
+pub(super) fn read(anchor: &Anchor, at: &Path, depth: Option<usize>) -> Result<Container, CpsError> {
     let opts = ReadOptions { depth: depth.map(|d| d + 1), ..ReadOptions::default() };
     anchor.store.running().get(&at.to_string(), opts).map_err(|e| data_error(anchor, e, true))
 }
@@ -243,7 +241,7 @@ fn same_key(a: &str, b: &str) -> bool {
 
 /// The nodes of `root` at an instance path (every entry of a list when the
 /// path names the list without keys).
-fn locate<'a>(root: &'a Container, at: &Path) -> Vec<Chain<'a>> {
+pub(super) fn locate<'a>(root: &'a Container, at: &Path) -> Vec<Chain<'a>> {
     let mut found: Vec<Chain<'a>> = vec![vec![Loc { name: "", keys: Vec::new(), node: root }]];
     for seg in &at.segments {
         let mut next = Vec::new();
@@ -274,7 +272,7 @@ fn locate<'a>(root: &'a Container, at: &Path) -> Vec<Chain<'a>> {
     found
 }
 
-fn instance(anchor: &Anchor, xpath: &str) -> Result<Path, CpsError> {
+pub(super) fn instance(anchor: &Anchor, xpath: &str) -> Result<Path, CpsError> {
     if xpath == "/" || xpath.is_empty() {
         return Ok(Path::root());
     }
@@ -380,14 +378,14 @@ fn key_text(v: &Json) -> Option<String> {
 }
 
 /// One write of a CPS body: (path, RFC 7951 JSON of the node there).
-struct Write {
-    path: Path,
-    json: String,
+pub(super) struct Write {
+    pub path: Path,
+    pub json: String,
 }
 
 /// The members of a CPS body under `parent`, as canopy writes: containers and
 /// leaves whole, lists entry by entry (or whole, with `whole_lists`).
-fn writes(model: &Model, parent: &Path, body: &Json, whole_lists: bool) -> Result<Vec<Write>, CpsError> {
+pub(super) fn writes(model: &Model, parent: &Path, body: &Json, whole_lists: bool) -> Result<Vec<Write>, CpsError> {
     let Json::Object(members) = body else {
         return Err(CpsError::bad("Data Validation Failed", "the data must be a JSON object naming its nodes"));
     };
@@ -452,7 +450,7 @@ fn is_xml(call: &Call) -> bool {
     ct.starts_with("application/xml") || ct.starts_with("text/xml")
 }
 
-fn body_json(call: &Call) -> Result<Json, CpsError> {
+pub(super) fn body_json(call: &Call) -> Result<Json, CpsError> {
     if is_xml(call) {
         return Err(CpsError::bad("Data Validation Failed", "this request takes a JSON body (application/json)"));
     }
@@ -538,14 +536,14 @@ fn exists(anchor: &Anchor, at: &Path) -> Result<bool, CpsError> {
     Ok(!locate(&tree, at).is_empty())
 }
 
-fn edits_of(store: &Store, ws: &[Write], op: Operation) -> Result<Vec<Edit>, canopy::Error> {
+pub(super) fn edits_of(store: &Store, ws: &[Write], op: Operation) -> Result<Vec<Edit>, canopy::Error> {
     let s = store.running();
     ws.iter().map(|w| s.parse_edit(op, w.path.clone(), Some(&w.json), None)).collect()
 }
 
 /// A store holding nothing but the anchor's schema: dry runs and posted
 /// documents are validated in it.
-fn scratch(anchor: &Anchor) -> Result<Store, CpsError> {
+pub(super) fn scratch(anchor: &Anchor) -> Result<Store, CpsError> {
     let store = Store::from_backend(
         Box::new(canopy_store::memory::MemoryBackend::new()),
         "memory:cps-scratch",
@@ -695,202 +693,4 @@ pub fn query_dataspace(reg: &Registry, ds: &str, call: &Call) -> Result<Reply, C
         _ => (hits, 1),
     };
     Ok(Reply::Json(Json::Array(hits), vec![("total-pages", pages.to_string())]))
-}
-
-// --- delta ----------------------------------------------------------------------
-
-fn leaves(model: &Model, c: &Chain<'_>) -> BTreeMap<String, Json> {
-    chain_map(model, c, Some(0)).into_iter().collect()
-}
-
-fn diff(model: &Model, src: Option<&Chain<'_>>, tgt: Option<&Chain<'_>>, out: &mut Vec<Json>) {
-    match (src, tgt) {
-        (Some(s), None) => out.push(json!({
-            "action": "remove", "xpath": xpath_of(s),
-            "sourceData": chain_map(model, s, None),
-        })),
-        (None, Some(t)) => out.push(json!({
-            "action": "create", "xpath": xpath_of(t),
-            "targetData": chain_map(model, t, None),
-        })),
-        (Some(s), Some(t)) => {
-            let (a, b) = (leaves(model, s), leaves(model, t));
-            let mut sd = Map::new();
-            let mut td = Map::new();
-            for (k, v) in &a {
-                if b.get(k) != Some(v) {
-                    sd.insert(k.clone(), v.clone());
-                }
-            }
-            for (k, v) in &b {
-                if a.get(k) != Some(v) {
-                    td.insert(k.clone(), v.clone());
-                }
-            }
-            if !sd.is_empty() || !td.is_empty() {
-                let mut e = Map::new();
-                e.insert("action".into(), json!("replace"));
-                e.insert("xpath".into(), json!(xpath_of(s)));
-                if !sd.is_empty() {
-                    e.insert("sourceData".into(), Json::Object(sd));
-                }
-                if !td.is_empty() {
-                    e.insert("targetData".into(), Json::Object(td));
-                }
-                out.push(Json::Object(e));
-            }
-            diff_children(model, s, t, out);
-        }
-        (None, None) => {}
-    }
-}
-
-fn extend<'a>(c: &Chain<'a>) -> Vec<(String, Chain<'a>)> {
-    children(c.last().expect("a node").node)
-        .into_iter()
-        .map(|l| {
-            let mut n = c.clone();
-            n.push(l);
-            (xpath_of(&n), n)
-        })
-        .collect()
-}
-
-fn diff_children(model: &Model, s: &Chain<'_>, t: &Chain<'_>, out: &mut Vec<Json>) {
-    let (a, b) = (extend(s), extend(t));
-    for (x, sc) in &a {
-        diff(model, Some(sc), b.iter().find(|(y, _)| y == x).map(|(_, c)| c), out);
-    }
-    for (x, tc) in &b {
-        if !a.iter().any(|(y, _)| y == x) {
-            diff(model, None, Some(tc), out);
-        }
-    }
-}
-
-fn delta_trees(model: &Model, src: &Container, tgt: &Container, at: &Path) -> Vec<Json> {
-    let mut out = Vec::new();
-    let (a, b) = if at.segments.is_empty() {
-        (children(src).into_iter().map(|l| vec![l]).collect(), children(tgt).into_iter().map(|l| vec![l]).collect())
-    } else {
-        (locate(src, at), locate(tgt, at))
-    };
-    for sc in &a {
-        let x = xpath_of(sc);
-        diff(model, Some(sc), b.iter().find(|c| xpath_of(c) == x), &mut out);
-    }
-    for tc in &b {
-        let x = xpath_of(tc);
-        if !a.iter().any(|c| xpath_of(c) == x) {
-            diff(model, None, Some(tc), &mut out);
-        }
-    }
-    out
-}
-
-pub fn delta_anchors(src: &Anchor, tgt: &Anchor, call: &Call) -> Result<Reply, CpsError> {
-    let xpath = call.param("xpath").unwrap_or("/");
-    let at = instance(src, xpath)?;
-    let a = read(src, &at, None)?;
-    let b = read(tgt, &at, None)?;
-    let yang = yang_model(src)?;
-    Ok(Reply::Json(Json::Array(delta_trees(yang.model(), &a, &b, &at)), vec![]))
-}
-
-pub fn delta_document(src: &Anchor, call: &Call) -> Result<Reply, CpsError> {
-    let xpath = call.param("xpath").unwrap_or("/");
-    let at = instance(src, xpath)?;
-    let parts = files::multipart(call.content_type(), &call.body).map_err(|e| CpsError::bad("Invalid upload", e))?;
-    let doc = parts
-        .iter()
-        .find(|p| p.name == "targetData")
-        .ok_or_else(|| CpsError::bad("Missing file", "Required part 'targetData' is not present."))?;
-    let body: Json = serde_json::from_slice(&doc.data)
-        .map_err(|e| CpsError::bad("Data Validation Failed", format!("targetData is not JSON: {e}")))?;
-    let store = scratch(src)?;
-    let yang = yang_model(src)?;
-    let ws = writes(yang.model(), &Path::root(), &body, false)?;
-    let edits = edits_of(&store, &ws, Operation::Merge).map_err(|e| data_error(src, e, false))?;
-    store.running().apply(&edits).map_err(|e| data_error(src, e, false))?;
-    let b = store.running().get(&at.to_string(), ReadOptions::default()).map_err(|e| data_error(src, e, false))?;
-    let a = read(src, &at, None)?;
-    Ok(Reply::Json(Json::Array(delta_trees(yang.model(), &a, &b, &at)), vec![]))
-}
-
-pub fn apply_delta(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
-    let report = body_json(call)?;
-    let Json::Array(entries) = report else {
-        return Err(CpsError::bad("Data Validation Failed", "a delta report is a JSON array"));
-    };
-    let yang = yang_model(anchor)?;
-    let model = yang.model();
-    let s = anchor.store.running();
-    let mut edits = Vec::new();
-    for e in &entries {
-        let action = e["action"].as_str().unwrap_or("");
-        let xpath = e["xpath"]
-            .as_str()
-            .ok_or_else(|| CpsError::bad("Data Validation Failed", "a delta entry needs an xpath"))?;
-        let at = cpath::to_instance(xpath, model).map_err(|e| path_error(&e))?;
-        let Some(last) = at.last().cloned() else {
-            return Err(CpsError::bad("Data Validation Failed", "a delta entry names a data node, not `/`"));
-        };
-        let parent = at.parent().unwrap_or_default();
-        match action {
-            "create" => {
-                let idx = schema_at(model, &at)
-                    .ok_or_else(|| CpsError::bad("Data Validation Failed", format!("no node {xpath}")))?;
-                let data = e.get("targetData").cloned().unwrap_or_else(|| json!({}));
-                let mut m = Map::new();
-                let v = if model.nodes[idx].kind == canopy_core::schema::NodeKind::List {
-                    Json::Array(vec![data])
-                } else {
-                    data
-                };
-                m.insert(last.name.clone(), v);
-                let json = Json::Object(m).to_string();
-                let _ = parent;
-                edits.push(
-                    s.parse_edit(Operation::Create, at.clone(), Some(&json), None)
-                        .map_err(|e| data_error(anchor, e, false))?,
-                );
-            }
-            "remove" => edits.push(Edit::delete(at.clone())),
-            "replace" => {
-                let target = e.get("targetData").and_then(Json::as_object).cloned().unwrap_or_default();
-                for (leaf, v) in &target {
-                    let p = at.child(leaf.clone(), Selector::None);
-                    let mut m = Map::new();
-                    m.insert(leaf.clone(), v.clone());
-                    edits.push(
-                        s.parse_edit(Operation::Merge, p, Some(&Json::Object(m).to_string()), None)
-                            .map_err(|e| data_error(anchor, e, false))?,
-                    );
-                }
-                for leaf in e
-                    .get("sourceData")
-                    .and_then(Json::as_object)
-                    .map(|m| m.keys().cloned().collect::<Vec<_>>())
-                    .unwrap_or_default()
-                {
-                    if !target.contains_key(&leaf) {
-                        edits.push(Edit {
-                            op: Operation::Remove,
-                            path: at.child(leaf, Selector::None),
-                            value: None,
-                            insert: None,
-                        });
-                    }
-                }
-            }
-            other => {
-                return Err(CpsError::bad(
-                    "Data Validation Failed",
-                    format!("unknown delta action `{other}` (create, remove or replace)"),
-                ))
-            }
-        }
-    }
-    s.apply(&edits).map_err(|e| data_error(anchor, e, false))?;
-    Ok(Reply::Status(StatusCode::CREATED))
 }

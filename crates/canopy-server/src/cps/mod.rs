@@ -10,6 +10,7 @@
 //! anchor 400, something that exists already 409.
 
 mod data;
+mod delta;
 mod files;
 pub mod path;
 pub mod registry;
@@ -278,11 +279,11 @@ fn route(reg: &registry::Registry, call: &Call) -> Result<Reply, CpsError> {
         ("GET", ["dataspaces", ds, "nodes", "query"]) => data::query_dataspace(reg, ds, call),
         ("GET", ["dataspaces", ds, "anchors", a, "delta"]) => {
             let target = call.required("target-anchor-name")?;
-            data::delta_anchors(&*reg.anchor(ds, a)?, &*reg.anchor(ds, target)?, call)
+            delta::between_anchors(&*reg.anchor(ds, a)?, &*reg.anchor(ds, target)?, call)
         }
-        ("POST", ["dataspaces", ds, "anchors", a, "delta"]) => data::delta_document(&*reg.anchor(ds, a)?, call),
+        ("POST", ["dataspaces", ds, "anchors", a, "delta"]) => delta::with_document(&*reg.anchor(ds, a)?, call),
         ("POST", ["dataspaces", ds, "anchors", a, "applyChangesInDeltaReport"]) => {
-            data::apply_delta(&*reg.anchor(ds, a)?, call)
+            delta::apply(&*reg.anchor(ds, a)?, call)
         }
         _ => Err(no_such(call)),
     }
