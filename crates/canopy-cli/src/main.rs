@@ -112,7 +112,8 @@ enum Command {
     Compact,
     /// Verify the store; prints each problem (exit 1) or `ok`.
     Check,
-    /// The store's YANG schema: `schema add FILE.yang… [--search DIR]`, `schema list`.
+    /// The store's YANG schema: `schema add FILE.yang… [--search DIR]`, `schema list`,
+    /// `schema validation [full|structure]`.
     Schema {
         #[command(subcommand)]
         command: SchemaCommand,
@@ -286,6 +287,15 @@ enum SchemaCommand {
     },
     /// List the modules of the store's schema: name, revision, implemented or import-only.
     List,
+    /// Show or set how much of the schema commits are checked against:
+    /// `full` (every constraint: mandatory nodes, min/max-elements, unique,
+    /// leafrefs, instance-identifiers, must, when) or `structure` (names,
+    /// structure and types only, as ONAP CPS checks data).
+    Validation {
+        /// The level to set; without it, the level is printed.
+        #[arg(value_name = "full|structure")]
+        level: Option<String>,
+    },
 }
 
 /// A user error found here rather than in the library (an unreadable file, a
@@ -470,6 +480,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 modules.len(),
                 modules.len() - implemented
             );
+        }
+        Command::Schema { command: SchemaCommand::Validation { level: None } } => {
+            println!("{}", store.validation()?)
+        }
+        Command::Schema { command: SchemaCommand::Validation { level: Some(level) } } => {
+            store.set_validation(level.parse()?)?
         }
         Command::Schema { command: SchemaCommand::List } => {
             let mut out = io::stdout().lock();

@@ -595,6 +595,16 @@ fn schema_add_list_and_validation() {
     assert_eq!(got, "{\"m:c\":{\"s\":\"a\"}}\n");
     let run = env.run(&["get", "/m:c", "--with-defaults", "all"]);
     assert_eq!(run.code, 2, "clap's usage errors exit 2: {}", run.stderr);
+    // The validation level: structure and types only, then full again.
+    assert_eq!(env.run(&["schema", "validation"]).ok().stdout, "full\n");
+    env.run(&["schema", "validation", "lenient"]).user_error("unknown validation level `lenient`");
+    env.run(&["schema", "validation", "structure"]).ok();
+    assert_eq!(env.run(&["schema", "validation"]).ok().stdout, "structure\n");
+    env.run(&["delete", "/m:c/s"]).ok();
+    env.run(&["set", "/m:c/n", "300"]).user_error("/m:c/n: invalid value '300'");
+    env.run(&["schema", "validation", "full"]).ok();
+    env.run(&["delete", "/m:c"]).ok();
+    env.run(&["set", "/m:c", r#"{"n": 8}"#]).user_error("/m:c/s: mandatory node is missing");
 }
 
 #[test]

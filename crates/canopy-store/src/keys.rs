@@ -12,6 +12,8 @@
 //! 0x00 "pushed" <conn> 0x20 <list key> <order key> 0x00 → its order index
 //! 0x00 "yang" <module name>  → a YANG module of the store's schema (JSON:
 //!                              revision, implemented, text)
+//! 0x00 "validation"        → how much of the schema commits check
+//!                              (`structure`; absent: everything)
 //! 0x10+ds <path key>        → fragment of one container or list entry
 //! 0x20+ds <list key> <order key> 0x00 → entry suffix (user-ordered lists: order index)
 //! ```
@@ -65,6 +67,10 @@ pub const LOG: &[u8] = b"\x00log";
 /// its name after the prefix). The engine reads them; backends store them as
 /// any other record.
 pub const YANG: &[u8] = b"\x00yang";
+/// Key of the store's validation level: absent, commits are checked against
+/// everything the schema says; `structure`, against names, structure and
+/// types only (see the engine's `Validation`).
+pub const VALIDATION: &[u8] = b"\x00validation";
 
 const DATA: u8 = 0x10;
 const ORDER: u8 = 0x20;

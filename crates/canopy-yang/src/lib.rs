@@ -13,6 +13,7 @@ mod kinds;
 mod ly;
 pub mod model;
 mod normalize;
+mod relax;
 mod search;
 mod validate;
 mod values;
@@ -27,6 +28,7 @@ use canopy_core::ListInfo;
 
 pub use canopy_core::schema::Violation;
 pub use normalize::WithDefaults;
+pub use relax::Relaxation;
 pub use validate::DataAccess;
 
 use ly::{Ctx, Importer, LyError};

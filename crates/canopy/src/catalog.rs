@@ -12,6 +12,7 @@ use canopy_yang::YangSchema;
 
 use crate::connections::Control;
 use crate::error::{Error, Result};
+use crate::yang::Validation;
 
 /// Everything but data, as of `revision`.
 pub(crate) struct Catalog {
@@ -20,6 +21,8 @@ pub(crate) struct Catalog {
     /// YANG schema's.
     pub lists: Arc<Schemaless>,
     pub yang: Option<Arc<YangSchema>>,
+    /// How much of `yang` commits are checked against.
+    pub validation: Validation,
     pub control: Arc<Control>,
     /// The YANG module records `yang` was compiled from (compared when the
     /// revision moves, so that other processes' data commits do not
@@ -44,6 +47,7 @@ impl Catalogs {
                 revision: u64::MAX,
                 lists: Arc::new(Schemaless::default()),
                 yang: None,
+                validation: Validation::Full,
                 control: Arc::new(Control::default()),
                 records: Arc::new(Vec::new()),
             })),
@@ -80,6 +84,7 @@ impl Catalogs {
             revision: snap.revision(),
             lists: Arc::new(lists),
             yang,
+            validation: crate::yang::read_validation(snap)?,
             control: Arc::new(Control::load(snap)?),
             records,
         });
@@ -103,6 +108,7 @@ impl Catalogs {
             revision,
             lists: lists.map(Arc::new).unwrap_or_else(|| g.lists.clone()),
             yang: g.yang.clone(),
+            validation: g.validation,
             control: control.map(Arc::new).unwrap_or_else(|| g.control.clone()),
             records: g.records.clone(),
         });

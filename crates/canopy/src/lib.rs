@@ -59,3 +59,4 @@ pub use read::ReadOptions;
 pub use store::{Options, Session, Store};
 pub use subscribe::{ChangeEvent, Subscriber, Subscription};
 pub use transaction::{Commit, Imported};
+pub use yang::Validation;

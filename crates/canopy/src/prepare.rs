@@ -159,12 +159,14 @@ const ERASE_MAX_EDITS: usize = 64;
 /// a delete or remove of such a node whose lists are all known with keys,
 /// that no other edit of the transaction touches, that no subscriber of the
 /// datastore is told about with old values, and whose content no
-/// YANG check reads.
+/// YANG check reads (`validated`: the store checks the constraints between
+/// nodes, [`crate::Validation::Full`]).
 pub(crate) fn erasable(
     edits: &[Edit],
     ds: Datastore,
     schema: &Schemaless,
     yang: Option<&YangSchema>,
+    validated: bool,
     hub: &Hub,
 ) -> Vec<bool> {
     let mut out = vec![false; edits.len()];
@@ -196,7 +198,7 @@ pub(crate) fn erasable(
         let fragment_node = match yang {
             Some(y) => {
                 matches!(y.kind(&sp), Some(NodeKind::Container | NodeKind::List))
-                    && !y.erase_needs_content(&sp, ds != Datastore::Operational)
+                    && !(validated && y.erase_needs_content(&sp, ds != Datastore::Operational))
             }
             // Without a schema a name without keys may be a leaf (stored in
             // its parent's fragment): only known lists and their entries.

@@ -121,7 +121,10 @@ impl Store {
         let mut root = Container::default();
         let mut loader = Loader::new(snap, ds, &catalog.lists);
         let mut changes = Vec::with_capacity(edits.len());
-        let erasable = erasable(&edits, ds, &catalog.lists, yang, &self.hub);
+        // Under `Validation::Structure` the schema types and shapes the edits
+        // (above) but no constraint between nodes is checked.
+        let checked = yang.filter(|_| catalog.validation == crate::yang::Validation::Full);
+        let erasable = erasable(&edits, ds, &catalog.lists, yang, checked.is_some(), &self.hub);
         for (e, erase) in edits.into_iter().zip(erasable) {
             if erase {
                 erase_edit(&mut loader, &mut root, &e, &schema, &mut changes)?;
@@ -135,7 +138,7 @@ impl Store {
             return Ok(Commit { revision: base, changes, streamed: None });
         }
         // 2. Schema validation.
-        if let Some(y) = yang {
+        if let Some(y) = checked {
             crate::yang::validate(y, ds, &changes, &mut crate::yang::Sparse { loader: &mut loader, root: &mut root })?;
         }
         // 3. Subscribers validate.

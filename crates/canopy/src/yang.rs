@@ -62,6 +62,60 @@ fn decode_module(name: &str, v: &[u8]) -> Result<Module> {
     })
 }
 
+/// How much of the store's YANG schema each commit is checked against (kept
+/// in the store under `keys::VALIDATION`, so every process checks alike).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Validation {
+    /// Everything the schema says: names, structure and types, and the
+    /// constraints between nodes (mandatory nodes, min/max-elements,
+    /// unique, leafrefs, instance-identifiers, must and when).
+    #[default]
+    Full,
+    /// Names, structure and types only, as edits are made canonical: lists
+    /// need their keys, values their types' ranges, lengths and patterns;
+    /// the constraints between nodes are not checked. ONAP CPS checks its
+    /// anchors' data this way.
+    Structure,
+}
+
+impl Validation {
+    /// The level's name: `full` or `structure`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Validation::Full => "full",
+            Validation::Structure => "structure",
+        }
+    }
+}
+
+impl std::fmt::Display for Validation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Validation {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Validation> {
+        match s {
+            "full" => Ok(Validation::Full),
+            "structure" => Ok(Validation::Structure),
+            _ => Err(Error::Usage(format!("unknown validation level `{s}`: expected `full` or `structure`"))),
+        }
+    }
+}
+
+/// The validation level recorded in a snapshot.
+pub(crate) fn read_validation(snap: &dyn Snapshot) -> Result<Validation> {
+    match snap.get(keys::VALIDATION)? {
+        None => Ok(Validation::Full),
+        Some(v) => std::str::from_utf8(&v).ok().and_then(|s| s.parse().ok()).ok_or_else(|| {
+            Error::Store(canopy_store::StoreError::corrupted("the store's validation level record is damaged"))
+        }),
+    }
+}
+
 /// Schemas compiled in this process, by their module records: stores opened
 /// on the same modules (or the same store opened again) share one compiled
 /// schema instead of compiling it again. Entries go when no store uses them.
@@ -99,6 +153,39 @@ impl Store {
     pub fn schema_modules(&self) -> Result<Vec<Module>> {
         let snap = self.backend().snapshot()?;
         Ok(read_modules(&*snap)?.1)
+    }
+
+    /// How much of the schema commits are checked against.
+    ///
+    /// # Errors
+    /// Backend errors, a damaged record.
+    pub fn validation(&self) -> Result<Validation> {
+        let snap = self.backend().snapshot()?;
+        Ok(self.catalog_at(&*snap)?.validation)
+    }
+
+    /// Sets how much of the schema commits are checked against, from the next
+    /// commit on, in every process using the store. Data already stored is
+    /// not checked again: raising the level to [`Validation::Full`] holds
+    /// later commits to every constraint, including the nodes they touch
+    /// that were stored under the lighter level.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub fn set_validation(&self, level: Validation) -> Result<()> {
+        let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
+        let snap = self.backend().snapshot()?;
+        if read_validation(&*snap)? == level {
+            return Ok(());
+        }
+        let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+        match level {
+            Validation::Full => batch.delete(keys::VALIDATION.to_vec()),
+            Validation::Structure => batch.put(keys::VALIDATION.to_vec(), level.name().as_bytes().to_vec()),
+        }
+        drop(snap);
+        self.backend().apply(&batch)?;
+        Ok(())
     }
 
     /// Adds YANG modules to the store's schema: each file is parsed and

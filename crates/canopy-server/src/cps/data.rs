@@ -2,15 +2,13 @@
 //! between CPS's JSON (unqualified names, module prefixes on top-level nodes
 //! of replies) and canopy's trees.
 
-use std::collections::BTreeMap;
-
 use axum::http::StatusCode;
 use canopy::{Container, Edit, Node, Operation, Path, ReadOptions, Store, Value};
 use canopy_core::path::Selector;
 use canopy_yang::model::Model;
 use serde_json::{json, Map, Value as Json};
 
-use super::path::{self as cpath, children, local, xpath_of, Chain, Loc};
+use super::path::{self as cpath, children, local, Chain, Loc};
 use super::registry::{Anchor, ModuleRef, Registry};
 use super::{files, Call, CpsError, Reply};
 
@@ -52,8 +50,10 @@ fn not_found(anchor: &Anchor, xpath: &str, get: bool) -> CpsError {
 // --- uploads --------------------------------------------------------------------
 
 /// The modules of a schema set upload: `.yang` files and `.zip` archives of
-/// them, compiled together to check them.
-pub fn upload_modules(call: &Call) -> Result<Vec<ModuleRef>, CpsError> {
+/// them, compiled together to check them. Leafrefs whose paths do not
+/// resolve, which libyang refuses and CPS's YANG parser accepts, are relaxed
+/// to string leaves (the modules' texts say so where they were) and listed.
+pub fn upload_modules(call: &Call) -> Result<(Vec<ModuleRef>, Vec<canopy_yang::Relaxation>), CpsError> {
     let parts = files::multipart(call.content_type(), &call.body).map_err(|e| CpsError::bad("Invalid upload", e))?;
     let mut texts = Vec::new();
     for p in parts.iter().filter(|p| p.name == "file") {
@@ -83,16 +83,17 @@ pub fn upload_modules(call: &Call) -> Result<Vec<ModuleRef>, CpsError> {
         return Err(CpsError::bad("Missing file", "Required part 'file' is not present."));
     }
     let dir = super::registry::module_dir(&texts).map_err(|e| CpsError::internal(e.to_string()))?;
-    let schema = canopy::YangSchema::add_texts(&[], &texts, &[dir.path().to_path_buf()])
+    let (schema, relaxed) = canopy::YangSchema::add_texts_relaxed(&[], &texts, &[dir.path().to_path_buf()])
         .map_err(|e| CpsError::bad("Model validation failed", e.to_string()))?;
-    Ok(schema
+    let modules = schema
         .modules()
         .iter()
         .map(|m| {
             let (namespace, prefix) = super::registry::header(&m.text);
             ModuleRef { name: m.name.clone(), revision: m.revision.clone(), namespace, prefix, text: m.text.clone() }
         })
-        .collect())
+        .collect();
+    Ok((modules, relaxed))
 }
 
 // --- output ---------------------------------------------------------------------
@@ -184,7 +185,7 @@ pub fn data_map(c: &Container, depth: Option<usize>, at: At<'_>) -> Map<String, 
     m
 }
 
-fn chain_map(model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Map<String, Json> {
+pub(super) fn chain_map(model: &Model, chain: &[Loc<'_>], depth: Option<usize>) -> Map<String, Json> {
     data_map(chain.last().expect("a node").node, depth, At::of(model, chain))
 }
 
@@ -205,7 +206,7 @@ pub(super) fn node_map(anchor: &Anchor, model: &Model, chain: &[Loc<'_>], depth:
 
 /// `descendants` (v2, v3) or `include-descendants` (v1): levels of child
 /// nodes to include, `None` for all.
-fn descendants(call: &Call, version: u8) -> Result<Option<usize>, CpsError> {
+pub(super) fn descendants(call: &Call, version: u8) -> Result<Option<usize>, CpsError> {
     if version == 1 {
         return Ok(if call.bool_param("include-descendants")? { None } else { Some(0) });
     }
@@ -229,7 +230,7 @@ fn descendants(call: &Call, version: u8) -> Result<Option<usize>, CpsError> {
 
 // --- reading --------------------------------------------------------------------
 
-fn read(anchor: &Anchor, at: &Path, depth: Option<usize>) -> Result<Container, CpsError> {
+pub(super) fn read(anchor: &Anchor, at: &Path, depth: Option<usize>) -> Result<Container, CpsError> {
     let opts = ReadOptions { depth: depth.map(|d| d + 1), ..ReadOptions::default() };
     anchor.store.running().get(&at.to_string(), opts).map_err(|e| data_error(anchor, e, true))
 }
@@ -240,7 +241,7 @@ fn same_key(a: &str, b: &str) -> bool {
 
 /// The nodes of `root` at an instance path (every entry of a list when the
 /// path names the list without keys).
-fn locate<'a>(root: &'a Container, at: &Path) -> Vec<Chain<'a>> {
+pub(super) fn locate<'a>(root: &'a Container, at: &Path) -> Vec<Chain<'a>> {
     let mut found: Vec<Chain<'a>> = vec![vec![Loc { name: "", keys: Vec::new(), node: root }]];
     for seg in &at.segments {
         let mut next = Vec::new();
@@ -271,7 +272,7 @@ fn locate<'a>(root: &'a Container, at: &Path) -> Vec<Chain<'a>> {
     found
 }
 
-fn instance(anchor: &Anchor, xpath: &str) -> Result<Path, CpsError> {
+pub(super) fn instance(anchor: &Anchor, xpath: &str) -> Result<Path, CpsError> {
     if xpath == "/" || xpath.is_empty() {
         return Ok(Path::root());
     }
@@ -377,14 +378,14 @@ fn key_text(v: &Json) -> Option<String> {
 }
 
 /// One write of a CPS body: (path, RFC 7951 JSON of the node there).
-struct Write {
-    path: Path,
-    json: String,
+pub(super) struct Write {
+    pub path: Path,
+    pub json: String,
 }
 
 /// The members of a CPS body under `parent`, as canopy writes: containers and
 /// leaves whole, lists entry by entry (or whole, with `whole_lists`).
-fn writes(model: &Model, parent: &Path, body: &Json, whole_lists: bool) -> Result<Vec<Write>, CpsError> {
+pub(super) fn writes(model: &Model, parent: &Path, body: &Json, whole_lists: bool) -> Result<Vec<Write>, CpsError> {
     let Json::Object(members) = body else {
         return Err(CpsError::bad("Data Validation Failed", "the data must be a JSON object naming its nodes"));
     };
@@ -444,13 +445,56 @@ fn xpath_text(p: &Path) -> String {
     s
 }
 
-fn body_json(call: &Call) -> Result<Json, CpsError> {
+fn is_xml(call: &Call) -> bool {
     let ct = call.content_type().to_ascii_lowercase();
-    if ct.contains("xml") {
-        return Err(CpsError::bad("Data Validation Failed", "XML bodies are not supported yet; send application/json"));
+    ct.starts_with("application/xml") || ct.starts_with("text/xml")
+}
+
+pub(super) fn body_json(call: &Call) -> Result<Json, CpsError> {
+    if is_xml(call) {
+        return Err(CpsError::bad("Data Validation Failed", "this request takes a JSON body (application/json)"));
     }
     serde_json::from_slice(&call.body)
         .map_err(|e| CpsError::bad("Data Validation Failed", format!("malformed JSON: {e}")))
+}
+
+/// A data body in JSON or in XML (`application/xml`) below `parent`, as
+/// the JSON the writes read. In XML, as CPS reads it: at the root, the
+/// document element is a top-level data node, or a wrapper (`data`, or named
+/// after a module of the set, in any namespace) holding top-level nodes;
+/// below a node, the document element is one child of it, or a wrapper
+/// named as the parent (or `data`) holding its children. libyang reads the
+/// elements against the schema.
+fn data_body(call: &Call, yang: &canopy::YangSchema, parent: &Path) -> Result<Json, CpsError> {
+    if !is_xml(call) {
+        return body_json(call);
+    }
+    let bad = |m: String| CpsError::bad("Data Validation Failed", m);
+    let text = std::str::from_utf8(&call.body).map_err(|_| bad("the XML body is not UTF-8".into()))?;
+    let doc = crate::encoding::parse_xml(text).map_err(|e| bad(e.message))?;
+    let top = doc.root_element();
+    let name = top.tag_name().name();
+    let wrapper = match parent.last() {
+        None => {
+            let data_node = yang
+                .model()
+                .by_path
+                .keys()
+                .any(|p| p.strip_prefix('/').and_then(|p| p.split_once(':')).is_some_and(|(_, n)| n == name));
+            !data_node && (name == "data" || yang.modules().iter().any(|m| m.name == name))
+        }
+        Some(seg) => name == "data" || name == seg.name.rsplit(':').next().unwrap_or(&seg.name),
+    };
+    let elements: Vec<String> = if wrapper {
+        top.children().filter(roxmltree::Node::is_element).map(crate::encoding::standalone).collect()
+    } else {
+        vec![crate::encoding::standalone(top)]
+    };
+    if elements.is_empty() {
+        return Err(bad(format!("the XML element `{name}` holds no data node")));
+    }
+    let json = crate::encoding::data_to_json(yang, parent, &elements).map_err(|e| bad(e.message))?;
+    serde_json::from_str(&json).map_err(|e| CpsError::internal(format!("re-reading the XML body as JSON: {e}")))
 }
 
 /// CPS's observed-timestamp: `yyyy-MM-dd'T'HH:mm:ss.SSSZ` (`Z` as `+hhmm`).
@@ -492,14 +536,14 @@ fn exists(anchor: &Anchor, at: &Path) -> Result<bool, CpsError> {
     Ok(!locate(&tree, at).is_empty())
 }
 
-fn edits_of(store: &Store, ws: &[Write], op: Operation) -> Result<Vec<Edit>, canopy::Error> {
+pub(super) fn edits_of(store: &Store, ws: &[Write], op: Operation) -> Result<Vec<Edit>, canopy::Error> {
     let s = store.running();
     ws.iter().map(|w| s.parse_edit(op, w.path.clone(), Some(&w.json), None)).collect()
 }
 
 /// A store holding nothing but the anchor's schema: dry runs and posted
 /// documents are validated in it.
-fn scratch(anchor: &Anchor) -> Result<Store, CpsError> {
+pub(super) fn scratch(anchor: &Anchor) -> Result<Store, CpsError> {
     let store = Store::from_backend(
         Box::new(canopy_store::memory::MemoryBackend::new()),
         "memory:cps-scratch",
@@ -534,7 +578,7 @@ pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError
         s.apply(&edits).map_err(|e| data_error(anchor, e, false))?;
         return Ok(Reply::Status(StatusCode::NO_CONTENT));
     }
-    let body = body_json(call)?;
+    let body = data_body(call, &yang, &at)?;
     let dry = call.bool_param("dry-run")?;
     let (op, whole, status) = match (method, list) {
         ("POST", _) => (Operation::Create, false, StatusCode::CREATED),
@@ -550,6 +594,10 @@ pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError
         }
     };
     let ws = writes(model, &at, &body, whole)?;
+    // The body's JSON values are copied into the writes: let them go before
+    // the edits are built and applied (a 1,000-device POST is 27 MB of JSON
+    // and several times that as values).
+    drop(body);
     if ws.is_empty() {
         return Err(CpsError::bad("Data Validation Failed", "the data holds no node"));
     }
@@ -570,6 +618,7 @@ pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError
         }
     }
     let edits = edits_of(&anchor.store, &ws, op).map_err(|e| data_error(anchor, e, false))?;
+    drop(ws);
     anchor.store.running().apply(&edits).map_err(|e| data_error(anchor, e, false))?;
     Ok(Reply::Status(status))
 }
@@ -649,202 +698,4 @@ pub fn query_dataspace(reg: &Registry, ds: &str, call: &Call) -> Result<Reply, C
         _ => (hits, 1),
     };
     Ok(Reply::Json(Json::Array(hits), vec![("total-pages", pages.to_string())]))
-}
-
-// --- delta ----------------------------------------------------------------------
-
-fn leaves(model: &Model, c: &Chain<'_>) -> BTreeMap<String, Json> {
-    chain_map(model, c, Some(0)).into_iter().collect()
-}
-
-fn diff(model: &Model, src: Option<&Chain<'_>>, tgt: Option<&Chain<'_>>, out: &mut Vec<Json>) {
-    match (src, tgt) {
-        (Some(s), None) => out.push(json!({
-            "action": "remove", "xpath": xpath_of(s),
-            "sourceData": chain_map(model, s, None),
-        })),
-        (None, Some(t)) => out.push(json!({
-            "action": "create", "xpath": xpath_of(t),
-            "targetData": chain_map(model, t, None),
-        })),
-        (Some(s), Some(t)) => {
-            let (a, b) = (leaves(model, s), leaves(model, t));
-            let mut sd = Map::new();
-            let mut td = Map::new();
-            for (k, v) in &a {
-                if b.get(k) != Some(v) {
-                    sd.insert(k.clone(), v.clone());
-                }
-            }
-            for (k, v) in &b {
-                if a.get(k) != Some(v) {
-                    td.insert(k.clone(), v.clone());
-                }
-            }
-            if !sd.is_empty() || !td.is_empty() {
-                let mut e = Map::new();
-                e.insert("action".into(), json!("replace"));
-                e.insert("xpath".into(), json!(xpath_of(s)));
-                if !sd.is_empty() {
-                    e.insert("sourceData".into(), Json::Object(sd));
-                }
-                if !td.is_empty() {
-                    e.insert("targetData".into(), Json::Object(td));
-                }
-                out.push(Json::Object(e));
-            }
-            diff_children(model, s, t, out);
-        }
-        (None, None) => {}
-    }
-}
-
-fn extend<'a>(c: &Chain<'a>) -> Vec<(String, Chain<'a>)> {
-    children(c.last().expect("a node").node)
-        .into_iter()
-        .map(|l| {
-            let mut n = c.clone();
-            n.push(l);
-            (xpath_of(&n), n)
-        })
-        .collect()
-}
-
-fn diff_children(model: &Model, s: &Chain<'_>, t: &Chain<'_>, out: &mut Vec<Json>) {
-    let (a, b) = (extend(s), extend(t));
-    for (x, sc) in &a {
-        diff(model, Some(sc), b.iter().find(|(y, _)| y == x).map(|(_, c)| c), out);
-    }
-    for (x, tc) in &b {
-        if !a.iter().any(|(y, _)| y == x) {
-            diff(model, None, Some(tc), out);
-        }
-    }
-}
-
-fn delta_trees(model: &Model, src: &Container, tgt: &Container, at: &Path) -> Vec<Json> {
-    let mut out = Vec::new();
-    let (a, b) = if at.segments.is_empty() {
-        (children(src).into_iter().map(|l| vec![l]).collect(), children(tgt).into_iter().map(|l| vec![l]).collect())
-    } else {
-        (locate(src, at), locate(tgt, at))
-    };
-    for sc in &a {
-        let x = xpath_of(sc);
-        diff(model, Some(sc), b.iter().find(|c| xpath_of(c) == x), &mut out);
-    }
-    for tc in &b {
-        let x = xpath_of(tc);
-        if !a.iter().any(|c| xpath_of(c) == x) {
-            diff(model, None, Some(tc), &mut out);
-        }
-    }
-    out
-}
-
-pub fn delta_anchors(src: &Anchor, tgt: &Anchor, call: &Call) -> Result<Reply, CpsError> {
-    let xpath = call.param("xpath").unwrap_or("/");
-    let at = instance(src, xpath)?;
-    let a = read(src, &at, None)?;
-    let b = read(tgt, &at, None)?;
-    let yang = yang_model(src)?;
-    Ok(Reply::Json(Json::Array(delta_trees(yang.model(), &a, &b, &at)), vec![]))
-}
-
-pub fn delta_document(src: &Anchor, call: &Call) -> Result<Reply, CpsError> {
-    let xpath = call.param("xpath").unwrap_or("/");
-    let at = instance(src, xpath)?;
-    let parts = files::multipart(call.content_type(), &call.body).map_err(|e| CpsError::bad("Invalid upload", e))?;
-    let doc = parts
-        .iter()
-        .find(|p| p.name == "targetData")
-        .ok_or_else(|| CpsError::bad("Missing file", "Required part 'targetData' is not present."))?;
-    let body: Json = serde_json::from_slice(&doc.data)
-        .map_err(|e| CpsError::bad("Data Validation Failed", format!("targetData is not JSON: {e}")))?;
-    let store = scratch(src)?;
-    let yang = yang_model(src)?;
-    let ws = writes(yang.model(), &Path::root(), &body, false)?;
-    let edits = edits_of(&store, &ws, Operation::Merge).map_err(|e| data_error(src, e, false))?;
-    store.running().apply(&edits).map_err(|e| data_error(src, e, false))?;
-    let b = store.running().get(&at.to_string(), ReadOptions::default()).map_err(|e| data_error(src, e, false))?;
-    let a = read(src, &at, None)?;
-    Ok(Reply::Json(Json::Array(delta_trees(yang.model(), &a, &b, &at)), vec![]))
-}
-
-pub fn apply_delta(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
-    let report = body_json(call)?;
-    let Json::Array(entries) = report else {
-        return Err(CpsError::bad("Data Validation Failed", "a delta report is a JSON array"));
-    };
-    let yang = yang_model(anchor)?;
-    let model = yang.model();
-    let s = anchor.store.running();
-    let mut edits = Vec::new();
-    for e in &entries {
-        let action = e["action"].as_str().unwrap_or("");
-        let xpath = e["xpath"]
-            .as_str()
-            .ok_or_else(|| CpsError::bad("Data Validation Failed", "a delta entry needs an xpath"))?;
-        let at = cpath::to_instance(xpath, model).map_err(|e| path_error(&e))?;
-        let Some(last) = at.last().cloned() else {
-            return Err(CpsError::bad("Data Validation Failed", "a delta entry names a data node, not `/`"));
-        };
-        let parent = at.parent().unwrap_or_default();
-        match action {
-            "create" => {
-                let idx = schema_at(model, &at)
-                    .ok_or_else(|| CpsError::bad("Data Validation Failed", format!("no node {xpath}")))?;
-                let data = e.get("targetData").cloned().unwrap_or_else(|| json!({}));
-                let mut m = Map::new();
-                let v = if model.nodes[idx].kind == canopy_core::schema::NodeKind::List {
-                    Json::Array(vec![data])
-                } else {
-                    data
-                };
-                m.insert(last.name.clone(), v);
-                let json = Json::Object(m).to_string();
-                let _ = parent;
-                edits.push(
-                    s.parse_edit(Operation::Create, at.clone(), Some(&json), None)
-                        .map_err(|e| data_error(anchor, e, false))?,
-                );
-            }
-            "remove" => edits.push(Edit::delete(at.clone())),
-            "replace" => {
-                let target = e.get("targetData").and_then(Json::as_object).cloned().unwrap_or_default();
-                for (leaf, v) in &target {
-                    let p = at.child(leaf.clone(), Selector::None);
-                    let mut m = Map::new();
-                    m.insert(leaf.clone(), v.clone());
-                    edits.push(
-                        s.parse_edit(Operation::Merge, p, Some(&Json::Object(m).to_string()), None)
-                            .map_err(|e| data_error(anchor, e, false))?,
-                    );
-                }
-                for leaf in e
-                    .get("sourceData")
-                    .and_then(Json::as_object)
-                    .map(|m| m.keys().cloned().collect::<Vec<_>>())
-                    .unwrap_or_default()
-                {
-                    if !target.contains_key(&leaf) {
-                        edits.push(Edit {
-                            op: Operation::Remove,
-                            path: at.child(leaf, Selector::None),
-                            value: None,
-                            insert: None,
-                        });
-                    }
-                }
-            }
-            other => {
-                return Err(CpsError::bad(
-                    "Data Validation Failed",
-                    format!("unknown delta action `{other}` (create, remove or replace)"),
-                ))
-            }
-        }
-    }
-    s.apply(&edits).map_err(|e| data_error(anchor, e, false))?;
-    Ok(Reply::Status(StatusCode::CREATED))
 }

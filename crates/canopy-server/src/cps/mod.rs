@@ -10,6 +10,7 @@
 //! anchor 400, something that exists already 409.
 
 mod data;
+mod delta;
 mod files;
 pub mod path;
 pub mod registry;
@@ -73,6 +74,9 @@ pub enum Reply {
     Json(Json, Vec<(&'static str, String)>),
     /// A JSON body written while it is read (`crate::body`).
     Stream(axum::body::Body),
+    /// Another reply with `Warning` headers (RFC 9110's 299 "miscellaneous
+    /// persistent warning"), one per text.
+    Warned(Box<Reply>, Vec<String>),
 }
 
 impl IntoResponse for Reply {
@@ -81,6 +85,18 @@ impl IntoResponse for Reply {
             Reply::Status(s) => s.into_response(),
             Reply::Text(s, t) => (s, [(header::CONTENT_TYPE, "text/plain")], t).into_response(),
             Reply::Stream(body) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Reply::Warned(reply, warnings) => {
+                let mut r = reply.into_response();
+                for w in warnings {
+                    // A quoted-string: no quotes, backslashes or controls inside.
+                    let text: String =
+                        w.chars().map(|c| if c == '"' || c == '\\' || c.is_control() { '\'' } else { c }).collect();
+                    if let Ok(v) = format!("299 canopy \"{text}\"").parse() {
+                        r.headers_mut().append(header::WARNING, v);
+                    }
+                }
+                r
+            }
             Reply::Json(v, extra) => {
                 let mut r =
                     (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response();
@@ -156,10 +172,37 @@ pub async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         .collect();
     let call = Call { method: parts.method, segments, query, headers: parts.headers, body };
     let cps = app.cps.clone();
-    match tokio::task::spawn_blocking(move || route(&cps, &call)).await {
+    let done = move || {
+        let big = call.body.len() >= RELEASE_AFTER;
+        let reply = route(&cps, &call);
+        drop(call);
+        if big {
+            release_freed_memory();
+        }
+        reply
+    };
+    match tokio::task::spawn_blocking(done).await {
         Ok(Ok(reply)) => reply.into_response(),
         Ok(Err(e)) => e.into_response(),
         Err(e) => CpsError::internal(format!("the request failed: {e}")).into_response(),
+    }
+}
+
+/// Bodies of this size or more (a POST of many devices) leave the memory
+/// their values took freed but resident: it is handed back to the system.
+const RELEASE_AFTER: usize = 1 << 20;
+
+/// Returns the heap's free memory to the system. glibc's allocator keeps
+/// what a request of many small allocations freed (the JSON values, trees
+/// and diffs of a 27 MB POST: several hundred MB) for later allocations of
+/// this process instead.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[allow(unsafe_code)]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it
+    // takes no pointer and is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -204,9 +247,23 @@ fn route(reg: &registry::Registry, call: &Call) -> Result<Reply, CpsError> {
         }
         ("POST", ["dataspaces", ds, "schema-sets"]) => {
             let name = call.required("schema-set-name")?;
-            let modules = data::upload_modules(call)?;
-            reg.create_schema_set(ds, name, modules)?;
-            Ok(created(v, name))
+            // canopy's own parameter: `full` holds the set's anchors to every
+            // constraint of the schema; CPS checks structure and types only.
+            let validation = match call.param("validation") {
+                None => canopy::Validation::Structure,
+                Some(l) => {
+                    l.parse().map_err(|e: canopy::Error| CpsError::bad("Invalid validation level", e.to_string()))?
+                }
+            };
+            let (modules, relaxed) = data::upload_modules(call)?;
+            reg.create_schema_set(ds, name, modules, validation)?;
+            if relaxed.is_empty() {
+                return Ok(created(v, name));
+            }
+            for r in &relaxed {
+                eprintln!("canopy serve: schema set {ds}/{name}: {r}");
+            }
+            Ok(Reply::Warned(Box::new(created(v, name)), relaxed.iter().map(ToString::to_string).collect()))
         }
         ("GET", ["dataspaces", ds, "schema-sets"]) => {
             Ok(Reply::Json(reg.schema_sets(ds)?.iter().map(|s| set_details(ds, s)).collect(), vec![]))
@@ -249,11 +306,11 @@ fn route(reg: &registry::Registry, call: &Call) -> Result<Reply, CpsError> {
         ("GET", ["dataspaces", ds, "nodes", "query"]) => data::query_dataspace(reg, ds, call),
         ("GET", ["dataspaces", ds, "anchors", a, "delta"]) => {
             let target = call.required("target-anchor-name")?;
-            data::delta_anchors(&*reg.anchor(ds, a)?, &*reg.anchor(ds, target)?, call)
+            delta::between_anchors(&*reg.anchor(ds, a)?, &*reg.anchor(ds, target)?, call)
         }
-        ("POST", ["dataspaces", ds, "anchors", a, "delta"]) => data::delta_document(&*reg.anchor(ds, a)?, call),
+        ("POST", ["dataspaces", ds, "anchors", a, "delta"]) => delta::with_document(&*reg.anchor(ds, a)?, call),
         ("POST", ["dataspaces", ds, "anchors", a, "applyChangesInDeltaReport"]) => {
-            data::apply_delta(&*reg.anchor(ds, a)?, call)
+            delta::apply(&*reg.anchor(ds, a)?, call)
         }
         _ => Err(no_such(call)),
     }

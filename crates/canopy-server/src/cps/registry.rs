@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use canopy::{Options, Store};
+use canopy::{Options, Store, Validation};
 use canopy_store::prefixed::Prefixed;
 use canopy_store::{Backend, Batch};
 use serde_json::{json, Value as Json};
@@ -35,6 +35,9 @@ pub struct ModuleRef {
 pub struct SchemaSet {
     pub name: String,
     pub modules: Vec<ModuleRef>,
+    /// How its anchors' commits are checked: structure and types, as CPS
+    /// does, unless the set was created with `validation=full`.
+    pub validation: Validation,
 }
 
 impl SchemaSet {
@@ -261,7 +264,13 @@ impl Registry {
         self.apply(&b)
     }
 
-    pub fn create_schema_set(&self, ds: &str, name: &str, modules: Vec<ModuleRef>) -> Result<(), CpsError> {
+    pub fn create_schema_set(
+        &self,
+        ds: &str,
+        name: &str,
+        modules: Vec<ModuleRef>,
+        validation: Validation,
+    ) -> Result<(), CpsError> {
         check_name("Schema Set", name)?;
         let _g = self.lock();
         self.dataspace_exists(ds)?;
@@ -270,7 +279,7 @@ impl Registry {
         }
         let record = json!({"modules": modules.iter().map(|m| json!({
             "name": m.name, "revision": m.revision, "namespace": m.namespace, "prefix": m.prefix, "text": m.text,
-        })).collect::<Vec<_>>()});
+        })).collect::<Vec<_>>(), "validation": validation.name()});
         let mut b = Batch::default();
         b.put(key(b'S', ds, Some(name)), record.to_string().into_bytes());
         self.apply(&b)
@@ -347,6 +356,7 @@ impl Registry {
         store
             .schema_add_texts(&texts, &[dir.path().to_path_buf()])
             .map_err(|e| CpsError::bad("Invalid schema set", e.to_string()))?;
+        store.set_validation(schema.validation).map_err(store_err)?;
         let mut b = Batch::default();
         b.put(key(b'A', ds, Some(anchor)), json!({"schemaSet": set}).to_string().into_bytes());
         self.apply(&b)
@@ -400,5 +410,10 @@ fn decode_set(name: &str, raw: &[u8]) -> Result<SchemaSet, CpsError> {
                 .collect()
         })
         .unwrap_or_default();
-    Ok(SchemaSet { name: name.to_string(), modules })
+    // Sets recorded before the level was kept are checked as CPS checks.
+    let validation = match v["validation"].as_str() {
+        Some(l) => l.parse().map_err(store_err)?,
+        None => Validation::Structure,
+    };
+    Ok(SchemaSet { name: name.to_string(), modules, validation })
 }

@@ -472,7 +472,8 @@ mod tests {
             prefix: "nt".into(),
             text: NET.into(),
         };
-        let set = Arc::new(SchemaSet { name: "s".into(), modules: vec![module] });
+        let set =
+            Arc::new(SchemaSet { name: "s".into(), modules: vec![module], validation: canopy::Validation::Structure });
         Arc::new(Anchor { dataspace: "ds".into(), name: "a".into(), set, store })
     }
 

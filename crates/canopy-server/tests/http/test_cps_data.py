@@ -321,6 +321,64 @@ def test_xml_body_is_accepted(cps):
     ]
 
 
+def test_xml_body_in_a_wrapper_named_after_the_module(cps):
+    # CPS's OpenAPI sample: the top-level nodes inside an element named after
+    # the module, in the NETCONF base namespace.
+    xml = (
+        '<stores xmlns="urn:ietf:params:xml:ns:netconf:base:1.0">'
+        '<shops xmlns="org:onap:ccsdk:sample"><bookstore><bookstore-name>Chapters</bookstore-name>'
+        "<categories><code>1</code><name>SciFi</name></categories>"
+        "<categories><code>2</code><name>Kids</name></categories></bookstore></shops></stores>"
+    )
+    r = cps.send("POST", NODES, xml, params={"xpath": "/"}, headers={"Content-Type": "application/xml"})
+    assert r.status_code == 201, r.text
+    got = cps.node("ds", "a", "/shops/bookstore", "direct")
+    assert [c["code"] for c in got[0]["book-store:bookstore"]["categories"]] == [1, 2]
+
+
+def test_xml_body_below_a_node(cps):
+    r = cps.create("ds", "a", {"shops": {"bookstore": {"bookstore-name": "Chapters"}}})
+    assert r.status_code == 201, r.text
+    # One child element of the parent...
+    xml = '<categories xmlns="org:onap:ccsdk:sample"><code>3</code><name>Poetry</name></categories>'
+    r = cps.send("POST", NODES, xml, params={"xpath": "/shops/bookstore"}, headers={"Content-Type": "application/xml"})
+    assert r.status_code == 201, r.text
+    # ...or the parent's element holding several.
+    xml = (
+        '<bookstore xmlns="org:onap:ccsdk:sample"><categories><code>4</code><name>Plays</name></categories>'
+        "<categories><code>5</code><name>Maps</name></categories></bookstore>"
+    )
+    r = cps.send("POST", NODES, xml, params={"xpath": "/shops/bookstore"}, headers={"Content-Type": "application/xml"})
+    assert r.status_code == 201, r.text
+    # Leaves updated with PATCH, as with JSON: the node below the xpath.
+    xml = (
+        '<bookstore xmlns="org:onap:ccsdk:sample"><bookstore-name>Chapters 2</bookstore-name>'
+        "<categories><code>3</code><name>Verse</name></categories></bookstore>"
+    )
+    r = cps.send("PATCH", NODES, xml, params={"xpath": "/shops"}, headers={"Content-Type": "application/xml"})
+    assert r.status_code == 200, r.text
+    got = cps.node("ds", "a", "/shops/bookstore", "all")[0]["book-store:bookstore"]
+    assert got["bookstore-name"] == "Chapters 2"
+    assert [(c["code"], c["name"]) for c in got["categories"]] == [(3, "Verse"), (4, "Plays"), (5, "Maps")]
+
+
+@pytest.mark.parametrize(
+    "xml, needle",
+    [
+        ("<shops xmlns='org:onap:ccsdk:sample'><bookstore>", "XML"),
+        ("<shops xmlns='org:onap:ccsdk:sample'><nope/></shops>", "nope"),
+        ("<shops xmlns='org:onap:ccsdk:sample'><bookstore><categories><code>x</code></categories></bookstore></shops>",
+         "x"),
+        ("<data/>", "holds no data node"),
+    ],
+)
+def test_bad_xml_body_is_400(cps, xml, needle):
+    r = cps.send("POST", NODES, xml, params={"xpath": "/"}, headers={"Content-Type": "application/xml"})
+    body = assert_cps_error(r, 400, "Data Validation Failed")
+    assert needle in body["details"], body
+    assert_cps_error(cps.get("/v2/dataspaces/ds/anchors/a/node", xpath="/shops"), 404)
+
+
 def test_anchors_are_isolated(cps):
     cps.anchor("ds", "ss", "b")
     assert cps.create("ds", "a", STORES_DATA).status_code == 201

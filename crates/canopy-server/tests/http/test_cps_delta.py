@@ -25,15 +25,41 @@ TARGET = {
         }
     }
 }
+# One entry per data node, CPS's data maps: a list entry as a one-element
+# list under its name, a replaced entry's sides with its key (as text, from
+# the xpath).
 EXPECTED = [
-    {"action": "remove", "xpath": "/shops/bookstore/categories[@code='2']", "sourceData": {"code": 2, "name": "Kids"}},
     {
         "action": "replace",
         "xpath": "/shops/bookstore/categories[@code='1']",
-        "sourceData": {"name": "SciFi"},
-        "targetData": {"name": "Comic"},
+        "sourceData": {"categories": [{"code": "1", "name": "SciFi"}]},
+        "targetData": {"categories": [{"code": "1", "name": "Comic"}]},
     },
-    {"action": "create", "xpath": "/shops/bookstore/categories[@code='3']", "targetData": {"code": 3, "name": "Fiction"}},
+    {
+        "action": "remove",
+        "xpath": "/shops/bookstore/categories[@code='2']",
+        "sourceData": {"categories": [{"code": 2, "name": "Kids"}]},
+    },
+    {
+        "action": "create",
+        "xpath": "/shops/bookstore/categories[@code='3']",
+        "targetData": {"categories": [{"code": 3, "name": "Fiction"}]},
+    },
+]
+# With grouping-enabled: the siblings removed (created) together, at their
+# parent's xpath.
+GROUPED = [
+    {
+        "action": "remove",
+        "xpath": "/shops/bookstore",
+        "sourceData": {"categories": [{"code": 2, "name": "Kids"}]},
+    },
+    EXPECTED[0],
+    {
+        "action": "create",
+        "xpath": "/shops/bookstore",
+        "targetData": {"categories": [{"code": 3, "name": "Fiction"}]},
+    },
 ]
 
 
@@ -58,6 +84,66 @@ def test_delta_between_anchors(cps):
     assert by_xpath(r.json()) == by_xpath(EXPECTED)
 
 
+def test_delta_in_document_order(cps):
+    r = cps.get("/v2/dataspaces/ds/anchors/src/delta", **{"target-anchor-name": "tgt", "xpath": "/", "descendants": "all"})
+    assert r.json() == EXPECTED
+
+
+def test_delta_grouped(cps):
+    params = {"target-anchor-name": "tgt", "xpath": "/", "descendants": "all", "grouping-enabled": "true"}
+    r = cps.get("/v2/dataspaces/ds/anchors/src/delta", **params)
+    assert r.status_code == 200, r.text
+    assert r.json() == GROUPED
+
+
+def test_delta_grouped_carries_descendants(cps):
+    # A whole subtree removed and another created: one entry each, with
+    # their descendants; without grouping, one entry per node.
+    nested = {"shops": {"bookstore": {"bookstore-name": "Chapters", "categories": [
+        {"code": 7, "name": "Art", "books": {"book": [{"title": "A", "price": 5}, {"title": "B", "price": 6}]}}]}}}
+    cps.anchor("ds", "ss", "nested")
+    assert cps.create("ds", "nested", nested).status_code == 201
+    params = {"target-anchor-name": "nested", "xpath": "/shops/bookstore", "descendants": "all"}
+    r = cps.get("/v2/dataspaces/ds/anchors/src/delta", **params, **{"grouping-enabled": "true"})
+    assert r.json() == [
+        {"action": "remove", "xpath": "/shops/bookstore", "sourceData": {"categories": [
+            {"code": 1, "name": "SciFi"}, {"code": 2, "name": "Kids"}]}},
+        {"action": "create", "xpath": "/shops/bookstore", "targetData": {"categories": [
+            {"code": 7, "name": "Art", "books": {"book": [{"title": "A", "price": 5}, {"title": "B", "price": 6}]}}]}},
+    ]
+    r = cps.get("/v2/dataspaces/ds/anchors/src/delta", **params)
+    assert [(e["action"], e["xpath"]) for e in r.json()] == [
+        ("remove", "/shops/bookstore/categories[@code='1']"),
+        ("remove", "/shops/bookstore/categories[@code='2']"),
+        ("create", "/shops/bookstore/categories[@code='7']"),
+        ("create", "/shops/bookstore/categories[@code='7']/books"),
+        ("create", "/shops/bookstore/categories[@code='7']/books/book[@title='A']"),
+        ("create", "/shops/bookstore/categories[@code='7']/books/book[@title='B']"),
+    ]
+    # Either report, applied, turns the source into the target.
+    for grouping in ("true", "false"):
+        cps.anchor("ds", "ss", f"copy-{grouping}")
+        assert cps.create("ds", f"copy-{grouping}", SOURCE).status_code == 201
+        report = cps.get("/v2/dataspaces/ds/anchors/src/delta", **params, **{"grouping-enabled": grouping}).json()
+        r = cps.send("POST", f"/v2/dataspaces/ds/anchors/copy-{grouping}/applyChangesInDeltaReport", report)
+        assert r.status_code == 201, r.text
+        assert cps.node("ds", f"copy-{grouping}", "/shops", "all") == cps.node("ds", "nested", "/shops", "all")
+
+
+def test_delta_descendants_default_to_none(cps):
+    # CPS's default: the nodes at the xpath, without their children.
+    r = cps.get("/v2/dataspaces/ds/anchors/src/delta", **{"target-anchor-name": "tgt", "xpath": "/shops/bookstore"})
+    assert r.status_code == 200 and r.json() == []
+    r = cps.get(
+        "/v2/dataspaces/ds/anchors/src/delta",
+        **{"target-anchor-name": "tgt", "xpath": "/shops/bookstore/categories[@code='1']"},
+    )
+    assert r.json() == [EXPECTED[0]]
+    r = cps.get("/v2/dataspaces/ds/anchors/src/delta", **{"target-anchor-name": "tgt", "xpath": "/shops/bookstore",
+                                                           "descendants": "direct"})
+    assert r.json() == EXPECTED
+
+
 def test_delta_of_identical_anchors_is_empty(cps):
     r = cps.get("/v2/dataspaces/ds/anchors/src/delta", **{"target-anchor-name": "src", "xpath": "/"})
     assert r.status_code == 200 and r.json() == []
@@ -68,7 +154,7 @@ def test_delta_under_xpath(cps):
         "/v2/dataspaces/ds/anchors/src/delta",
         **{"target-anchor-name": "tgt", "xpath": "/shops/bookstore/categories[@code='1']", "descendants": "all"},
     )
-    assert r.json() == [EXPECTED[1]]
+    assert r.json() == [EXPECTED[0]]
 
 
 def test_delta_missing_target_anchor_is_400(cps):
@@ -89,8 +175,9 @@ def test_delta_with_invalid_document_is_400(cps):
     assert_cps_error(r, 400)
 
 
-def test_apply_delta_report(cps):
-    r = cps.send("POST", "/v2/dataspaces/ds/anchors/src/applyChangesInDeltaReport", EXPECTED)
+@pytest.mark.parametrize("report", [EXPECTED, GROUPED], ids=["per-node", "grouped"])
+def test_apply_delta_report(cps, report):
+    r = cps.send("POST", "/v2/dataspaces/ds/anchors/src/applyChangesInDeltaReport", report)
     assert r.status_code == 201, r.text
     r = cps.get("/v2/dataspaces/ds/anchors/src/delta", **{"target-anchor-name": "tgt", "xpath": "/", "descendants": "all"})
     assert r.json() == []
@@ -100,7 +187,8 @@ def test_apply_delta_report(cps):
 def test_apply_bad_delta_report_is_400(cps):
     bad = [{"action": "explode", "xpath": "/shops"}]
     r = cps.send("POST", "/v2/dataspaces/ds/anchors/src/applyChangesInDeltaReport", bad)
-    assert_cps_error(r, 400)
+    body = assert_cps_error(r, 400, "Invalid 'action' in delta report.")
+    assert "'explode'" in body["details"]
     assert cps.node("ds", "src", "/shops", "all") == [{"book-store:shops": SOURCE["shops"]}]
 
 

@@ -1,0 +1,392 @@
+//! CPS deltas: the changes from a source anchor to a target anchor (or a
+//! posted document), and applying such a report.
+//!
+//! A report is a list of entries `{action, xpath, sourceData, targetData}`,
+//! with CPS's data maps (`{name: {leaves}}`, `{name: [{leaves}]}` for a list
+//! entry; names without prefixes). Without grouping there is one entry per
+//! data node: `remove` and `create` carry the node's own leaves (its
+//! descendants have entries of their own), `replace` the leaves that differ
+//! on each side with a list entry's keys; removals and replacements come in
+//! the source's document order, then creations in the target's. With
+//! `grouping-enabled=true`, the nodes removed among one node's children
+//! form one `remove` entry at the parent's xpath carrying them with their
+//! descendants, likewise the created ones, and the nodes on both sides are
+//! compared leaf by leaf and their children grouped the same way.
+
+use std::collections::{BTreeMap, HashMap};
+
+use axum::http::StatusCode;
+use canopy::{Container, Edit, Operation, Path, ReadOptions};
+use canopy_core::path::Selector;
+use canopy_yang::model::Model;
+use serde_json::{json, Map, Value as Json};
+
+use super::data::{self, chain_map, edits_of, instance, locate, read, scratch, writes, yang_model};
+use super::path::{self as cpath, children, local, xpath_of, Chain};
+use super::registry::Anchor;
+use super::{files, Call, CpsError, Reply};
+
+/// Levels of child nodes compared below the nodes at the xpath (`None`: all).
+type Depth = Option<usize>;
+
+fn deeper(d: Depth) -> Option<Depth> {
+    match d {
+        Some(0) => None,
+        Some(n) => Some(Some(n - 1)),
+        None => Some(None),
+    }
+}
+
+fn leaves(model: &Model, c: &Chain<'_>) -> BTreeMap<String, Json> {
+    chain_map(model, c, Some(0)).into_iter().collect()
+}
+
+fn is_entry(c: &Chain<'_>) -> bool {
+    c.last().is_some_and(|l| !l.keys.is_empty())
+}
+
+fn name_of(c: &Chain<'_>) -> String {
+    c.last().map_or_else(String::new, |l| local(l.name).to_string())
+}
+
+/// One node's data map: `{name: data}`, or `{name: [data]}` for a list entry.
+fn wrapped(c: &Chain<'_>, data: Map<String, Json>) -> Json {
+    let v = Json::Object(data);
+    let mut m = Map::new();
+    m.insert(name_of(c), if is_entry(c) { Json::Array(vec![v]) } else { v });
+    Json::Object(m)
+}
+
+/// Several nodes' data maps in one, the entries of a list in one array.
+fn merged(model: &Model, nodes: &[&Chain<'_>], depth: Depth) -> Json {
+    let mut m = Map::new();
+    for c in nodes {
+        let d = Json::Object(chain_map(model, c, depth));
+        if is_entry(c) {
+            if let Json::Array(a) = m.entry(name_of(c)).or_insert_with(|| Json::Array(Vec::new())) {
+                a.push(d);
+            }
+        } else {
+            m.insert(name_of(c), d);
+        }
+    }
+    Json::Object(m)
+}
+
+fn children_of<'a>(c: &Chain<'a>) -> Vec<Chain<'a>> {
+    children(c.last().expect("a node").node)
+        .into_iter()
+        .map(|l| {
+            let mut n = c.clone();
+            n.push(l);
+            n
+        })
+        .collect()
+}
+
+/// The xpath a group of siblings is reported at: their parent's, or the
+/// first one's own at the top.
+fn group_xpath(c: &Chain<'_>) -> String {
+    if c.len() > 1 {
+        xpath_of(&c[..c.len() - 1])
+    } else {
+        xpath_of(c)
+    }
+}
+
+/// The `replace` entry of a node on both sides, when its leaves differ.
+fn replaced(model: &Model, s: &Chain<'_>, t: &Chain<'_>) -> Option<Json> {
+    let (a, b) = (leaves(model, s), leaves(model, t));
+    let mut sd = Map::new();
+    let mut td = Map::new();
+    for (k, v) in &a {
+        if b.get(k) != Some(v) {
+            sd.insert(k.clone(), v.clone());
+        }
+    }
+    for (k, v) in &b {
+        if a.get(k) != Some(v) {
+            td.insert(k.clone(), v.clone());
+        }
+    }
+    if sd.is_empty() && td.is_empty() {
+        return None;
+    }
+    // A list entry's side names its entry by its keys, as written in its
+    // xpath (CPS takes them from the xpath's conditions: text).
+    for (k, v) in s.last().map(|l| l.keys.as_slice()).unwrap_or_default() {
+        for side in [&mut sd, &mut td] {
+            if !side.is_empty() {
+                side.insert(local(k).to_string(), Json::String(v.clone()));
+            }
+        }
+    }
+    let mut e = Map::new();
+    e.insert("action".into(), json!("replace"));
+    e.insert("xpath".into(), json!(xpath_of(s)));
+    if !sd.is_empty() {
+        e.insert("sourceData".into(), wrapped(s, sd));
+    }
+    if !td.is_empty() {
+        e.insert("targetData".into(), wrapped(t, td));
+    }
+    Some(Json::Object(e))
+}
+
+fn flatten<'a>(nodes: Vec<Chain<'a>>, depth: Depth, out: &mut Vec<(String, Chain<'a>)>) {
+    for c in nodes {
+        let kids = deeper(depth).map(|d| (children_of(&c), d));
+        out.push((xpath_of(&c), c));
+        if let Some((kids, d)) = kids {
+            flatten(kids, d, out);
+        }
+    }
+}
+
+/// The report without grouping: one entry per data node.
+fn per_node(model: &Model, src: Vec<Chain<'_>>, tgt: Vec<Chain<'_>>, depth: Depth) -> Vec<Json> {
+    let (mut sf, mut tf) = (Vec::new(), Vec::new());
+    flatten(src, depth, &mut sf);
+    flatten(tgt, depth, &mut tf);
+    let ti: HashMap<&str, usize> = tf.iter().enumerate().map(|(i, (x, _))| (x.as_str(), i)).collect();
+    let si: HashMap<&str, usize> = sf.iter().enumerate().map(|(i, (x, _))| (x.as_str(), i)).collect();
+    let mut out = Vec::new();
+    for (x, s) in &sf {
+        match ti.get(x.as_str()) {
+            None => out.push(json!({
+                "action": "remove", "xpath": x, "sourceData": wrapped(s, chain_map(model, s, Some(0))),
+            })),
+            Some(&j) => out.extend(replaced(model, s, &tf[j].1)),
+        }
+    }
+    for (x, t) in &tf {
+        if !si.contains_key(x.as_str()) {
+            out.push(json!({
+                "action": "create", "xpath": x, "targetData": wrapped(t, chain_map(model, t, Some(0))),
+            }));
+        }
+    }
+    out
+}
+
+/// The report with grouping: siblings removed or created together in one
+/// entry each, at their parent's xpath.
+fn grouped(model: &Model, src: &[Chain<'_>], tgt: &[Chain<'_>], depth: Depth, out: &mut Vec<Json>) {
+    let sx: Vec<String> = src.iter().map(|c| xpath_of(c)).collect();
+    let tx: Vec<String> = tgt.iter().map(|c| xpath_of(c)).collect();
+    let removed: Vec<&Chain<'_>> = src.iter().zip(&sx).filter(|(_, x)| !tx.contains(x)).map(|(c, _)| c).collect();
+    if let Some(first) = removed.first() {
+        out.push(json!({
+            "action": "remove", "xpath": group_xpath(first), "sourceData": merged(model, &removed, depth),
+        }));
+    }
+    for (s, x) in src.iter().zip(&sx) {
+        let Some(t) = tx.iter().position(|y| y == x).map(|i| &tgt[i]) else { continue };
+        out.extend(replaced(model, s, t));
+        if let Some(d) = deeper(depth) {
+            grouped(model, &children_of(s), &children_of(t), d, out);
+        }
+    }
+    let added: Vec<&Chain<'_>> = tgt.iter().zip(&tx).filter(|(_, x)| !sx.contains(x)).map(|(c, _)| c).collect();
+    if let Some(first) = added.first() {
+        out.push(json!({
+            "action": "create", "xpath": group_xpath(first), "targetData": merged(model, &added, depth),
+        }));
+    }
+}
+
+fn nodes_at<'a>(tree: &'a Container, at: &Path) -> Vec<Chain<'a>> {
+    if at.segments.is_empty() {
+        children(tree).into_iter().map(|l| vec![l]).collect()
+    } else {
+        locate(tree, at)
+    }
+}
+
+fn report(model: &Model, a: &Container, b: &Container, at: &Path, depth: Depth, grouping: bool) -> Json {
+    let (src, tgt) = (nodes_at(a, at), nodes_at(b, at));
+    if grouping {
+        let mut out = Vec::new();
+        grouped(model, &src, &tgt, depth, &mut out);
+        Json::Array(out)
+    } else {
+        Json::Array(per_node(model, src, tgt, depth))
+    }
+}
+
+/// GET `delta`: from this anchor to `target-anchor-name`, under `xpath`, to
+/// the depth `descendants` gives (CPS's default: the nodes themselves).
+pub fn between_anchors(src: &Anchor, tgt: &Anchor, call: &Call) -> Result<Reply, CpsError> {
+    let xpath = call.param("xpath").unwrap_or("/");
+    let at = instance(src, xpath)?;
+    let depth = data::descendants(call, 2)?;
+    let grouping = call.bool_param("grouping-enabled")?;
+    let a = read(src, &at, depth)?;
+    let b = read(tgt, &at, depth)?;
+    let yang = yang_model(src)?;
+    Ok(Reply::Json(report(yang.model(), &a, &b, &at, depth, grouping), vec![]))
+}
+
+/// POST `delta`: from this anchor to the document of the `targetData` part,
+/// under `xpath`, with all descendants.
+pub fn with_document(src: &Anchor, call: &Call) -> Result<Reply, CpsError> {
+    let xpath = call.param("xpath").unwrap_or("/");
+    let at = instance(src, xpath)?;
+    let grouping = call.bool_param("grouping-enabled")?;
+    let parts = files::multipart(call.content_type(), &call.body).map_err(|e| CpsError::bad("Invalid upload", e))?;
+    let doc = parts
+        .iter()
+        .find(|p| p.name == "targetData")
+        .ok_or_else(|| CpsError::bad("Missing file", "Required part 'targetData' is not present."))?;
+    let body: Json = serde_json::from_slice(&doc.data)
+        .map_err(|e| CpsError::bad("Data Validation Failed", format!("targetData is not JSON: {e}")))?;
+    let store = scratch(src)?;
+    let yang = yang_model(src)?;
+    let ws = writes(yang.model(), &Path::root(), &body, false)?;
+    let edits = edits_of(&store, &ws, Operation::Merge).map_err(|e| data::data_error(src, e, false))?;
+    store.running().apply(&edits).map_err(|e| data::data_error(src, e, false))?;
+    let b =
+        store.running().get(&at.to_string(), ReadOptions::default()).map_err(|e| data::data_error(src, e, false))?;
+    let a = read(src, &at, None)?;
+    Ok(Reply::Json(report(yang.model(), &a, &b, &at, None, grouping), vec![]))
+}
+
+fn invalid(details: String) -> CpsError {
+    CpsError::bad("Data Validation Failed", details)
+}
+
+/// The data of an entry of one node at `at`: `{name: data}` or
+/// `{name: [data]}` naming that node (for a list entry, with its keys).
+fn own_data(at: &Path, data: &Map<String, Json>) -> Option<Map<String, Json>> {
+    let last = at.last()?;
+    let (name, v) = data.iter().next().filter(|_| data.len() == 1)?;
+    if name != local(&last.name) {
+        return None;
+    }
+    let obj = match v {
+        Json::Object(o) => o,
+        Json::Array(a) if a.len() == 1 => a[0].as_object()?,
+        _ => return None,
+    };
+    let keys_match = match &last.selector {
+        Selector::Keys(kv) => kv.iter().all(|(k, v)| obj.get(local(k)).is_none_or(|x| key_is(x, v))),
+        _ => true,
+    };
+    keys_match.then(|| obj.clone())
+}
+
+fn key_is(x: &Json, v: &str) -> bool {
+    match x {
+        Json::String(s) => s == v,
+        Json::Number(n) => n.to_string() == v || n.as_f64().zip(v.parse::<f64>().ok()).is_some_and(|(a, b)| a == b),
+        Json::Bool(b) => b.to_string() == v,
+        _ => false,
+    }
+}
+
+/// Whether `p` is `d` or lies below it.
+fn under(p: &Path, d: &Path) -> bool {
+    d.segments.len() <= p.segments.len() && d.segments.iter().zip(&p.segments).all(|(a, b)| a == b)
+}
+
+fn data_of<'e>(e: &'e Json, side: &str) -> Option<&'e Map<String, Json>> {
+    e.get(side).and_then(Json::as_object)
+}
+
+/// POST `applyChangesInDeltaReport`: every entry in one transaction, all or
+/// nothing. `create` adds the nodes its `targetData` names below its xpath
+/// (or the node at its xpath itself, when that is what it names),
+/// `remove` deletes the nodes its `sourceData` names (likewise), `replace`
+/// sets the leaves of `targetData` on the node at its xpath and removes
+/// those only in `sourceData`.
+pub fn apply(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
+    let report = data::body_json(call)?;
+    let Json::Array(entries) = report else {
+        return Err(invalid("a delta report is a JSON array".into()));
+    };
+    let yang = yang_model(anchor)?;
+    let model = yang.model();
+    let s = anchor.store.running();
+    let mut edits = Vec::new();
+    // Nodes the report removes: a node's own entry follows its parent's in
+    // a report without grouping, and is then already gone.
+    let mut removed: Vec<Path> = Vec::new();
+    for e in &entries {
+        let action = e["action"].as_str().unwrap_or("");
+        let xpath = e["xpath"].as_str().ok_or_else(|| invalid("a delta entry needs an xpath".into()))?;
+        let at = if xpath == "/" {
+            Path::root()
+        } else {
+            cpath::to_instance(xpath, model).map_err(|e| data::path_error(&e))?
+        };
+        match action {
+            "create" | "remove" => {
+                let side = if action == "create" { "targetData" } else { "sourceData" };
+                let Some(d) = data_of(e, side) else {
+                    if action == "remove" && !at.segments.is_empty() {
+                        if !removed.iter().any(|d| under(&at, d)) {
+                            edits.push(Edit::delete(at.clone()));
+                            removed.push(at.clone());
+                        }
+                        continue;
+                    }
+                    return Err(invalid(format!("the {action} entry at {xpath} has no {side}")));
+                };
+                // The node at the xpath itself, or nodes below it.
+                let parent = match own_data(&at, d) {
+                    Some(_) => at.parent().unwrap_or_default(),
+                    None => at.clone(),
+                };
+                let ws = writes(model, &parent, &Json::Object(d.clone()), false)?;
+                if action == "create" {
+                    edits.extend(edits_of(&anchor.store, &ws, Operation::Create).map_err(|e| data::data_error(anchor, e, false))?);
+                } else {
+                    for w in ws {
+                        if !removed.iter().any(|d| under(&w.path, d)) {
+                            edits.push(Edit::delete(w.path.clone()));
+                            removed.push(w.path);
+                        }
+                    }
+                }
+            }
+            "replace" => {
+                if at.segments.is_empty() {
+                    return Err(invalid("a replace entry names a data node, not `/`".into()));
+                }
+                let side = |name: &str| -> Map<String, Json> {
+                    data_of(e, name).map(|d| own_data(&at, d).unwrap_or_else(|| d.clone())).unwrap_or_default()
+                };
+                let (source, target) = (side("sourceData"), side("targetData"));
+                let keys: Vec<String> = match &at.last().map(|l| &l.selector) {
+                    Some(Selector::Keys(kv)) => kv.iter().map(|(k, _)| local(k).to_string()).collect(),
+                    _ => Vec::new(),
+                };
+                for (leaf, v) in target.iter().filter(|(l, _)| !keys.contains(l)) {
+                    let mut m = Map::new();
+                    m.insert(leaf.clone(), v.clone());
+                    let p = at.child(leaf.clone(), Selector::None);
+                    edits.push(
+                        s.parse_edit(Operation::Merge, p, Some(&Json::Object(m).to_string()), None)
+                            .map_err(|e| data::data_error(anchor, e, false))?,
+                    );
+                }
+                for leaf in source.keys().filter(|l| !target.contains_key(*l) && !keys.contains(l)) {
+                    edits.push(Edit {
+                        op: Operation::Remove,
+                        path: at.child(leaf.clone(), Selector::None),
+                        value: None,
+                        insert: None,
+                    });
+                }
+            }
+            other => {
+                return Err(CpsError::bad(
+                    "Invalid 'action' in delta report.",
+                    format!("Unsupported action '{other}' at xpath: {xpath}. Valid actions are: 'create', 'remove' or 'replace'."),
+                ))
+            }
+        }
+    }
+    s.apply(&edits).map_err(|e| data::data_error(anchor, e, false))?;
+    Ok(Reply::Status(StatusCode::CREATED))
+}
