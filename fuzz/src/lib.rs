@@ -33,8 +33,9 @@ pub fn path(data: &[u8]) {
 }
 
 /// RFC 7951 JSON: a document that parses writes back to JSON that parses to
-/// the same tree, and the streaming parser that fills stores agrees with the
-/// tree parser on whether the document is acceptable.
+/// the same tree, the streaming parser that fills stores agrees with the
+/// tree parser on whether the document is acceptable, and the reading parser
+/// of streamed imports gives the records the streaming parser gives.
 pub fn json(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let schema = Schemaless::default();
@@ -47,10 +48,41 @@ pub fn json(data: &[u8]) {
         tree.as_ref().err(),
         streamed.err()
     );
+    // The reading parser that streams imports hands on the same records
+    // (sorted: it hands them on as entries end), fed a few bytes at a time.
+    let mut records = Vec::new();
+    let read = canopy_store::stream::stream_fragments(Trickle(data), &schema, Datastore::Running, &mut |k, v| {
+        records.push((k, v));
+        Ok(())
+    });
+    match (&streamed, read) {
+        (Ok(all), Ok(r)) => {
+            let mut all = all.clone();
+            all.sort();
+            records.sort();
+            assert_eq!(records, all, "streamed records of `{text}`");
+            assert_eq!(r.records, records.len() as u64);
+        }
+        (Err(_), Err(canopy_store::stream::StreamError::Json(_))) => {}
+        (a, b) => panic!("parse_fragments {:?}, stream_fragments {:?}", a.as_ref().err(), b.err()),
+    }
     if let Ok(tree) = tree {
         let written = to_string(&tree, &WriteOptions::default());
         let again = parse_str(&written, &schema).unwrap_or_else(|e| panic!("written `{written}` does not parse: {e}"));
         assert_eq!(again, tree, "`{text}` written as `{written}`");
+    }
+}
+
+/// A reader that hands out at most 7 bytes a call: reads split tokens and
+/// UTF-8 sequences anywhere.
+struct Trickle<'a>(&'a [u8]);
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.0.len()).min(7);
+        buf[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
     }
 }
 
