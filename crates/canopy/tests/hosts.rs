@@ -309,3 +309,59 @@ fn embedded_stores_judge_by_this_hosts_processes() {
         assert_eq!(owner_count(&b), 1, "{url}");
     }
 }
+
+/// Revokes lease `id` on the etcd server of `server` (`etcd://HOST:PORT`),
+/// through its JSON gateway: what the server does to a lease its holder
+/// stopped keeping alive.
+fn etcd_revoke(server: &str, id: u64) {
+    use std::io::Read;
+    let addr = server.trim_start_matches("etcd://").split(['?', '/']).next().unwrap();
+    let body = format!("{{\"ID\": {id}}}");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST /v3/lease/revoke HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+}
+
+/// A process whose lease the server dropped (as it does when the holder
+/// cannot renew it in time) loses its lock and pushed state for every
+/// process, itself included; its next push takes a new lease.
+#[test]
+fn a_lost_lease_takes_its_lock_and_state_with_it() {
+    let Some(server) = server_url("CANOPY_ETCD_URL") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let url = with_params(&server, &format!("prefix={}&lease=3s", namespace_of("lost_", dir.path())));
+    let a = Store::open(&url).unwrap();
+    let other = Store::open(&url).unwrap();
+    a.lock(Datastore::Running).unwrap();
+    a.session(Datastore::Operational).set("/m:sys/owner", s("a")).unwrap();
+    assert!(matches!(other.lock(Datastore::Running), Err(Error::Locked(_))));
+    let record = records(&a).0[0].clone();
+    let lease = u64::from_be_bytes(record[9..17].try_into().unwrap());
+    assert!(lease > 0);
+
+    etcd_revoke(&server, lease);
+    eventually("the lost lease's lock ends", || a.locks().unwrap().is_empty());
+    assert_eq!(owner_count(&a), 0, "its pushed state is gone for its own process too");
+    assert_eq!(owner_count(&other), 0);
+    other.lock(Datastore::Running).unwrap();
+    match a.lock(Datastore::Running) {
+        Err(Error::Locked(m)) => assert!(m.contains("another connection of this process"), "{m}"),
+        r => panic!("{r:?}"),
+    }
+    // A push after the loss: a new lease, and only what was pushed since.
+    a.session(Datastore::Operational).set("/m:sys/load", s("1")).unwrap();
+    assert_eq!(owner_count(&other), 0);
+    assert_eq!(other.session(Datastore::Operational).count("/m:sys/load").unwrap(), 1);
+    let (_, pushers) = records(&a);
+    assert_eq!(pushers.len(), 1, "the lost lease's pusher record was collected");
+    let new = u64::from_be_bytes(pushers[0][9..17].try_into().unwrap());
+    assert!(new != lease && new > 0);
+}

@@ -61,6 +61,9 @@ impl EtcdBackend {
     }
 
     pub(crate) fn held_leases(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let prefix = self.lease_prefix();
         let end = canopy_store::backend::prefix_end(&prefix).expect("the prefix ends in `/`");
         let reply = self.read(

@@ -55,6 +55,9 @@ impl PostgresBackend {
     }
 
     pub(crate) fn held_leases(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let keys: Vec<i64> = ids.iter().map(|id| i64::try_from(*id).unwrap_or(-1)).collect();
         let held: Vec<i64> = self.with_conn(|conn| {
             let rows = conn

@@ -82,6 +82,9 @@ impl RedisBackend {
     }
 
     pub(crate) fn held_leases(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let keys: Vec<String> = ids.iter().map(|id| self.lease_key(*id)).collect();
         let found: Vec<Option<String>> = self.reading("read the leases", |c| redis::cmd("MGET").arg(&keys).query(c))?;
         Ok(found.iter().map(Option::is_some).collect())
