@@ -48,7 +48,16 @@ pub fn server_store_url(name: &str, dir: &Path, tag: &str, params: &[String]) ->
         Ok(url) if !url.is_empty() => url,
         _ => bail!("`{name}` needs a server: set {var} (`eval \"$(scripts/servers.sh start)\"` does)"),
     };
-    let mut query = vec![format!("{namespace}={}", canopy_store::conformance::namespace_of(tag, dir))];
+    // Named after the run's temporary directory as well as the store's
+    // (`s1`, `s2`... in every run): a server outlives runs, and a store of
+    // an earlier run must not be taken for this one's.
+    let run = dir.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = format!(
+        "{}{}",
+        run.rsplit('-').next().unwrap_or(""),
+        dir.file_name().map_or("".into(), |n| n.to_string_lossy())
+    );
+    let mut query = vec![format!("{namespace}={}", canopy_store::conformance::namespace_of(tag, Path::new(&name)))];
     query.extend(params.iter().cloned());
     Ok(Some(canopy_store::conformance::with_params(&server, &query.join("&"))))
 }

@@ -603,7 +603,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 let modified = store.candidate_modified()?;
                 println!("candidate: {}", if modified { "modified (uncommitted changes)" } else { "same as running" });
                 for l in store.locks()? {
-                    println!("lock: {} held by process {}", l.datastore.name(), l.pid);
+                    let place = if l.other_host { " on another host" } else { "" };
+                    println!("lock: {} held by process {}{place}", l.datastore.name(), l.pid);
                 }
             }
         },

@@ -387,6 +387,42 @@ pub trait Backend: Send + Sync {
         ))
     }
 
+    /// Whether the backend keeps leases ([`Backend::lease`]): a store on a
+    /// database server that processes on several hosts may share. The
+    /// engine then ties locks and pushed state to a lease instead of a
+    /// process of this host; without leases (the default: one host by
+    /// nature) it asks the operating system whether a process still runs.
+    fn leases(&self) -> bool {
+        false
+    }
+
+    /// A lease this process holds on the server as long as it lives and the
+    /// returned value is not dropped (see [`crate::lease`]).
+    ///
+    /// # Errors
+    /// `Unsupported` when the backend keeps no leases (the default); the
+    /// backend's connection errors.
+    fn lease(&self) -> Result<Box<dyn crate::lease::Lease>> {
+        Err(crate::StoreError::new(
+            crate::ErrorKind::Unsupported,
+            format!("the {} backend keeps no leases", self.kind()),
+        ))
+    }
+
+    /// For each lease identity of `ids`, whether the server still holds it
+    /// (a lease of any process, on any host). One round trip for all.
+    ///
+    /// # Errors
+    /// `Unsupported` when the backend keeps no leases (the default); the
+    /// backend's connection errors.
+    fn leases_held(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        let _ = ids;
+        Err(crate::StoreError::new(
+            crate::ErrorKind::Unsupported,
+            format!("the {} backend keeps no leases", self.kind()),
+        ))
+    }
+
     /// Flushes batches applied with [`SyncMode::Off`] to stable storage.
     ///
     /// # Errors

@@ -442,3 +442,39 @@ macro_rules! conformance_tests {
         )*
     };
 }
+
+/// The lease contract of a backend that keeps leases ([`Backend::lease`]),
+/// on two handles of one store (`a`, `b`: as two processes would open it):
+/// a lease is held for both while it lives, another identity is not; a
+/// lease ended on the server by `end_on_server` (what a holder that stopped
+/// renewing, or whose connection broke, comes to) is reported lost by its
+/// holder and no longer held for anyone; dropping a lease ends it. Polls
+/// with a bound of a minute where the server acts on its own.
+pub fn check_leases(a: &dyn Backend, b: &dyn Backend, end_on_server: &dyn Fn(u64)) {
+    use std::time::{Duration, Instant};
+    let eventually = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}: not within a minute");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert!(a.leases() && b.leases());
+    let first = a.lease().unwrap();
+    let second = a.lease().unwrap();
+    let (x, y) = (first.id(), second.id());
+    assert!(x != y && x > 0 && y > 0 && i64::try_from(x).is_ok());
+    let never = crate::lease::random_id();
+    assert_eq!(b.leases_held(&[x, never, y]).unwrap(), vec![true, false, true]);
+    assert_eq!(a.leases_held(&[]).unwrap(), Vec::<bool>::new());
+    assert!(!first.lost() && !second.lost());
+
+    end_on_server(x);
+    eventually("the holder sees its lease lost", &|| first.lost());
+    assert_eq!(b.leases_held(&[x, y]).unwrap(), vec![false, true], "the other lease is untouched");
+    assert!(!second.lost());
+    drop(first);
+
+    drop(second);
+    eventually("a dropped lease ends", &|| b.leases_held(&[y]).unwrap() == vec![false]);
+}

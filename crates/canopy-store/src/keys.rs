@@ -49,15 +49,17 @@ pub const LOCK: &[u8] = b"\x00lock";
 /// candidate reads as running (RFC 6241: it starts as a copy of running).
 pub const CANDIDATE: &[u8] = b"\x00candidate";
 /// Prefix of the records of connections that pushed operational state: one
-/// per connection, the connection's 20-byte identity after the prefix (process
-/// id u32 BE, process start u64 BE, connection id u64 BE), the value
+/// per connection, the connection's identity after the prefix (37 bytes: the
+/// version 1, host u64, lease u64, process id u32, process start u64,
+/// connection id u64, all BE; records of the first layout have 20 bytes,
+/// without the version, host and lease), the value
 /// [`PUSHER_VERSION`] then the time of the connection's first push (u64 BE,
 /// nanoseconds since the Unix epoch).
 pub const PUSHER: &[u8] = b"\x00pusher";
 /// Version of the pusher record and of the pushed-state key range layout.
 pub const PUSHER_VERSION: u8 = 1;
 /// Prefix of the operational state connections pushed: after it, the
-/// connection's 20-byte identity, then a data range (`0x10`) and an order
+/// connection's identity (as in [`PUSHER`]), then a data range (`0x10`) and an order
 /// index (`0x20`) laid out as a datastore's.
 pub const PUSHED: &[u8] = b"\x00pushed";
 /// Prefix of the change log: one record per commit, the revision (u64 BE)

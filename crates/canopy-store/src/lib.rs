@@ -14,6 +14,7 @@ pub mod error;
 pub mod files;
 pub mod fragment;
 pub mod keys;
+pub mod lease;
 pub mod memory;
 pub mod metered;
 pub mod prefixed;

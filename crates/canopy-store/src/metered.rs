@@ -99,4 +99,16 @@ impl<B: Backend> Backend for Metered<B> {
     fn announcements(&self) -> Result<Box<dyn crate::Announcements>> {
         self.inner.announcements()
     }
+
+    fn leases(&self) -> bool {
+        self.inner.leases()
+    }
+
+    fn lease(&self) -> Result<Box<dyn crate::lease::Lease>> {
+        self.inner.lease()
+    }
+
+    fn leases_held(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        self.inner.leases_held(ids)
+    }
 }

@@ -123,6 +123,18 @@ impl Backend for Prefixed {
     fn flush(&self) -> Result<()> {
         self.inner.flush()
     }
+
+    fn leases(&self) -> bool {
+        self.inner.leases()
+    }
+
+    fn lease(&self) -> Result<Box<dyn crate::lease::Lease>> {
+        self.inner.lease()
+    }
+
+    fn leases_held(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        self.inner.leases_held(ids)
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! locks, the candidate (a copy of running until edited; `commit` and
 //! `discard`) and copies between datastores.
 
-use crate::connections::{collect_ended_pushers, discard_ops, Control, LockInfo};
+use crate::connections::{discard_ops, leased, this_host, Control, Live, LockInfo};
 use crate::error::{Error, Result};
 use crate::read::ReadOptions;
 use crate::store::Store;
@@ -16,8 +16,8 @@ use canopy_store::{Batch, ErrorKind, Snapshot};
 
 impl Store {
     /// Fails with [`Error::Locked`] when another live connection holds `ds`'s lock.
-    pub(crate) fn check_unlocked(&self, control: &Control, ds: Datastore) -> Result<()> {
-        match control.holder(ds) {
+    pub(crate) fn check_unlocked(&self, live: &Live, ds: Datastore) -> Result<()> {
+        match live.holder(ds) {
             Some(c) if c != self.conn => Err(Error::Locked(format!(
                 "{} is locked by {}; the transaction was not applied",
                 ds.name(),
@@ -39,8 +39,8 @@ impl Store {
         if ds == Datastore::Operational {
             return Err(Error::Usage("operational cannot be locked: it is not configuration".into()));
         }
-        self.control_write(|control, batch| {
-            if let Some(c) = control.holder(ds) {
+        self.control_write(|control, live, batch| {
+            if let Some(c) = live.holder(ds) {
                 return Err(Error::Locked(format!("{} is already locked by {}", ds.name(), c.describe(&self.conn))));
             }
             if ds == Datastore::Candidate && control.candidate_modified {
@@ -48,7 +48,7 @@ impl Store {
                     "candidate holds uncommitted changes; commit or discard them before locking it".into(),
                 ));
             }
-            batch.put(keys::lock_key(ds), self.conn.encode());
+            batch.put(keys::lock_key(ds), leased(self.conn, self.backend(), &self.hub)?.encode());
             Ok(())
         })
     }
@@ -58,8 +58,8 @@ impl Store {
     /// # Errors
     /// [`Error::Usage`] when this connection does not hold it.
     pub fn unlock(&self, ds: Datastore) -> Result<()> {
-        self.control_write(|control, batch| {
-            if control.holder(ds) != Some(self.conn) {
+        self.control_write(|_, live, batch| {
+            if live.holder(ds) != Some(self.conn) {
                 return Err(Error::Usage(format!("{} is not locked by this connection", ds.name())));
             }
             batch.delete(keys::lock_key(ds));
@@ -73,10 +73,17 @@ impl Store {
     /// Backend read errors.
     pub fn locks(&self) -> Result<Vec<LockInfo>> {
         let snap = self.backend().snapshot()?;
-        let control = self.control_at(&*snap)?;
+        let live = self.control_at(&*snap)?.live_locks(self.backend(), &self.hub)?;
         Ok(Datastore::ALL
             .into_iter()
-            .filter_map(|ds| control.holder(ds).map(|c| LockInfo { datastore: ds, pid: c.pid, mine: c == self.conn }))
+            .filter_map(|ds| {
+                live.holder(ds).map(|c| LockInfo {
+                    datastore: ds,
+                    pid: c.pid,
+                    other_host: c.host != this_host(),
+                    mine: c == self.conn,
+                })
+            })
             .collect())
     }
 
@@ -91,20 +98,19 @@ impl Store {
 
     /// Runs a batch on the datastore records, built by `build` from the
     /// current ones; stale locks of ended connections are dropped on the way.
-    fn control_write(&self, build: impl Fn(&Control, &mut Batch) -> Result<()>) -> Result<()> {
+    fn control_write(&self, build: impl Fn(&Control, &Live, &mut Batch) -> Result<()>) -> Result<()> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
         for _ in 0..crate::store::CONFLICT_RETRIES {
             let snap = self.backend().snapshot()?;
             let control = Control::load(&*snap)?;
             let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-            for (ds, c) in &control.locks {
-                if !c.alive() {
-                    batch.delete(keys::lock_key(*ds));
-                }
+            let live = control.live(self.backend(), &self.hub)?;
+            for ds in &live.ended_locks {
+                batch.delete(keys::lock_key(*ds));
             }
-            collect_ended_pushers(&control, &mut batch);
-            build(&control, &mut batch)?;
+            live.collect_ended_pushers(&mut batch);
+            build(&control, &live, &mut batch)?;
             drop(snap);
             match self.backend().apply(&batch) {
                 Err(e) if e.kind() == ErrorKind::Conflict => continue,
@@ -123,7 +129,7 @@ impl Store {
             return;
         }
         drop(snap);
-        let _ = self.control_write(|control, batch| {
+        let _ = self.control_write(|control, _, batch| {
             for (ds, c) in &control.locks {
                 if *c == self.conn {
                     batch.delete(keys::lock_key(*ds));
@@ -159,8 +165,8 @@ impl Store {
     /// # Errors
     /// [`Error::Locked`] when another connection holds the candidate's lock.
     pub fn discard_candidate(&self) -> Result<()> {
-        self.control_write(|control, batch| {
-            self.check_unlocked(control, Datastore::Candidate)?;
+        self.control_write(|_, live, batch| {
+            self.check_unlocked(live, Datastore::Candidate)?;
             discard_ops(batch);
             Ok(())
         })
@@ -177,7 +183,7 @@ impl Store {
         {
             let snap = self.backend().snapshot()?;
             let control = self.control_at(&*snap)?;
-            self.check_unlocked(&control, Datastore::Candidate)?;
+            self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, Datastore::Candidate)?;
             if !control.candidate_modified {
                 return Ok(Commit { revision: snap.revision(), changes: Vec::new(), streamed: None });
             }

@@ -8,11 +8,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::time::Instant;
 
 use canopy_core::diff::Change;
 use canopy_core::path::Path;
 use canopy_core::tree::Container;
 use canopy_store::keys::Datastore;
+use canopy_store::lease::Lease;
 use canopy_store::StoreUrl;
 
 /// What a subscriber is told about a transaction.
@@ -103,6 +105,13 @@ pub(crate) struct Hub {
     /// Whether this process's listener of the store's change log runs (see
     /// `Store::listen`).
     pub listener: Mutex<bool>,
+    /// This process's lease on a store that keeps leases, taken when a
+    /// connection first writes a record tied to it (a lock, pushed state);
+    /// dropped with the hub, after the connections removed their records.
+    pub lease: Mutex<Option<Box<dyn Lease>>>,
+    /// What the server last said of other processes' leases: held (and
+    /// when it was asked) or ended.
+    pub lease_answers: Mutex<HashMap<u64, (bool, Instant)>>,
 }
 
 /// A connection's pushed state.
@@ -114,6 +123,11 @@ pub(crate) struct Pushed {
 }
 
 impl Hub {
+    /// This process's lease: its identity and whether it was lost.
+    pub fn lease_state(&self) -> Option<(u64, bool)> {
+        self.lease.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|l| (l.id(), l.lost()))
+    }
+
     pub fn subscribe(&self, ds: Datastore, subtree: Path, priority: i32, subscriber: Box<dyn Subscriber>) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let mut g = self.subs.write().unwrap_or_else(|p| p.into_inner());

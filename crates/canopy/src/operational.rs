@@ -3,7 +3,7 @@
 //! request, each node annotated with its `origin`; subscriptions and
 //! providers are registered here.
 
-use crate::connections::{collect_ended_pushers, now_nanos, Control, Pusher};
+use crate::connections::{leased, now_nanos, Conn, Control, Pusher};
 use crate::error::{Error, Result};
 use crate::hub::{ProvideFn, Provider, Pushed};
 use crate::read::ReadOptions;
@@ -80,10 +80,13 @@ impl Store {
         if !pushed.contains_key(&self.conn.id) {
             return Ok(());
         }
-        let c = self.conn.encode();
-        self.commit_pushed(false, |_, batch| {
-            batch.delete(keys::pusher_key(&c));
-            batch.delete_prefix(keys::pushed_prefix(&c));
+        // Its records, under whichever lease of this process they name.
+        self.commit_pushed(false, |snap, batch| {
+            for p in Control::load(snap)?.pushers.iter().filter(|p| p.conn == self.conn) {
+                let c = p.conn.encode();
+                batch.delete(keys::pusher_key(&c));
+                batch.delete_prefix(keys::pushed_prefix(&c));
+            }
             Ok(())
         })?;
         pushed.remove(&self.conn.id);
@@ -110,30 +113,37 @@ impl Store {
         }
     }
 
-    fn commit_pushed(&self, learns: bool, build: impl Fn(&dyn Snapshot, &mut Batch) -> Result<()>) -> Result<u64> {
+    /// Returns the new revision and the ended pushers whose records it deleted.
+    fn commit_pushed(
+        &self,
+        learns: bool,
+        build: impl Fn(&dyn Snapshot, &mut Batch) -> Result<()>,
+    ) -> Result<(u64, Vec<Conn>)> {
         for attempt in 1..=crate::store::CONFLICT_RETRIES {
-            let committed = if learns {
+            let (committed, ended) = if learns {
                 let view = self.backend().begin_write()?;
                 let snap: &dyn Snapshot = &*view;
                 let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-                collect_ended_pushers(&*self.control_for(snap, attempt)?, &mut batch);
+                let live = self.control_for(snap, attempt)?.live(self.backend(), &self.hub)?;
+                live.collect_ended_pushers(&mut batch);
                 build(snap, &mut batch)?;
-                view.commit(&batch)
+                (view.commit(&batch), live.ended_pushers)
             } else {
                 let snap = self.backend().snapshot()?;
                 let mut batch = Batch { expect_revision: None, ops: Vec::new() };
-                collect_ended_pushers(&*self.control_for(&*snap, attempt)?, &mut batch);
+                let live = self.control_for(&*snap, attempt)?.live(self.backend(), &self.hub)?;
+                live.collect_ended_pushers(&mut batch);
                 build(&*snap, &mut batch)?;
                 drop(snap);
                 // Pushed state dies with its connection: not flushed.
-                self.backend().apply_unflushed(&batch)
+                (self.backend().apply_unflushed(&batch), live.ended_pushers)
             };
             match committed {
                 Err(e) if e.kind() == ErrorKind::Conflict => crate::store::conflict_pause(attempt),
                 Err(e) => return Err(e.into()),
                 Ok(revision) => {
                     self.datastores_unchanged(revision);
-                    return Ok(revision);
+                    return Ok((revision, ended));
                 }
             }
         }
@@ -200,12 +210,10 @@ impl Store {
         if control.pushers.is_empty() {
             return Ok(Vec::new());
         }
-        let mut out = Vec::with_capacity(control.pushers.len());
+        let live = control.live(self.backend(), &self.hub)?;
+        let mut out = Vec::with_capacity(live.pushers.len());
         let mut schema = None;
-        for p in &control.pushers {
-            if !p.conn.alive() {
-                continue;
-            }
+        for p in &live.pushers {
             if p.conn.in_this_process() {
                 let local = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
                 if let Some(t) = local.get(&p.conn.id) {
@@ -229,6 +237,10 @@ impl Store {
     pub(crate) fn push(&self, edits: Vec<Edit>) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| crate::store::poisoned())?;
+        // This connection as its records name it; taken before its tree
+        // leaves the hub (a lease found lost takes this process's pushed
+        // state with it).
+        let me = leased(self.conn, self.backend(), &self.hub)?;
         // Paths and values are checked and made canonical by the YANG schema
         // when there is one, and lists keyed as the store knows them.
         let catalog = self.catalog_at(&*self.backend().snapshot()?)?;
@@ -274,8 +286,8 @@ impl Store {
         let stored = match failed {
             Some(e) => Err(e),
             None => {
-                let header = Pusher { conn: self.conn, since: state.since }.encode();
-                let c = self.conn.encode();
+                let header = Pusher { conn: me, since: state.since }.encode();
+                let c = me.encode();
                 let space = keys::Space::pushed(&c);
                 let tree = &state.tree;
                 self.commit_pushed(!learned.is_empty(), |snap, batch| {
@@ -288,14 +300,14 @@ impl Store {
             }
         };
         match stored {
-            Ok(revision) => {
+            Ok((revision, ended)) => {
                 // The pushers as this commit leaves them (when it was the
                 // next one after the catalog read above): ended ones
                 // collected, this connection's recorded.
                 let mut control = (*catalog.control).clone();
-                control.pushers.retain(|p| p.conn.alive());
-                if !control.pushers.iter().any(|p| p.conn == self.conn) {
-                    control.pushers.push(Pusher { conn: self.conn, since: state.since });
+                control.pushers.retain(|p| !ended.iter().any(|e| e.encode() == p.conn.encode()));
+                if !control.pushers.iter().any(|p| p.conn.encode() == me.encode()) {
+                    control.pushers.push(Pusher { conn: me, since: state.since });
                     control.pushers.sort_by_key(|p| p.since);
                 }
                 put_back(state, true);

@@ -201,13 +201,16 @@ impl Store {
     /// Errors reading the store's learned list info.
     pub fn from_backend(backend: Box<dyn Backend>, url: &str, options: Options) -> Result<Store> {
         init_format(&*backend)?;
+        let hub = crate::hub::hub_for(url);
         {
             let snap = backend.snapshot()?;
             let control = Control::load(&*snap)?;
             // Pushed state of ended connections is collected; best effort (a
             // read-only store keeps it, and readers skip it anyway).
             let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-            crate::connections::collect_ended_pushers(&control, &mut batch);
+            if let Ok(live) = control.live(&*backend, &hub) {
+                live.collect_ended_pushers(&mut batch);
+            }
             if !batch.is_empty() {
                 drop(snap);
                 let _ = backend.apply(&batch);
@@ -222,7 +225,7 @@ impl Store {
             writer: Mutex::new(()),
             cache: options.cache.then(|| RwLock::new(HashMap::new())),
             conn: Conn::new(),
-            hub: crate::hub::hub_for(url),
+            hub,
         };
         // Learned lists and the YANG schema are read (and checked) at open.
         store.catalog_at(&*store.backend.snapshot()?)?;

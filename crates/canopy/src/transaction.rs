@@ -72,7 +72,7 @@ impl Store {
         let materialized = {
             let snap = self.backend.snapshot()?;
             let control = self.control_at(&*snap)?;
-            self.check_unlocked(&control, ds)?;
+            self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, ds)?;
             match ds == Datastore::Candidate && !control.candidate_modified {
                 true => Some(self.materialize_candidate(&*snap)?),
                 false => None,

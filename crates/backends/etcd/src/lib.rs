@@ -22,6 +22,8 @@
 //! * Reverse scans are slow on big ranges: etcd sorts a whole range to return
 //!   its last keys.
 
+mod lease;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -55,6 +57,10 @@ pub struct EtcdBackend {
     data: Vec<u8>,
     /// `P/rev`
     rev_key: Vec<u8>,
+    /// `P`: leases are under `P/lease/`.
+    prefix: String,
+    /// How long this process's lease outlives its last keepalive (`lease`).
+    lease_time: Duration,
     sync: SyncMode,
 }
 
@@ -88,14 +94,15 @@ fn concat(a: &[u8], b: &[u8]) -> Vec<u8> {
 
 impl EtcdBackend {
     /// Opens the store a URL names: `etcd://HOST:PORT?prefix=P`
-    /// (`connect_timeout=5s`, `timeout=60s` per request, `sync` accepted).
+    /// (`connect_timeout=5s`, `timeout=60s` per request, `sync` accepted,
+    /// `lease=10s`: the time of this process's lease, see [`Backend::lease`]).
     ///
     /// # Errors
     /// `InvalidUrl` for a URL that does not parse or unknown parameters;
     /// `Unsupported` for credentials (etcd authentication is not built in);
     /// `Unavailable` when the server cannot be reached.
     pub fn open_url(url: &StoreUrl) -> Result<EtcdBackend> {
-        url.check_params(&["sync", "prefix", "connect_timeout", "timeout"])?;
+        url.check_params(&["sync", "prefix", "connect_timeout", "timeout", "lease"])?;
         let bad = |why: String| {
             StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{}`: {why}", url.redacted()))
         };
@@ -131,6 +138,8 @@ impl EtcdBackend {
             place,
             data: format!("{prefix}/d/").into_bytes(),
             rev_key: format!("{prefix}/rev").into_bytes(),
+            lease_time: canopy_store::lease::lease_time(url)?,
+            prefix,
             sync: url.sync_mode()?,
         };
         // Reachable, and its revision record readable.
@@ -493,6 +502,19 @@ impl Backend for EtcdBackend {
         self.sync
     }
 
+    fn leases(&self) -> bool {
+        true
+    }
+
+    /// An etcd lease kept alive by a thread (see the `lease` module).
+    fn lease(&self) -> Result<Box<dyn canopy_store::lease::Lease>> {
+        self.take_lease()
+    }
+
+    fn leases_held(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        self.held_leases(ids)
+    }
+
     fn approx_len(&self) -> Result<Option<u64>> {
         let body = json!({"key": b64(&self.data), "range_end": b64(&self.data_end(None)), "count_only": true});
         let reply = self.call("count", "kv/range", &body)?;
@@ -525,6 +547,8 @@ mod tests {
             place: String::new(),
             data: b"p/d/".to_vec(),
             rev_key: b"p/rev".to_vec(),
+            prefix: "p".into(),
+            lease_time: canopy_store::lease::DEFAULT_LEASE,
             sync: SyncMode::Commit,
         }
     }

@@ -30,6 +30,8 @@
 //! * Connections are pooled; a pooled connection found closed (the server was
 //!   restarted) is replaced once, transparently.
 
+mod lease;
+
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard};
@@ -124,6 +126,8 @@ pub struct PostgresBackend {
     sync: SyncMode,
     connect_timeout: Duration,
     idle: Mutex<Vec<Conn>>,
+    /// How long a lease outlives a holder that stopped pinging it (`lease`).
+    lease_time: Duration,
     /// The `NOTIFY` channel of the store's commits: `canopy_` and a hash of
     /// the table's name (a channel name is at most 63 bytes).
     channel: String,
@@ -264,7 +268,8 @@ fn to_hex_text(bytes: &[u8]) -> String {
 impl PostgresBackend {
     /// Opens the store a URL names:
     /// `postgres://USER:PASSWORD@HOST:PORT/DATABASE?schema=S&sync=commit|off`
-    /// (also `postgresql://`; `connect_timeout=5s`; `sslmode=disable|prefer`).
+    /// (also `postgresql://`; `connect_timeout=5s`; `sslmode=disable|prefer`;
+    /// `lease=10s`, the time of this process's lease, see [`Backend::lease`]).
     /// Creates the schema and its table when absent.
     ///
     /// # Errors
@@ -274,10 +279,11 @@ impl PostgresBackend {
     /// the database does not exist; `Corrupted` when the schema holds a
     /// `canopy_kv` table of another shape.
     pub fn open_url(url: &StoreUrl) -> Result<PostgresBackend> {
-        url.check_params(&["sync", "schema", "connect_timeout", "sslmode", "application_name"])?;
+        url.check_params(&["sync", "schema", "connect_timeout", "sslmode", "application_name", "lease"])?;
         let target = parse_target(url)?;
         let sync = url.sync_mode()?;
         let connect_timeout = url.duration("connect_timeout", CONNECT_TIMEOUT)?;
+        let lease_time = canopy_store::lease::lease_time(url)?;
         let place = format!(
             "postgres server {}:{} (database {}, schema {})",
             target.host, target.port, target.database, target.schema
@@ -329,8 +335,17 @@ impl PostgresBackend {
         .map(|w| sql_text(&table, *w))
         .collect();
         let channel = format!("canopy_{:016x}", fnv1a(table.as_bytes()));
-        let backend =
-            PostgresBackend { config, place, table, sql, sync, connect_timeout, idle: Mutex::new(Vec::new()), channel };
+        let backend = PostgresBackend {
+            config,
+            place,
+            table,
+            sql,
+            sync,
+            connect_timeout,
+            idle: Mutex::new(Vec::new()),
+            lease_time,
+            channel,
+        };
         let mut conn = backend.connect()?;
         backend.init(&mut conn, &target.schema)?;
         backend.give_back(conn);
@@ -734,6 +749,20 @@ impl Backend for PostgresBackend {
         let mut conn = self.connect()?;
         conn.client.batch_execute(&format!("LISTEN {}", self.channel)).map_err(|e| self.err("listen", e))?;
         Ok(Box::new(PgAnnouncements { client: conn.client, place: self.place.clone() }))
+    }
+
+    fn leases(&self) -> bool {
+        true
+    }
+
+    /// A session-level advisory lock on a connection of its own (see the
+    /// `lease` module).
+    fn lease(&self) -> Result<Box<dyn canopy_store::lease::Lease>> {
+        self.take_lease()
+    }
+
+    fn leases_held(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        self.held_leases(ids)
     }
 
     /// The table's size with its index and TOAST data.

@@ -27,6 +27,8 @@
 //! * A standalone server (not Redis Cluster: the scripts reach keys of one
 //!   prefix that they do not declare).
 
+mod lease;
+
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -81,6 +83,8 @@ pub struct RedisBackend {
     connect_timeout: Duration,
     io_timeout: Duration,
     lease_ms: u64,
+    /// How long this process's lease outlives its last renewal (`lease`).
+    lease_time: Duration,
     scripts: Scripts,
     idle: Mutex<Vec<Connection>>,
 }
@@ -133,7 +137,8 @@ fn number(v: Value) -> Option<u64> {
 impl RedisBackend {
     /// Opens the store a URL names:
     /// `redis://[USER][:PASSWORD@]HOST[:PORT][/DB]?prefix=P&sync=commit|off`
-    /// (`connect_timeout=5s`, `timeout=60s` per command, `snapshot_lease=300s`).
+    /// (`connect_timeout=5s`, `timeout=60s` per command, `snapshot_lease=300s`,
+    /// `lease=10s`: the time of this process's lease, see [`Backend::lease`]).
     ///
     /// # Errors
     /// `InvalidUrl` for a URL that does not parse or unknown parameters;
@@ -142,7 +147,7 @@ impl RedisBackend {
     /// append-only file before replying; `Corrupted` when the prefix holds
     /// other keys of the layout's names.
     pub fn open_url(url: &StoreUrl) -> Result<RedisBackend> {
-        url.check_params(&["sync", "prefix", "connect_timeout", "timeout", "snapshot_lease"])?;
+        url.check_params(&["sync", "prefix", "connect_timeout", "timeout", "snapshot_lease", "lease"])?;
         let bad = |why: String| {
             StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{}`: {why}", url.redacted()))
         };
@@ -164,6 +169,7 @@ impl RedisBackend {
         let connect_timeout = url.duration("connect_timeout", CONNECT_TIMEOUT)?;
         let io_timeout = url.duration("timeout", IO_TIMEOUT)?;
         let lease = url.duration("snapshot_lease", SNAPSHOT_LEASE)?;
+        let lease_time = canopy_store::lease::lease_time(url)?;
         let place = format!("redis server {host}:{port} (database {db}, prefix {prefix})");
         // The driver's own URL: credentials and database, nothing of canopy's.
         let mut target = url::Url::parse("redis://localhost").expect("a valid URL");
@@ -186,6 +192,7 @@ impl RedisBackend {
             connect_timeout,
             io_timeout: if io_timeout.is_zero() { IO_TIMEOUT } else { io_timeout },
             lease_ms: lease.as_millis().max(1) as u64,
+            lease_time,
             scripts: Scripts::new(),
             idle: Mutex::new(Vec::new()),
         };
@@ -498,6 +505,19 @@ impl Backend for RedisBackend {
             Ok(Err(e)) => Err(e),
             Err(_) => Err(StoreError::new(ErrorKind::Unavailable, format!("{}: the listener ended", self.place))),
         }
+    }
+
+    fn leases(&self) -> bool {
+        true
+    }
+
+    /// A key with an expiry, renewed by a thread (see the `lease` module).
+    fn lease(&self) -> Result<Box<dyn canopy_store::lease::Lease>> {
+        self.take_lease()
+    }
+
+    fn leases_held(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        self.held_leases(ids)
     }
 
     fn approx_len(&self) -> Result<Option<u64>> {
