@@ -60,7 +60,7 @@ impl Session<'_> {
         if catalog.yang.is_some() {
             return Ok(None);
         }
-        store.check_unlocked(&catalog.control, ds)?;
+        store.check_unlocked(&catalog.control.live_locks(store.backend(), &store.hub)?, ds)?;
         let data = keys::data_prefix(ds);
         let empty = snap.first_with_prefix(&data, false)?.is_none();
         if !empty && op == Operation::Merge {
