@@ -161,6 +161,12 @@ enum Command {
         /// The private key of --tls-cert (PEM).
         #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
         tls_key: Option<std::path::PathBuf>,
+        /// Seconds a client may take to send a request head (on a new
+        /// connection, or one kept alive between requests); past it the
+        /// connection gets 408 and is closed. Bodies and replies under way,
+        /// change streams and websockets have no such limit.
+        #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+        header_timeout: u64,
     },
     /// Manage the users file of `serve --users`: add a user with a password,
     /// make a bearer token, remove either.
@@ -435,7 +441,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::User { command } = cli.command {
         return user(command);
     }
-    if let Command::Serve { listen, max_body, users, tls_cert, tls_key } = cli.command {
+    if let Command::Serve { listen, max_body, users, tls_cert, tls_key, header_timeout } = cli.command {
         // The users file and certificates are checked before the store opens.
         let users = match users {
             Some(file) => {
@@ -447,7 +453,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             (Some(cert), Some(key)) => Some(canopy_server::tls_config(&cert, &key).map_err(serve_error)?),
             _ => None,
         };
-        let config = canopy_server::Config { listen, max_body, users, tls };
+        let header_timeout = std::time::Duration::from_secs(header_timeout);
+        let config = canopy_server::Config { listen, max_body, users, tls, header_timeout };
         return serve(Store::open(&url)?, config);
     }
     let store = Store::open(&url)?;

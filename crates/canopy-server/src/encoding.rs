@@ -302,9 +302,27 @@ pub fn data_reply_xml(yang: &YangSchema, path: &Path, json: &[u8]) -> Result<Str
     let internal = |e: canopy_yang::ConvertError| RestError::internal(format!("writing the reply in XML: {e}"));
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     if path.is_root() {
-        let inner = doc.get("ietf-restconf:data").cloned().unwrap_or_default();
+        let mut inner = doc.get("ietf-restconf:data").cloned().unwrap_or_default();
+        // The server's own nodes (the YANG library) are no data of the
+        // store's schema: written here, after the data.
+        let mut own = String::new();
+        if let Some(o) = inner.as_object_mut() {
+            let names: Vec<String> = o
+                .keys()
+                .filter(|k| k.split_once(':').is_some_and(|(m, _)| NAMESPACES.iter().any(|(n, _)| *n == m)))
+                .cloned()
+                .collect();
+            for name in names {
+                if let Some(mut v) = o.shift_remove(&name) {
+                    if name == crate::library::NODE {
+                        crate::library::schema_order(&mut v);
+                    }
+                    member(&mut own, &name, &v, None);
+                }
+            }
+        }
         let nodes = yang.convert(path, &inner.to_string(), Encoding::Json, Encoding::Xml).map_err(internal)?;
-        let body: String = nodes.concat();
+        let body: String = nodes.concat() + &own;
         if body.is_empty() {
             out.push_str(&format!("<data xmlns=\"{RESTCONF_NS}\"/>"));
         } else {

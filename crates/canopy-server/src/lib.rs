@@ -25,6 +25,7 @@ use canopy::{Datastore, Store, Subscription};
 mod auth;
 mod body;
 pub mod client;
+mod conn;
 pub mod cps;
 mod encoding;
 mod error;
@@ -74,11 +75,24 @@ pub struct Config {
     pub users: Option<Arc<Users>>,
     /// HTTPS with this setup (see [`tls_config`]); `None`: plain HTTP.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// How long a client may take to send a request head, from the moment
+    /// the server waits for it; past it the connection gets 408 and is
+    /// closed. Bodies, replies and change streams have no such deadline.
+    pub header_timeout: std::time::Duration,
 }
+
+/// The default of [`Config::header_timeout`].
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Default for Config {
     fn default() -> Config {
-        Config { listen: SocketAddr::from(([127, 0, 0, 1], 8040)), max_body: 256 << 20, users: None, tls: None }
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8040)),
+            max_body: 256 << 20,
+            users: None,
+            tls: None,
+            header_timeout: HEADER_TIMEOUT,
+        }
     }
 }
 
@@ -103,18 +117,6 @@ pub enum ServeError {
 /// The address of a request's client, as handlers see it (plain TCP or TLS).
 #[derive(Clone, Copy, Debug)]
 pub struct PeerAddr(pub SocketAddr);
-
-impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tokio::net::TcpListener>> for PeerAddr {
-    fn connect_info(s: axum::serve::IncomingStream<'_, tokio::net::TcpListener>) -> PeerAddr {
-        PeerAddr(*s.remote_addr())
-    }
-}
-
-impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tls::TlsListener>> for PeerAddr {
-    fn connect_info(s: axum::serve::IncomingStream<'_, tls::TlsListener>) -> PeerAddr {
-        PeerAddr(*s.remote_addr())
-    }
-}
 
 /// What every request handler shares.
 pub struct App {
@@ -231,21 +233,17 @@ pub async fn run(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
         stop_signal().await;
         shutdown.send_replace(true);
     };
-    let tls = app.config.tls.clone();
+    let (tls, header_timeout) = (app.config.tls.clone(), app.config.header_timeout);
     let routes = router(app);
     match tls {
         None => {
             ready(bound);
-            axum::serve(listener, routes.into_make_service_with_connect_info::<PeerAddr>())
-                .with_graceful_shutdown(stopped)
-                .await?;
+            conn::serve(listener, routes, header_timeout, stopped).await;
         }
         Some(tls) => {
             let listener = tls::TlsListener::new(listener, tls)?;
             ready(bound);
-            axum::serve(listener, routes.into_make_service_with_connect_info::<PeerAddr>())
-                .with_graceful_shutdown(stopped)
-                .await?;
+            conn::serve(listener, routes, header_timeout, stopped).await;
         }
     }
     Ok(())

@@ -348,11 +348,34 @@ fn read(
     if ds == Datastore::Operational && !params.with_origin {
         filter::strip_origin(&mut tree);
     }
+    // The whole operational datastore holds the server's YANG library (RFC
+    // 8525, RFC 8527 section 2), state that no module of the store describes.
+    let library =
+        path.is_root() && ds == Datastore::Operational && params.filter.is_none() && params.content != Content::Config;
+    if library {
+        let mut lib = crate::library::tree(&app.store.schema_modules()?)?;
+        if let Some(d) = depth {
+            canopy::trim_depth(&mut lib, d);
+        }
+        for (name, node) in lib.children {
+            tree.children.insert(name, node);
+        }
+    }
     if let (Some(fields), Some(y)) = (&params.fields, &resolver.yang) {
         let model = y.model();
         let at = model.by_path.get(&path.schema_path()).copied();
         if at.is_some() || path.is_root() {
-            fields
+            // The library's node is not in the store's schema: checked by
+            // what it holds, not by the model.
+            let checked = crate::fields::Fields {
+                children: fields
+                    .children
+                    .iter()
+                    .filter(|(n, _)| !(library && n == crate::library::NODE))
+                    .cloned()
+                    .collect(),
+            };
+            checked
                 .check(model, at, path.module())
                 .map_err(|e| RestError::invalid(format!("query parameter `fields`: {e}")))?;
         }

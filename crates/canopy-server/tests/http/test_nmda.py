@@ -3,6 +3,8 @@ the read-only operational datastore and its "with-origin" parameter."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import pytest
 
 from conftest import (
@@ -226,3 +228,25 @@ def test_no_origin_without_with_origin(srv):
     # reading of RFC 8527 §3.2.2, which presents them as requested).
     body = srv.get_json(ds("operational", "/example-jukebox:jukebox"))
     assert "ietf-origin:origin" not in str(body), body
+
+
+def test_whole_operational_datastore_holds_the_yang_library(srv):
+    # RFC 8527 section 2: the YANG library is state in <operational>.
+    for path in (ds("operational"), DATA):
+        data = unwrap_data(srv.get_json(path))
+        assert set(data) >= {"example-jukebox:jukebox", "ietf-yang-library:yang-library"}, data
+        sets = data["ietf-yang-library:yang-library"]["module-set"]
+        assert any(m["name"] == "example-jukebox" for s in sets for m in s["module"]), sets
+    config = unwrap_data(srv.get_json(DATA + "?content=config"))
+    assert "ietf-yang-library:yang-library" not in config
+    # In XML, after the data, list keys first (RFC 7950 section 7.8.5).
+    r = srv.get(ds("operational"), accept=YANG_XML)
+    assert r.status_code == 200, r.text
+    root = ET.fromstring(r.content)
+    lib = root.find("{urn:ietf:params:xml:ns:yang:ietf-yang-library}yang-library")
+    assert lib is not None, r.text
+    yl = "{urn:ietf:params:xml:ns:yang:ietf-yang-library}"
+    entries = lib.findall(yl + "module-set") + lib.findall(yl + "datastore") + lib.findall(f"{yl}module-set/{yl}module")
+    assert len(entries) >= 3, r.text
+    for entry in entries:
+        assert list(entry)[0].tag == yl + "name", ET.tostring(entry)

@@ -361,8 +361,12 @@ def test_put_datastore_replaces_everything(servers):
     # (RFC 8040 §8, Appendix B.2.4 in XML).
     r = srv.put(DATA, {"ietf-restconf:data": new})
     assert r.status_code == 204, r.text
-    data = unwrap_data(srv.get_json(DATA))
+    # The configuration is the new one; the view of /restconf/data also
+    # holds the server's state (its YANG library), which PUT does not touch.
+    data = unwrap_data(srv.get_json(DATA + "?content=config"))
     assert norm(data) == norm(new)
+    view = unwrap_data(srv.get_json(DATA))
+    assert set(view) == {"example-jukebox:jukebox", "ietf-yang-library:yang-library"}, view
 
 
 # --- PATCH, plain (§4.6.1) ---------------------------------------------------------------------
