@@ -187,19 +187,21 @@ enum Command {
         #[arg(long, value_name = "REVISION")]
         since: Option<u64>,
     },
-    /// Take part in the commits of a `canopy serve` server that change PATH:
-    /// print each event (validate, apply, abort) as a JSON line; with
-    /// --validate, run CMD (by `sh -c`, the event on stdin) for each validate:
-    /// exit status 0 accepts the commit, any other rejects it with CMD's stderr.
+    /// Follow the commits of a `canopy serve` server that change PATH: print
+    /// each event as a JSON line. Without --validate it only watches (apply
+    /// and abort events; read access is enough); with --validate it takes
+    /// part in every commit: CMD runs (by `sh -c`, the event on stdin) for
+    /// each validate, exit status 0 accepts the commit, any other rejects it
+    /// with CMD's stderr (write access to the datastore needed).
     Subscribe {
         path: String,
         #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8040")]
         server: String,
-        /// Higher priorities are asked first.
+        /// Higher priorities are asked first (with --validate).
         #[arg(long, default_value_t = 0)]
         priority: i32,
         /// How long the server waits for each answer before it aborts the
-        /// commit and drops this subscriber.
+        /// commit and drops this subscriber (with --validate).
         #[arg(long, value_name = "MS", default_value_t = 5000)]
         timeout_ms: u64,
         #[arg(long, value_name = "CMD")]
