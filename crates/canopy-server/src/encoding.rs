@@ -298,6 +298,8 @@ pub fn schema_for_xml(yang: Option<&std::sync::Arc<YangSchema>>, reply: bool) ->
 pub fn data_reply_xml(yang: &YangSchema, path: &Path, json: &[u8]) -> Result<String, RestError> {
     let mut doc: serde_json::Value = serde_json::from_slice(json)
         .map_err(|e| RestError::internal(format!("re-reading the reply to write it in XML: {e}")))?;
+    // Annotations are put back as attributes once libyang has written the rest.
+    let annotated = crate::xml_meta::has_meta(&doc).then(|| doc.clone());
     strip_meta(&mut doc);
     let internal = |e: canopy_yang::ConvertError| RestError::internal(format!("writing the reply in XML: {e}"));
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -323,15 +325,22 @@ pub fn data_reply_xml(yang: &YangSchema, path: &Path, json: &[u8]) -> Result<Str
         }
         let nodes = yang.convert(path, &inner.to_string(), Encoding::Json, Encoding::Xml).map_err(internal)?;
         let body: String = nodes.concat() + &own;
-        if body.is_empty() {
-            out.push_str(&format!("<data xmlns=\"{RESTCONF_NS}\"/>"));
+        let data = if body.is_empty() {
+            format!("<data xmlns=\"{RESTCONF_NS}\"/>")
         } else {
-            out.push_str(&format!("<data xmlns=\"{RESTCONF_NS}\">{body}</data>"));
+            format!("<data xmlns=\"{RESTCONF_NS}\">{body}</data>")
+        };
+        match &annotated {
+            Some(a) => out.push_str(&crate::xml_meta::annotate(&data, a).map_err(RestError::internal)?),
+            None => out.push_str(&data),
         }
     } else {
         let parent = path.parent().unwrap_or_default();
         let nodes = yang.convert(&parent, &doc.to_string(), Encoding::Json, Encoding::Xml).map_err(internal)?;
-        out.push_str(&nodes.concat());
+        match &annotated {
+            Some(a) => out.push_str(&crate::xml_meta::annotate(&nodes.concat(), a).map_err(RestError::internal)?),
+            None => out.push_str(&nodes.concat()),
+        }
     }
     out.push('\n');
     Ok(out)

@@ -45,6 +45,7 @@ mod tls;
 mod track;
 mod uri;
 mod users;
+mod xml_meta;
 
 pub use auth::{CACHE_ENTRIES, CACHE_TTL};
 pub use error::{ErrorEntry, RestError};

@@ -223,6 +223,48 @@ def test_with_origin_elsewhere_is_400(srv, target):
     assert_error(srv.get(target + "?with-origin"), 400, "invalid-value")
 
 
+def xml_origins(el, inherited=None, path="", out=None, counts=None) -> dict[str, str | None]:
+    """effective_origins of an XML reply: the attribute or:origin (RFC 8527
+    section 3.2.2, RFC 7952 in XML), its value an identity of ietf-origin."""
+    out = {} if out is None else out
+    attr = el.get("{urn:ietf:params:xml:ns:yang:ietf-origin}origin")
+    here = attr.split(":")[-1] if attr else inherited
+    children = list(el)
+    if not children:
+        out[path] = here
+    seen: dict[str, int] = {}
+    for c in children:
+        local = c.tag.split("}")[-1]
+        sub = f"{path}/{local}"
+        if len(list(c)) == 0 and sum(1 for x in children if x.tag == c.tag) > 1:  # a leaf-list
+            seen[local] = seen.get(local, -1) + 1
+            sub = f"{sub}[{seen[local]}]"
+        xml_origins(c, here, sub, out)
+    return out
+
+
+@pytest.mark.parametrize("rel", ["/example-jukebox:jukebox/library", ""])
+def test_with_origin_in_xml(srv, rel):
+    # The same origins as the JSON reply, as attributes or:origin whose
+    # values are identities with the prefix bound to ietf-origin's namespace.
+    r = srv.get(ds("operational", rel) + "?with-origin", accept=YANG_XML)
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith(YANG_XML), r.text
+    assert b'xmlns:or="urn:ietf:params:xml:ns:yang:ietf-origin"' in r.content, r.text
+    assert b'or:origin="or:intended"' in r.content, r.text
+    root = ET.fromstring(r.content)
+    top = root if rel else root.find("{http://example.com/ns/example-jukebox}jukebox")
+    assert top is not None, r.text
+    origins = xml_origins(top, path="/" + top.tag.split("}")[-1])
+    body = srv.get_json(ds("operational", rel) + "?with-origin")
+    if not rel:
+        body = {"example-jukebox:jukebox": unwrap_data(body)["example-jukebox:jukebox"]}
+    expected = effective_origins(body)
+    for leaf in ("/library/artist/name", "/library/artist/album/year", "/library/artist-count"):
+        key = leaf if rel else "/jukebox" + leaf
+        assert origins[key] == expected[key], (key, origins, expected)
+    assert set(origins.values()) == set(expected.values()), (origins, expected)
+
+
 def test_no_origin_without_with_origin(srv):
     # "with-origin" requests the annotations; without it none are sent (our
     # reading of RFC 8527 §3.2.2, which presents them as requested).
