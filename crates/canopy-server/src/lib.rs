@@ -46,6 +46,7 @@ mod track;
 mod uri;
 mod users;
 mod xml_meta;
+mod xml_stream;
 
 pub use auth::{CACHE_ENTRIES, CACHE_TTL};
 pub use error::{ErrorEntry, RestError};

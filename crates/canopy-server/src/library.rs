@@ -18,7 +18,7 @@ use crate::App;
 pub const NODE: &str = "ietf-yang-library:yang-library";
 
 /// The `namespace` statement of a module's text.
-fn namespace_of(text: &str) -> Option<String> {
+pub(crate) fn namespace_of(text: &str) -> Option<String> {
     let mut rest = text;
     while let Some(i) = rest.find("namespace") {
         let before = rest[..i].chars().last();
