@@ -367,7 +367,7 @@ pub fn own_node_xml(name: &str, mut value: serde_json::Value) -> String {
 }
 
 /// Removes RFC 7952 metadata members (`@`, `@name`) everywhere in `v`.
-fn strip_meta(v: &mut serde_json::Value) {
+pub(crate) fn strip_meta(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(o) => {
             o.retain(|k, _| !k.starts_with('@'));

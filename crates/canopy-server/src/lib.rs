@@ -231,8 +231,9 @@ pub async fn run(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
     let listener = listen(addr).map_err(|source| ServeError::Listen { addr, source })?;
     let bound = listener.local_addr()?;
     let shutdown = app.shutdown.clone();
+    let signal = stop_signal()?;
     let stopped = async move {
-        stop_signal().await;
+        signal.await;
         shutdown.send_replace(true);
     };
     let (tls, header_timeout) = (app.config.tls.clone(), app.config.header_timeout);
@@ -263,25 +264,25 @@ fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.listen(4096)
 }
 
-async fn stop_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGTERM or SIGINT (Ctrl-C). The handlers are installed here,
+/// before the server says it listens: a signal that comes right after that
+/// line stops the server gracefully instead of killing it.
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = int.recv() => {},
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+        })
     }
+    #[cfg(not(unix))]
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 /// Opens nothing itself: runs [`run`] on a new multi-threaded runtime (for

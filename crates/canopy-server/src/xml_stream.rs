@@ -152,7 +152,13 @@ impl<'a, W: Write> XmlStream<'a, W> {
         text.push(b':');
         text.extend_from_slice(value);
         text.push(b'}');
-        let text = String::from_utf8(text).map_err(io::Error::other)?;
+        let mut text = String::from_utf8(text).map_err(io::Error::other)?;
+        if text.contains("\"@") {
+            // Annotations inside the piece (RFC 7952 `@` members) are left out.
+            let mut v: serde_json::Value = serde_json::from_str(&text).map_err(io::Error::other)?;
+            crate::encoding::strip_meta(&mut v);
+            text = v.to_string();
+        }
         if path.is_root() && crate::encoding::is_own_node(key) && self.kind_of(key).1.is_none() {
             let v: serde_json::Value = serde_json::from_slice(value).map_err(io::Error::other)?;
             self.open_all()?;
@@ -201,6 +207,9 @@ impl<'a, W: Write> XmlStream<'a, W> {
             }
             if p.depth == 0 && !matches!(tok[0], b',' | b':') {
                 let Some(mut p) = self.piece.take() else { return Ok(()) };
+                if p.key.starts_with('@') {
+                    return Ok(()); // annotations: XML carries them only in annotated replies
+                }
                 if p.entry {
                     p.text.insert(0, b'[');
                     p.text.push(b']');
@@ -321,6 +330,9 @@ impl<'a, W: Write> XmlStream<'a, W> {
             },
             _ => {
                 let key = self.key.take().ok_or_else(|| io::Error::other("a value without a name"))?;
+                if key.starts_with('@') {
+                    return Ok(());
+                }
                 self.piece_out(&key, tok)
             }
         }
@@ -444,6 +456,12 @@ mod tests {
         for step in [1, 2, 3, 7] {
             assert_eq!(xml(&y, &Path::root(), DOC, step), whole, "writes of {step} bytes");
         }
+        // Annotations are left out.
+        let annotated = DOC
+            .replace("\"name\": \"n\",", "\"name\": \"n\", \"@name\": {\"x:y\": 1},")
+            .replace("\"id\": 2", "\"id\": 2, \"@\": {\"x:y\": 1}, \"@id\": {\"x:y\": 2}");
+        assert_ne!(annotated, DOC);
+        assert_eq!(xml(&y, &Path::root(), &annotated, 3), whole);
         // An empty datastore, and JSON that ends early.
         let empty = xml(&y, &Path::root(), "{\"ietf-restconf:data\": {}}", 5);
         assert_eq!(
