@@ -163,7 +163,7 @@ enum Command {
         tls_key: Option<std::path::PathBuf>,
         /// Seconds a client may take to send a request head (on a new
         /// connection, or one kept alive between requests); past it the
-        /// connection gets 408 and is closed. Bodies and replies under way,
+        /// connection is closed. Bodies and replies under way,
         /// change streams and websockets have no such limit.
         #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
         header_timeout: u64,

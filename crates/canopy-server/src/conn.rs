@@ -4,7 +4,7 @@
 //! A client gets [`Config::header_timeout`](crate::Config::header_timeout)
 //! from the moment the server waits for a request head (a new connection, or
 //! one kept alive after a reply) until the head's last line; past it hyper
-//! answers `408 Request Timeout` and closes the connection. The deadline
+//! closes the connection without a reply. The deadline
 //! covers the head only: a body under way, a reply being written (a change
 //! stream, a streamed read) and an upgraded websocket have none.
 

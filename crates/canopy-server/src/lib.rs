@@ -78,8 +78,8 @@ pub struct Config {
     /// HTTPS with this setup (see [`tls_config`]); `None`: plain HTTP.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// How long a client may take to send a request head, from the moment
-    /// the server waits for it; past it the connection gets 408 and is
-    /// closed. Bodies, replies and change streams have no such deadline.
+    /// the server waits for it; past it the connection is closed. Bodies,
+    /// replies and change streams have no such deadline.
     pub header_timeout: std::time::Duration,
 }
 
