@@ -162,6 +162,12 @@ enum Command {
         /// The private key of --tls-cert (PEM).
         #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
         tls_key: Option<std::path::PathBuf>,
+        /// Seconds a client may take to send a request head (on a new
+        /// connection, or one kept alive between requests); past it the
+        /// connection is closed. Bodies and replies under way,
+        /// change streams and websockets have no such limit.
+        #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+        header_timeout: u64,
     },
     /// Manage the users file of `serve --users`: add a user with a password,
     /// make a bearer token, remove either.
@@ -182,19 +188,21 @@ enum Command {
         #[arg(long, value_name = "REVISION")]
         since: Option<u64>,
     },
-    /// Take part in the commits of a `canopy serve` server that change PATH:
-    /// print each event (validate, apply, abort) as a JSON line; with
-    /// --validate, run CMD (by `sh -c`, the event on stdin) for each validate:
-    /// exit status 0 accepts the commit, any other rejects it with CMD's stderr.
+    /// Follow the commits of a `canopy serve` server that change PATH: print
+    /// each event as a JSON line. Without --validate it only watches (apply
+    /// and abort events; read access is enough); with --validate it takes
+    /// part in every commit: CMD runs (by `sh -c`, the event on stdin) for
+    /// each validate, exit status 0 accepts the commit, any other rejects it
+    /// with CMD's stderr (write access to the datastore needed).
     Subscribe {
         path: String,
         #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8040")]
         server: String,
-        /// Higher priorities are asked first.
+        /// Higher priorities are asked first (with --validate).
         #[arg(long, default_value_t = 0)]
         priority: i32,
         /// How long the server waits for each answer before it aborts the
-        /// commit and drops this subscriber.
+        /// commit and drops this subscriber (with --validate).
         #[arg(long, value_name = "MS", default_value_t = 5000)]
         timeout_ms: u64,
         #[arg(long, value_name = "CMD")]
@@ -445,7 +453,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     if let Command::User { command } = cli.command {
         return user(command);
     }
-    if let Command::Serve { listen, max_body, users, tls_cert, tls_key } = cli.command {
+    if let Command::Serve { listen, max_body, users, tls_cert, tls_key, header_timeout } = cli.command {
         // The users file and certificates are checked before the store opens.
         let users = match users {
             Some(file) => {
@@ -457,7 +465,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             (Some(cert), Some(key)) => Some(canopy_server::tls_config(&cert, &key).map_err(serve_error)?),
             _ => None,
         };
-        let config = canopy_server::Config { listen, max_body, users, tls };
+        let header_timeout = std::time::Duration::from_secs(header_timeout);
+        let config = canopy_server::Config { listen, max_body, users, tls, header_timeout };
         return serve(Store::open(&url)?, config);
     }
     let store = Store::open(&url)?;

@@ -69,7 +69,8 @@ pub fn subscribe(
 ) -> Result<ExitCode> {
     let mut remote = Remote::connect(server, auth().as_ref())?;
     let validate = validate.map(str::to_string);
-    remote.subscribe(ds, path, priority, Duration::from_millis(timeout_ms), move |ev: &RemoteEvent| {
+    let watching = validate.is_none();
+    let handler = move |ev: &RemoteEvent| {
         let doc = serde_json::json!({
             "phase": ev.phase, "datastore": ev.datastore, "revision": ev.revision, "changes": ev.patch,
         })
@@ -79,7 +80,14 @@ pub fn subscribe(
             (Some(cmd), "validate") => run(cmd, &[], &doc).map(drop),
             _ => Ok(()),
         }
-    })?;
+    };
+    // Without a command there is nothing to validate with: it only watches
+    // (and needs only read access to the datastore).
+    if watching {
+        remote.observe(ds, path, handler)?;
+    } else {
+        remote.subscribe(ds, path, priority, Duration::from_millis(timeout_ms), handler)?;
+    }
     eprintln!("subscribed to {path} in {ds}");
     remote.run()?;
     Ok(ExitCode::SUCCESS)

@@ -594,3 +594,83 @@ fn the_server_stops_cleanly_with_auth_and_tls() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// `/canopy/ws` with users: a registration needs rights on its datastore.
+/// Watching needs `ro`, a validating subscriber `rw` (it can veto and hold up
+/// commits), a provider `rw` on operational (it makes what operational shows).
+#[test]
+fn remote_subscribers_and_providers_need_rights_on_their_datastore() {
+    use canopy_server::client::{Auth, ClientError, Remote, RemoteEvent};
+    let f = Fixture::new();
+    let base = f.server.base.clone();
+    let login = |user: &str| Auth::Basic { user: user.into(), password: format!("{user}-pw") };
+    let refused = |r: Result<u64, ClientError>, needle: &str| match r {
+        Err(ClientError::Refused(m)) => assert!(m.contains(needle), "`{needle}` not in {m}"),
+        other => panic!("expected a refusal naming `{needle}`, got {other:?}"),
+    };
+    match Remote::connect(&base, None) {
+        Err(ClientError::Refused(m)) => assert!(m.contains("401"), "{m}"),
+        other => panic!("connected without credentials: {:?}", other.map(|_| ())),
+    }
+    let ok = |_: &RemoteEvent| Ok(());
+    let two = Duration::from_secs(2);
+
+    // reader: ro everywhere. It may watch, not validate or provide.
+    let mut reader = Remote::connect(&base, Some(&login("reader"))).unwrap();
+    refused(reader.subscribe("running", "/m:a", 0, two, ok), "reader may not write datastore running");
+    refused(reader.provide("/m:state", two, |_| Ok("{}".into())), "reader may not write datastore operational");
+    let (seen_tx, seen) = std::sync::mpsc::channel();
+    reader
+        .observe("running", "/m:a", move |ev: &RemoteEvent| {
+            let _ = seen_tx.send((ev.phase.clone(), ev.revision));
+            Ok(())
+        })
+        .unwrap();
+
+    // run: rw on running only. It may validate running; it may not watch
+    // the candidate (no read there) nor provide operational state.
+    let mut run = Remote::connect(&base, Some(&login("run"))).unwrap();
+    refused(run.observe("candidate", "/m:a", ok), "run may not read datastore candidate");
+    refused(run.subscribe("candidate", "/m:a", 0, two, ok), "run may not write datastore candidate");
+    refused(run.provide("/m:state", two, |_| Ok("{}".into())), "run may not write datastore operational");
+    run.subscribe("running", "/m:a", 0, Duration::from_secs(10), |ev: &RemoteEvent| {
+        match ev.phase == "validate" && ev.patch.to_string().contains("13") {
+            true => Err("13 is unlucky".to_string()),
+            false => Ok(()),
+        }
+    })
+    .unwrap();
+
+    // cand: rw on the candidate, ro on running: validates the candidate,
+    // watches running, provides nothing.
+    let mut cand = Remote::connect(&base, Some(&login("cand"))).unwrap();
+    cand.subscribe("candidate", "/m:a", 0, two, ok).unwrap();
+    cand.observe("running", "/m:a", ok).unwrap();
+    refused(cand.subscribe("running", "/m:a", 0, two, ok), "cand may not write datastore running");
+    refused(cand.provide("/m:state", two, |_| Ok("{}".into())), "cand may not write datastore operational");
+
+    // The token `bot` (*=ro) watches too; admin provides.
+    let mut bot = Remote::connect(&base, Some(&Auth::Bearer(f.bot.clone()))).unwrap();
+    bot.observe("operational", "/", ok).unwrap();
+    let mut admin = Remote::connect(&base, Some(&login("admin"))).unwrap();
+    admin.provide("/m:state", two, |_| Ok(r#"{"m:state":{"up":"yes"}}"#.into())).unwrap();
+
+    for mut remote in [reader, run, cand, bot, admin] {
+        std::thread::spawn(move || remote.run());
+    }
+    // The validating subscriber with rights takes part; the watcher only sees.
+    let r = f.put(&ADMIN, "running", 1);
+    assert_eq!(r.status, 201, "{r:?}");
+    let r = f.put(&ADMIN, "running", 13);
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.body.contains("13 is unlucky"), "{r:?}");
+    let r = f.curl(&READER, "/restconf/ds/ietf-datastores:operational/m:state");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.body.contains("yes"), "{r:?}");
+    let (phase, revision) = seen.recv_timeout(Duration::from_secs(10)).expect("the watcher sees the commit");
+    assert_eq!(phase, "apply");
+    assert!(revision.is_some());
+    while let Ok((phase, _)) = seen.recv_timeout(Duration::from_millis(500)) {
+        assert_ne!(phase, "validate", "a watcher is never asked to validate");
+    }
+}

@@ -259,8 +259,28 @@ impl Auth {
     }
 }
 
+/// Who a request let through is from, for handlers that decide more
+/// themselves (`/canopy/ws` checks each registration): an extension of every
+/// request when the server has users.
+#[derive(Clone, Debug)]
+pub(crate) struct Granted {
+    pub name: String,
+    pub access: Access,
+}
+
+impl Granted {
+    /// Whether this user has `mode` on `ds`; the refusal names both.
+    pub(crate) fn require(&self, ds: Datastore, mode: Mode, why: &str) -> Result<(), String> {
+        if self.access.allows(ds, mode) {
+            return Ok(());
+        }
+        let verb = if mode == Mode::Write { "write" } else { "read" };
+        Err(format!("access denied: {} may not {verb} datastore {} ({why})", self.name, ds.name()))
+    }
+}
+
 /// The layer: lets a request through when its user may do what it asks.
-pub(crate) async fn check(State(auth): State<Arc<Auth>>, request: Request, next: Next) -> Response {
+pub(crate) async fn check(State(auth): State<Arc<Auth>>, mut request: Request, next: Next) -> Response {
     let need = need(request.method(), request.uri().path());
     if need == Need::Open {
         return next.run(request).await;
@@ -280,6 +300,8 @@ pub(crate) async fn check(State(auth): State<Arc<Auth>>, request: Request, next:
         }
         _ => {}
     }
+    let granted = Granted { name: who.name.to_string(), access: who.access };
+    request.extensions_mut().insert(granted);
     next.run(request).await
 }
 

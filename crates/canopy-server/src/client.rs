@@ -149,7 +149,8 @@ impl Remote {
     /// for each validate answer. Events are handled in [`Remote::run`].
     ///
     /// # Errors
-    /// The server refuses (bad path or datastore); the connection fails.
+    /// The server refuses (bad path or datastore; with authentication, a
+    /// user without write access to `datastore`); the connection fails.
     pub fn subscribe(
         &mut self,
         datastore: &str,
@@ -161,6 +162,28 @@ impl Remote {
         let answer = self.request(json!({
             "op": "subscribe", "datastore": datastore, "path": path,
             "priority": priority, "timeout_ms": timeout.as_millis() as u64,
+        }))?;
+        let sub = answer["sub"].as_u64().unwrap_or_default();
+        self.subs.insert(sub, Box::new(handler));
+        Ok(sub)
+    }
+
+    /// Watches the changes of `path` in `datastore` without taking part in
+    /// commits: `handler` gets each `apply` and `abort` event, never
+    /// `validate`, so this subscriber cannot veto or hold up a commit. With
+    /// authentication it needs only read access to `datastore` ([`Remote::subscribe`]
+    /// needs write access).
+    ///
+    /// # Errors
+    /// As [`Remote::subscribe`].
+    pub fn observe(
+        &mut self,
+        datastore: &str,
+        path: &str,
+        handler: impl FnMut(&RemoteEvent) -> Result<(), String> + Send + 'static,
+    ) -> Result<u64, ClientError> {
+        let answer = self.request(json!({
+            "op": "subscribe", "datastore": datastore, "path": path, "validate": false,
         }))?;
         let sub = answer["sub"].as_u64().unwrap_or_default();
         self.subs.insert(sub, Box::new(handler));

@@ -8,6 +8,8 @@
 //! roxmltree first (well-formed, no DTD), so that envelopes (`data`,
 //! `yang-patch`) are taken apart before libyang sees the data inside.
 
+use std::io::Write as _;
+
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -298,29 +300,74 @@ pub fn schema_for_xml(yang: Option<&std::sync::Arc<YangSchema>>, reply: bool) ->
 pub fn data_reply_xml(yang: &YangSchema, path: &Path, json: &[u8]) -> Result<String, RestError> {
     let mut doc: serde_json::Value = serde_json::from_slice(json)
         .map_err(|e| RestError::internal(format!("re-reading the reply to write it in XML: {e}")))?;
+    // Annotations are put back as attributes once libyang has written the
+    // rest of the whole reply. Without them the reply is written as a
+    // streamed read writes it (the same writer), so that both give the same
+    // bytes.
+    let annotated = crate::xml_meta::has_meta(&doc).then(|| doc.clone());
+    if annotated.is_none() {
+        let mut x = crate::xml_stream::XmlStream::new(Vec::new(), yang, path);
+        let written = x.write_all(json).and_then(|()| x.finish());
+        let bytes = written.map_err(|e| RestError::internal(format!("writing the reply in XML: {e}")))?;
+        return String::from_utf8(bytes).map_err(|e| RestError::internal(format!("writing the reply in XML: {e}")));
+    }
     strip_meta(&mut doc);
     let internal = |e: canopy_yang::ConvertError| RestError::internal(format!("writing the reply in XML: {e}"));
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     if path.is_root() {
-        let inner = doc.get("ietf-restconf:data").cloned().unwrap_or_default();
+        let mut inner = doc.get("ietf-restconf:data").cloned().unwrap_or_default();
+        // The server's own nodes (the YANG library) are no data of the
+        // store's schema: written here, after the data.
+        let mut own = String::new();
+        if let Some(o) = inner.as_object_mut() {
+            let names: Vec<String> = o.keys().filter(|k| is_own_node(k)).cloned().collect();
+            for name in names {
+                if let Some(v) = o.shift_remove(&name) {
+                    own.push_str(&own_node_xml(&name, v));
+                }
+            }
+        }
         let nodes = yang.convert(path, &inner.to_string(), Encoding::Json, Encoding::Xml).map_err(internal)?;
-        let body: String = nodes.concat();
-        if body.is_empty() {
-            out.push_str(&format!("<data xmlns=\"{RESTCONF_NS}\"/>"));
+        let body: String = nodes.concat() + &own;
+        let data = if body.is_empty() {
+            format!("<data xmlns=\"{RESTCONF_NS}\"/>")
         } else {
-            out.push_str(&format!("<data xmlns=\"{RESTCONF_NS}\">{body}</data>"));
+            format!("<data xmlns=\"{RESTCONF_NS}\">{body}</data>")
+        };
+        match &annotated {
+            Some(a) => out.push_str(&crate::xml_meta::annotate(&data, a).map_err(RestError::internal)?),
+            None => out.push_str(&data),
         }
     } else {
         let parent = path.parent().unwrap_or_default();
         let nodes = yang.convert(&parent, &doc.to_string(), Encoding::Json, Encoding::Xml).map_err(internal)?;
-        out.push_str(&nodes.concat());
+        match &annotated {
+            Some(a) => out.push_str(&crate::xml_meta::annotate(&nodes.concat(), a).map_err(RestError::internal)?),
+            None => out.push_str(&nodes.concat()),
+        }
     }
     out.push('\n');
     Ok(out)
 }
 
+/// Whether `name` (`module:name`) is a node of the server's own modules
+/// (the YANG library), which the store's schema does not hold.
+pub fn is_own_node(name: &str) -> bool {
+    name.split_once(':').is_some_and(|(m, _)| NAMESPACES.iter().any(|(n, _)| *n == m))
+}
+
+/// A node of the server's own modules in XML.
+pub fn own_node_xml(name: &str, mut value: serde_json::Value) -> String {
+    if name == crate::library::NODE {
+        crate::library::schema_order(&mut value);
+    }
+    let mut out = String::new();
+    member(&mut out, name, &value, None);
+    out
+}
+
 /// Removes RFC 7952 metadata members (`@`, `@name`) everywhere in `v`.
-fn strip_meta(v: &mut serde_json::Value) {
+pub(crate) fn strip_meta(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(o) => {
             o.retain(|k, _| !k.starts_with('@'));

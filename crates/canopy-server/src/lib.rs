@@ -25,6 +25,7 @@ use canopy::{Datastore, Store, Subscription};
 mod auth;
 mod body;
 pub mod client;
+mod conn;
 pub mod cps;
 mod encoding;
 mod error;
@@ -44,6 +45,8 @@ mod tls;
 mod track;
 mod uri;
 mod users;
+mod xml_meta;
+mod xml_stream;
 
 pub use auth::{CACHE_ENTRIES, CACHE_TTL};
 pub use error::{ErrorEntry, RestError};
@@ -74,11 +77,24 @@ pub struct Config {
     pub users: Option<Arc<Users>>,
     /// HTTPS with this setup (see [`tls_config`]); `None`: plain HTTP.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// How long a client may take to send a request head, from the moment
+    /// the server waits for it; past it the connection is closed. Bodies,
+    /// replies and change streams have no such deadline.
+    pub header_timeout: std::time::Duration,
 }
+
+/// The default of [`Config::header_timeout`].
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Default for Config {
     fn default() -> Config {
-        Config { listen: SocketAddr::from(([127, 0, 0, 1], 8040)), max_body: 256 << 20, users: None, tls: None }
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8040)),
+            max_body: 256 << 20,
+            users: None,
+            tls: None,
+            header_timeout: HEADER_TIMEOUT,
+        }
     }
 }
 
@@ -103,18 +119,6 @@ pub enum ServeError {
 /// The address of a request's client, as handlers see it (plain TCP or TLS).
 #[derive(Clone, Copy, Debug)]
 pub struct PeerAddr(pub SocketAddr);
-
-impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tokio::net::TcpListener>> for PeerAddr {
-    fn connect_info(s: axum::serve::IncomingStream<'_, tokio::net::TcpListener>) -> PeerAddr {
-        PeerAddr(*s.remote_addr())
-    }
-}
-
-impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, tls::TlsListener>> for PeerAddr {
-    fn connect_info(s: axum::serve::IncomingStream<'_, tls::TlsListener>) -> PeerAddr {
-        PeerAddr(*s.remote_addr())
-    }
-}
 
 /// What every request handler shares.
 pub struct App {
@@ -227,25 +231,22 @@ pub async fn run(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
     let listener = listen(addr).map_err(|source| ServeError::Listen { addr, source })?;
     let bound = listener.local_addr()?;
     let shutdown = app.shutdown.clone();
+    let signal = stop_signal()?;
     let stopped = async move {
-        stop_signal().await;
+        signal.await;
         shutdown.send_replace(true);
     };
-    let tls = app.config.tls.clone();
+    let (tls, header_timeout) = (app.config.tls.clone(), app.config.header_timeout);
     let routes = router(app);
     match tls {
         None => {
             ready(bound);
-            axum::serve(listener, routes.into_make_service_with_connect_info::<PeerAddr>())
-                .with_graceful_shutdown(stopped)
-                .await?;
+            conn::serve(listener, routes, header_timeout, stopped).await;
         }
         Some(tls) => {
             let listener = tls::TlsListener::new(listener, tls)?;
             ready(bound);
-            axum::serve(listener, routes.into_make_service_with_connect_info::<PeerAddr>())
-                .with_graceful_shutdown(stopped)
-                .await?;
+            conn::serve(listener, routes, header_timeout, stopped).await;
         }
     }
     Ok(())
@@ -263,25 +264,25 @@ fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.listen(4096)
 }
 
-async fn stop_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGTERM or SIGINT (Ctrl-C). The handlers are installed here,
+/// before the server says it listens: a signal that comes right after that
+/// line stops the server gracefully instead of killing it.
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = int.recv() => {},
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+        })
     }
+    #[cfg(not(unix))]
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 /// Opens nothing itself: runs [`run`] on a new multi-threaded runtime (for

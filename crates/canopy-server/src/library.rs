@@ -18,7 +18,7 @@ use crate::App;
 pub const NODE: &str = "ietf-yang-library:yang-library";
 
 /// The `namespace` statement of a module's text.
-fn namespace_of(text: &str) -> Option<String> {
+pub(crate) fn namespace_of(text: &str) -> Option<String> {
     let mut rest = text;
     while let Some(i) = rest.find("namespace") {
         let before = rest[..i].chars().last();
@@ -80,6 +80,62 @@ pub fn document(modules: &[YangModule]) -> serde_json::Value {
             "content-id": format!("{id:016x}"),
         }
     })
+}
+
+/// The `ietf-yang-library:yang-library` node of `modules` as data, with its
+/// lists keyed as RFC 8525 keys them: what a read of the whole operational
+/// datastore shows beside the stored data.
+///
+/// # Errors
+/// None in practice: the document is the server's own.
+pub fn tree(modules: &[YangModule]) -> Result<canopy::Container, RestError> {
+    let top = format!("/{NODE}");
+    let keyed = |rel: &str, keys: &[&str]| (format!("{top}/{rel}"), canopy::ListInfo::keyed(keys.iter().copied()));
+    let schema = canopy_core::Schemaless {
+        lists: [
+            keyed("module-set", &["name"]),
+            keyed("module-set/module", &["name"]),
+            keyed("module-set/import-only-module", &["name", "revision"]),
+            keyed("schema", &["name"]),
+            keyed("datastore", &["name"]),
+        ]
+        .into_iter()
+        .collect(),
+    };
+    canopy_core::json::parse_str(&document(modules).to_string(), &schema)
+        .map_err(|e| RestError::internal(format!("the YANG library document: {e}")))
+}
+
+/// Puts the members of a `yang-library` node (as [`tree`] holds it, in name
+/// order) in the order of RFC 8525's schema, list keys first, as XML needs
+/// them (RFC 7950 section 7.8.5).
+pub fn schema_order(v: &mut serde_json::Value) {
+    fn by(v: &mut serde_json::Value, order: &[&str], inner: &dyn Fn(&str, &mut serde_json::Value)) {
+        let entries: Vec<&mut serde_json::Value> = match v {
+            serde_json::Value::Array(a) => a.iter_mut().collect(),
+            other => vec![other],
+        };
+        for e in entries {
+            let Some(o) = e.as_object_mut() else { continue };
+            let mut taken: Vec<(String, serde_json::Value)> = std::mem::take(o).into_iter().collect();
+            taken.sort_by_key(|(k, _)| order.iter().position(|n| n == k).unwrap_or(order.len()));
+            for (k, mut val) in taken {
+                inner(&k, &mut val);
+                o.insert(k, val);
+            }
+        }
+    }
+    let module = ["name", "revision", "namespace", "location", "submodule", "feature", "deviation"];
+    by(v, &["module-set", "schema", "datastore", "content-id"], &|k, v| match k {
+        "module-set" => by(v, &["name", "module", "import-only-module"], &|k, v| {
+            if k == "module" || k == "import-only-module" {
+                by(v, &module, &|_, _| {});
+            }
+        }),
+        "schema" => by(v, &["name", "module-set"], &|_, _| {}),
+        "datastore" => by(v, &["name", "schema"], &|_, _| {}),
+        _ => {}
+    });
 }
 
 /// `GET /restconf/yang/NAME[@REVISION]`.

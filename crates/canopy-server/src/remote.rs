@@ -8,11 +8,20 @@
 //! for the reply on the committing thread: a rejection aborts the commit with
 //! the client's message; no answer within the timeout, or a connection that
 //! drops, aborts it too and drops the client. Then `apply` or `abort` follow.
-//! A read of operational that reaches a provider's subtree asks it for state.
+//! A subscription registered with `"validate": false` only watches: it gets
+//! `apply` and `abort`, is never asked to validate and cannot hold up or veto
+//! a commit. A read of operational that reaches a provider's subtree asks it
+//! for state.
+//!
+//! With users, each registration needs rights on its datastore: watching
+//! needs `ro` (the changes are data of that datastore); a validating
+//! subscription needs `rw` (its veto decides what the datastore holds, and
+//! a slow answer holds up every writer); a provider needs `rw` on
+//! operational (the state it serves is what operational reads show).
 //!
 //! Messages are JSON text frames; [`crate::client`] speaks them. Every
 //! message has an `op`:
-//! - client → server: `subscribe {id, datastore, path, priority, timeout_ms}`,
+//! - client → server: `subscribe {id, datastore, path, priority, timeout_ms, validate?}`,
 //!   `provide {id, path, timeout_ms}`, `reply {call, ok, error?}` (validate),
 //!   `reply {call, data | error}` (provide);
 //! - server → client: `subscribed {id, sub}`, `providing {id, prov}`,
@@ -34,7 +43,9 @@ use canopy::{Change, ChangeEvent, Provider, Subscriber, Subscription};
 use canopy_core::json::JsonWriter;
 use serde_json::{json, Value as Json};
 
+use crate::auth::Granted;
 use crate::output::write_patch;
+use crate::users::Mode;
 use crate::App;
 
 /// The longest a client may ask the server to wait for one answer.
@@ -120,6 +131,8 @@ struct RemoteSub {
     conn: Arc<Conn>,
     sub: u64,
     timeout: Duration,
+    /// Asked to validate; `false`: it only watches.
+    validating: bool,
 }
 
 impl RemoteSub {
@@ -138,6 +151,9 @@ impl RemoteSub {
 
 impl Subscriber for RemoteSub {
     fn validate(&self, ev: &ChangeEvent<'_>) -> Result<(), String> {
+        if !self.validating {
+            return Ok(());
+        }
         let msg = |call| event_message(&self.head("validate", ev, Some(call)), ev);
         match self.conn.call(msg, self.timeout, "subscriber")? {
             Reply::Ok => Ok(()),
@@ -159,12 +175,14 @@ impl Subscriber for RemoteSub {
 pub async fn upgrade(
     State(app): State<Arc<App>>,
     ConnectInfo(crate::PeerAddr(addr)): ConnectInfo<crate::PeerAddr>,
+    granted: Option<axum::Extension<Granted>>,
     ws: WebSocketUpgrade,
 ) -> Response {
     let peer = addr.to_string();
     let weak = Arc::downgrade(&app);
     drop(app);
-    ws.max_message_size(64 << 20).on_upgrade(move |socket| session(weak, socket, peer))
+    let granted = granted.map(|axum::Extension(g)| g);
+    ws.max_message_size(64 << 20).on_upgrade(move |socket| session(weak, socket, peer, granted))
 }
 
 /// What a connection registered; dropping it unregisters.
@@ -174,7 +192,9 @@ struct Held {
     provs: Vec<Provider>,
 }
 
-async fn session(app: Weak<App>, mut socket: WebSocket, peer: String) {
+/// `granted`: the user, when the server has users (`None`: no authentication,
+/// every registration is allowed).
+async fn session(app: Weak<App>, mut socket: WebSocket, peer: String, granted: Option<Granted>) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let conn = Arc::new(Conn {
         peer,
@@ -202,7 +222,7 @@ async fn session(app: Weak<App>, mut socket: WebSocket, peer: String) {
                     Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
                 };
                 let Some(app) = app.upgrade() else { break };
-                if let Some(answer) = handle(&app, &conn, &mut held, &text) {
+                if let Some(answer) = handle(&app, &conn, granted.as_ref(), &mut held, &text) {
                     if socket.send(Message::Text(answer.into())).await.is_err() {
                         break;
                     }
@@ -232,7 +252,8 @@ fn timeout_of(msg: &Json) -> Duration {
 }
 
 /// Handles one client message; returns the answer to send, if any.
-fn handle(app: &App, conn: &Arc<Conn>, held: &mut Held, text: &str) -> Option<String> {
+fn handle(app: &App, conn: &Arc<Conn>, granted: Option<&Granted>, held: &mut Held, text: &str) -> Option<String> {
+    let require = |ds, mode, why| granted.map_or(Ok(()), |g| g.require(ds, mode, why));
     let msg: Json = match serde_json::from_str(text) {
         Ok(m) => m,
         Err(e) => return Some(error(None, &format!("invalid JSON at line {}, column {}: {e}", e.line(), e.column()))),
@@ -245,10 +266,22 @@ fn handle(app: &App, conn: &Arc<Conn>, held: &mut Held, text: &str) -> Option<St
             let Some(ds) = crate::uri::datastore_named(name) else {
                 return Some(error(id, &format!("no datastore `{name}`")));
             };
+            let validating = msg.get("validate").and_then(Json::as_bool).unwrap_or(true);
+            let allowed = match validating {
+                true => require(
+                    ds,
+                    Mode::Write,
+                    "a validating subscriber needs rw; to watch, subscribe with validate false",
+                ),
+                false => require(ds, Mode::Read, "watching its changes needs ro"),
+            };
+            if let Err(why) = allowed {
+                return Some(error(id, &why));
+            }
             let priority = msg.get("priority").and_then(Json::as_i64).unwrap_or(0);
             let priority = i32::try_from(priority).unwrap_or(if priority < 0 { i32::MIN } else { i32::MAX });
             let sub = conn.next_call.fetch_add(1, Ordering::Relaxed);
-            let s = RemoteSub { conn: conn.clone(), sub, timeout: timeout_of(&msg) };
+            let s = RemoteSub { conn: conn.clone(), sub, timeout: timeout_of(&msg), validating };
             match app.store.subscribe(ds, path, priority, s) {
                 Ok(handle) => {
                     held.subs.push(handle);
@@ -258,6 +291,9 @@ fn handle(app: &App, conn: &Arc<Conn>, held: &mut Held, text: &str) -> Option<St
             }
         }
         "provide" => {
+            if let Err(why) = require(canopy::Datastore::Operational, Mode::Write, "a provider serves its state") {
+                return Some(error(id, &why));
+            }
             let prov = conn.next_call.fetch_add(1, Ordering::Relaxed);
             let c = conn.clone();
             let timeout = timeout_of(&msg);

@@ -301,9 +301,8 @@ fn read(
     let depth = params.depth.map(|d| if path.is_root() { d } else { d - 1 });
     let opts = ReadOptions { depth, with_defaults: params.with_defaults.unwrap_or_default() };
     let session = app.store.session(ds);
-    // A plain JSON read of a stored datastore is written while it is read.
-    let plain = enc == Enc::Json
-        && !head
+    // A plain read of a stored datastore is written while it is read.
+    let plain = !head
         && params.filter.is_none()
         && params.fields.is_none()
         && params.depth.is_none()
@@ -318,13 +317,27 @@ fn read(
         let stored = path.is_root() || session.pin()?.stored_node(&path.to_string())?.is_some();
         if stored {
             let (app, path) = (shared.clone(), path.clone());
+            let xml = match (enc, &resolver.yang) {
+                (Enc::Xml, Some(y)) => Some(y.clone()),
+                _ => None,
+            };
             let body = crate::body::streamed(move |w| {
-                let mut t = crate::target::TargetOnly::new(w, &path);
-                app.store
-                    .session(ds)
-                    .get_json(&path.to_string(), ReadOptions::default(), true, &mut t)
-                    .map_err(|e| std::io::Error::other(e.to_string()))?;
-                t.finish().map(drop)
+                let read = |out: &mut dyn std::io::Write| {
+                    let mut t = crate::target::TargetOnly::new(out, &path);
+                    app.store
+                        .session(ds)
+                        .get_json(&path.to_string(), ReadOptions::default(), true, &mut t)
+                        .map_err(|e| std::io::Error::other(e.to_string()))?;
+                    t.finish().map(drop)
+                };
+                match xml {
+                    None => read(w),
+                    Some(yang) => {
+                        let mut x = crate::xml_stream::XmlStream::new(w, &yang, &path);
+                        read(&mut x)?;
+                        x.finish().map(drop)
+                    }
+                }
             });
             let mut r = (StatusCode::OK, [(header::CONTENT_TYPE, enc.media())], body).into_response();
             stamp_headers(&mut r, stamp);
@@ -348,11 +361,34 @@ fn read(
     if ds == Datastore::Operational && !params.with_origin {
         filter::strip_origin(&mut tree);
     }
+    // The whole operational datastore holds the server's YANG library (RFC
+    // 8525, RFC 8527 section 2), state that no module of the store describes.
+    let library =
+        path.is_root() && ds == Datastore::Operational && params.filter.is_none() && params.content != Content::Config;
+    if library {
+        let mut lib = crate::library::tree(&app.store.schema_modules()?)?;
+        if let Some(d) = depth {
+            canopy::trim_depth(&mut lib, d);
+        }
+        for (name, node) in lib.children {
+            tree.children.insert(name, node);
+        }
+    }
     if let (Some(fields), Some(y)) = (&params.fields, &resolver.yang) {
         let model = y.model();
         let at = model.by_path.get(&path.schema_path()).copied();
         if at.is_some() || path.is_root() {
-            fields
+            // The library's node is not in the store's schema: checked by
+            // what it holds, not by the model.
+            let checked = crate::fields::Fields {
+                children: fields
+                    .children
+                    .iter()
+                    .filter(|(n, _)| !(library && n == crate::library::NODE))
+                    .cloned()
+                    .collect(),
+            };
+            checked
                 .check(model, at, path.module())
                 .map_err(|e| RestError::invalid(format!("query parameter `fields`: {e}")))?;
         }

@@ -55,7 +55,7 @@ pub use error::{Error, Result};
 pub use hub::Provider;
 pub use operational::{ORIGIN, ORIGIN_INTENDED, ORIGIN_UNKNOWN};
 pub use pinned::Pinned;
-pub use read::ReadOptions;
+pub use read::{trim as trim_depth, ReadOptions};
 pub use store::{Options, Session, Store};
 pub use subscribe::{ChangeEvent, Subscriber, Subscription};
 pub use transaction::{Commit, Imported};

@@ -152,8 +152,8 @@ pub(crate) fn trim_entry(e: &mut Container, keys: &[String], depth: usize) {
     }
 }
 
-/// Keeps `depth` levels of children (0: none).
-pub(crate) fn trim(c: &mut Container, depth: usize) {
+/// Keeps `depth` levels of children (0: none); list entries keep their keys.
+pub fn trim(c: &mut Container, depth: usize) {
     if depth == 0 {
         c.children.clear();
         return;

@@ -218,6 +218,7 @@ class Server:
     stdout_rest: list[bytes] = field(default_factory=list)
     session: requests.Session = field(default_factory=requests.Session)
     streams: list["EventStream"] = field(default_factory=list)
+    serve_args: tuple[str, ...] = ()
 
     @property
     def store_url(self) -> str:
@@ -248,6 +249,7 @@ class Server:
                 self.store_url,
                 "--listen",
                 "127.0.0.1:0",
+                *self.serve_args,
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -568,11 +570,13 @@ class ServerFactory:
         datastores: dict[str, dict] | None = None,
         before: Iterable[Iterable[str]] = (),
         start: bool = True,
+        serve_args: Iterable[str] = (),
     ) -> Server:
         """A server on a fresh store with `modules`; `config` is imported into
         running, `state` into operational, `datastores` maps a datastore name to
         a document imported there; `before` lists CLI argument lists to run
-        first (commits made before the server starts)."""
+        first (commits made before the server starts); `serve_args` are added to
+        the `canopy serve` command line."""
         n = len(self.servers)
         workdir = self.tmp_path / f"server{n}"
         workdir.mkdir()
@@ -588,6 +592,7 @@ class ServerFactory:
             srv.cli("import", "-", stdin=json.dumps(state), ds="operational")
         for args in before:
             srv.cli(*args)
+        srv.serve_args = tuple(serve_args)
         if start:
             srv.start()
         return srv

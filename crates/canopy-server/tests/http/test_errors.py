@@ -424,3 +424,102 @@ def test_slow_client_does_not_block_others(srv):
         for s in slow:
             s.close()
     still_serving(srv)
+
+
+# --- a deadline on request heads (canopy serve --header-timeout) ---------------------
+
+
+def _until_closed(sock: socket.socket, limit: float) -> bytes:
+    """What the server sends on `sock` until it closes the connection; fails
+    if it is still open after `limit` seconds (a bound, far above the
+    deadline, that keeps a broken server from hanging the suite)."""
+    sock.settimeout(limit)
+    got = b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except socket.timeout:
+        pytest.fail(f"the connection is still open after {limit}s; got {got!r}")
+    except ConnectionResetError:
+        pass
+    return got
+
+
+@pytest.fixture
+def quick(servers):
+    """A server whose clients have one second for a request head."""
+    return servers(config=JUKEBOX_B32, serve_args=("--header-timeout", "1"))
+
+
+def served_anew(srv) -> None:
+    """still_serving on a new connection: the server closes kept-alive
+    connections idle for longer than the deadline, and a pooled one may be
+    reused just as it closes."""
+    srv.session.close()
+    still_serving(srv)
+
+
+def test_head_not_finished_in_time_is_closed(quick):
+    parts = urlsplit(quick.base)
+    slow, silent = _connect(quick), _connect(quick)
+    try:
+        slow.sendall(f"GET {JB} HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\nAcc".encode())
+        still_serving(quick)  # others are served while these wait
+        got = _until_closed(slow, 60)
+        assert got == b"" or got.startswith(b"HTTP/1.1 408"), got
+        got = _until_closed(silent, 60)  # connected, never sent a byte
+        assert got == b"" or got.startswith(b"HTTP/1.1 408"), got
+    finally:
+        slow.close()
+        silent.close()
+    served_anew(quick)
+
+
+def test_head_trickled_byte_by_byte_is_cut_off(quick):
+    # Slowloris: every byte comes in time for a per-read timeout, the head
+    # as a whole never ends.
+    parts = urlsplit(quick.base)
+    sock = _connect(quick)
+    head = f"GET {JB} HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\n".encode() + b"X-Pad: " + b"a" * 10_000
+    sent = 0
+    try:
+        for b in head:
+            try:
+                sock.sendall(bytes([b]))
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += 1
+            time.sleep(0.01)
+            r, _, _ = select.select([sock], [], [], 0)
+            if r:
+                break  # the server answered or closed
+        assert sent < len(head), "the server read the whole trickled head"
+        got = _until_closed(sock, 60)
+        assert got == b"" or got.startswith(b"HTTP/1.1 408"), got
+    finally:
+        sock.close()
+    served_anew(quick)
+
+
+def test_deadline_spares_slow_bodies_and_open_streams(quick):
+    # The head arrives at once; the body takes longer than the head deadline.
+    parts = urlsplit(quick.base)
+    body = b'{"example-jukebox:year": 2013}'
+    stream = quick.stream("/restconf/streams/running?path=/example-jukebox:jukebox")
+    assert stream.status_code == 200
+    sock = _connect(quick)
+    try:
+        sock.sendall(
+            (f"PUT {ALBUM}/year HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\n"
+             f"Content-Type: {YANG_JSON}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body[:10]
+        )
+        time.sleep(2.5)  # past the deadline twice over
+        sock.sendall(body[10:])
+        assert _read_status(sock, 30) == 204
+    finally:
+        sock.close()
+    # The change stream, open all along, still delivers.
+    (ev,) = stream.take(1)
+    assert "2013" in ev.data, ev
+    quick.session.close()
+    assert quick.get_json(ALBUM + "/year") == {"example-jukebox:year": 2013}

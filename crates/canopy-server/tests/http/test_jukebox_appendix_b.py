@@ -246,7 +246,7 @@ def test_b_2_4_replace_a_datastore_resource(servers):
         ctype=YANG_XML,
     )
     assert r.status_code == 204, r.text
-    data = unwrap_data(srv.get_json(DATA))
+    data = unwrap_data(srv.get_json(DATA + qs(content="config")))
     assert set(data) == {"example-jukebox:jukebox"}, data  # system is gone
     assert artists(srv) == {
         "Foo Fighters": [("One by One", 2012)],

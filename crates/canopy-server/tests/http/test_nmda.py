@@ -3,6 +3,8 @@ the read-only operational datastore and its "with-origin" parameter."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import pytest
 
 from conftest import (
@@ -221,8 +223,72 @@ def test_with_origin_elsewhere_is_400(srv, target):
     assert_error(srv.get(target + "?with-origin"), 400, "invalid-value")
 
 
+def xml_origins(el, inherited=None, path="", out=None, counts=None) -> dict[str, str | None]:
+    """effective_origins of an XML reply: the attribute or:origin (RFC 8527
+    section 3.2.2, RFC 7952 in XML), its value an identity of ietf-origin."""
+    out = {} if out is None else out
+    attr = el.get("{urn:ietf:params:xml:ns:yang:ietf-origin}origin")
+    here = attr.split(":")[-1] if attr else inherited
+    children = list(el)
+    if not children:
+        out[path] = here
+    seen: dict[str, int] = {}
+    for c in children:
+        local = c.tag.split("}")[-1]
+        sub = f"{path}/{local}"
+        if len(list(c)) == 0 and sum(1 for x in children if x.tag == c.tag) > 1:  # a leaf-list
+            seen[local] = seen.get(local, -1) + 1
+            sub = f"{sub}[{seen[local]}]"
+        xml_origins(c, here, sub, out)
+    return out
+
+
+@pytest.mark.parametrize("rel", ["/example-jukebox:jukebox/library", ""])
+def test_with_origin_in_xml(srv, rel):
+    # The same origins as the JSON reply, as attributes or:origin whose
+    # values are identities with the prefix bound to ietf-origin's namespace.
+    r = srv.get(ds("operational", rel) + "?with-origin", accept=YANG_XML)
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith(YANG_XML), r.text
+    assert b'xmlns:or="urn:ietf:params:xml:ns:yang:ietf-origin"' in r.content, r.text
+    assert b'or:origin="or:intended"' in r.content, r.text
+    root = ET.fromstring(r.content)
+    top = root if rel else root.find("{http://example.com/ns/example-jukebox}jukebox")
+    assert top is not None, r.text
+    origins = xml_origins(top, path="/" + top.tag.split("}")[-1])
+    body = srv.get_json(ds("operational", rel) + "?with-origin")
+    if not rel:
+        body = {"example-jukebox:jukebox": unwrap_data(body)["example-jukebox:jukebox"]}
+    expected = effective_origins(body)
+    for leaf in ("/library/artist/name", "/library/artist/album/year", "/library/artist-count"):
+        key = leaf if rel else "/jukebox" + leaf
+        assert origins[key] == expected[key], (key, origins, expected)
+    assert set(origins.values()) == set(expected.values()), (origins, expected)
+
+
 def test_no_origin_without_with_origin(srv):
     # "with-origin" requests the annotations; without it none are sent (our
     # reading of RFC 8527 §3.2.2, which presents them as requested).
     body = srv.get_json(ds("operational", "/example-jukebox:jukebox"))
     assert "ietf-origin:origin" not in str(body), body
+
+
+def test_whole_operational_datastore_holds_the_yang_library(srv):
+    # RFC 8527 section 2: the YANG library is state in <operational>.
+    for path in (ds("operational"), DATA):
+        data = unwrap_data(srv.get_json(path))
+        assert set(data) >= {"example-jukebox:jukebox", "ietf-yang-library:yang-library"}, data
+        sets = data["ietf-yang-library:yang-library"]["module-set"]
+        assert any(m["name"] == "example-jukebox" for s in sets for m in s["module"]), sets
+    config = unwrap_data(srv.get_json(DATA + "?content=config"))
+    assert "ietf-yang-library:yang-library" not in config
+    # In XML, after the data, list keys first (RFC 7950 section 7.8.5).
+    r = srv.get(ds("operational"), accept=YANG_XML)
+    assert r.status_code == 200, r.text
+    root = ET.fromstring(r.content)
+    lib = root.find("{urn:ietf:params:xml:ns:yang:ietf-yang-library}yang-library")
+    assert lib is not None, r.text
+    yl = "{urn:ietf:params:xml:ns:yang:ietf-yang-library}"
+    entries = lib.findall(yl + "module-set") + lib.findall(yl + "datastore") + lib.findall(f"{yl}module-set/{yl}module")
+    assert len(entries) >= 3, r.text
+    for entry in entries:
+        assert list(entry)[0].tag == yl + "name", ET.tostring(entry)

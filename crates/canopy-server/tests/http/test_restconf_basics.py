@@ -361,8 +361,12 @@ def test_put_datastore_replaces_everything(servers):
     # (RFC 8040 §8, Appendix B.2.4 in XML).
     r = srv.put(DATA, {"ietf-restconf:data": new})
     assert r.status_code == 204, r.text
-    data = unwrap_data(srv.get_json(DATA))
+    # The configuration is the new one; the view of /restconf/data also
+    # holds the server's state (its YANG library), which PUT does not touch.
+    data = unwrap_data(srv.get_json(DATA + "?content=config"))
     assert norm(data) == norm(new)
+    view = unwrap_data(srv.get_json(DATA))
+    assert set(view) == {"example-jukebox:jukebox", "ietf-yang-library:yang-library"}, view
 
 
 # --- PATCH, plain (§4.6.1) ---------------------------------------------------------------------
@@ -716,6 +720,27 @@ def test_with_defaults_report_all_tagged(servers):
     assert ifs["eth1"]["mtu"] == 1500 and ifs["eth1"].get("@mtu") == tag
     assert ifs["eth3"]["mtu"] == 1500 and ifs["eth3"].get("@mtu") == tag
     assert ifs["eth0"]["mtu"] == 8192 and "@mtu" not in ifs["eth0"]
+
+
+def test_with_defaults_report_all_tagged_in_xml(servers):
+    # RFC 6243 section 6: in XML the tag is the attribute "default" in the
+    # namespace urn:ietf:params:xml:ns:netconf:default:1.0, value "true".
+    srv = servers(modules=(DEFAULTS,), config=INTERFACES)
+    r = srv.get(IFS + qs(**{"with-defaults": "report-all-tagged"}), accept=YANG_XML)
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith(YANG_XML), r.text
+    wd = "{urn:ietf:params:xml:ns:netconf:default:1.0}default"
+    root = ET.fromstring(r.content)
+    tagged = {}
+    for iface in (e for e in root.iter() if e.tag.endswith("}interface")):
+        name = next(c.text for c in iface if c.tag.endswith("}name"))
+        mtu = next(c for c in iface if c.tag.endswith("}mtu"))
+        tagged[name] = (mtu.text, mtu.get(wd))
+        assert iface.get(wd) is None and all(c.get(wd) is None for c in iface if not c.tag.endswith("}mtu"))
+    assert tagged == {"eth0": ("8192", None), "eth1": ("1500", "true"), "eth2": ("9000", None),
+                      "eth3": ("1500", "true")}, r.text
+    # Without the parameter, nothing is tagged.
+    r = srv.get(IFS + qs(**{"with-defaults": "report-all"}), accept=YANG_XML)
+    assert r.status_code == 200 and b"netconf:default:1.0" not in r.content, r.text
 
 
 def test_with_defaults_bad_value_is_400(servers):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import DATA, DS, JUKEBOX_B32, assert_error
+from conftest import DATA, DS, JUKEBOX_B32, YANG_JSON, YANG_XML, assert_error
 from cps_support import Cps, assert_cps_error, network, start
 
 JB = "example-jukebox:jukebox"
@@ -22,18 +22,35 @@ def chunked(r) -> bool:
     return r.headers.get("Transfer-Encoding", "").lower() == "chunked"
 
 
-@pytest.mark.parametrize("path", [DS + "running", DS + "running/" + JB, DS + "running/" + JB + "/library"])
-def test_restconf_reads_of_running_stream_with_validators(srv, path):
-    r = srv.get(path)
+READS = [DS + "running", DS + "running/" + JB, DS + "running/" + JB + "/library",
+         DS + "running/" + JB + "/library/artist=Foo%20Fighters",
+         DS + "running/" + JB + "/library/artist=Foo%20Fighters/album=Wasting%20Light",
+         DS + "running/" + JB + "/playlist=Foo-One"]
+
+
+@pytest.mark.parametrize("accept", [YANG_JSON, YANG_XML])
+@pytest.mark.parametrize("path", READS)
+def test_restconf_reads_of_running_stream_with_validators(srv, path, accept):
+    r = srv.get(path, accept=accept)
     assert r.status_code == 200, r.text
     assert chunked(r), r.headers
-    h = srv.head(path)
+    h = srv.head(path, accept=accept)
     assert (r.headers["ETag"], r.headers["Last-Modified"]) == (h.headers["ETag"], h.headers["Last-Modified"])
-    assert r.headers["Content-Type"].startswith("application/yang-data+json")
+    assert r.headers["Content-Type"].startswith(accept)
     # The same data read the buffered way (content=config filters by schema):
     # the same bytes.
     rest = path[len(DS + "running"):]
-    b = srv.get(DATA + rest + "?content=config")
+    b = srv.get(DATA + rest + "?content=config", accept=accept)
+    assert b.status_code == 200 and not chunked(b)
+    assert r.content == b.content
+
+
+@pytest.mark.parametrize("accept", [YANG_JSON, YANG_XML])
+def test_restconf_read_of_an_empty_datastore_streams(servers, accept):
+    srv = servers()
+    r = srv.get(DS + "running", accept=accept)
+    assert r.status_code == 200 and chunked(r), r.headers
+    b = srv.get(DATA + "?content=config", accept=accept)
     assert b.status_code == 200 and not chunked(b)
     assert r.content == b.content
 
