@@ -351,7 +351,7 @@ pub fn data_reply_xml(yang: &YangSchema, path: &Path, json: &[u8]) -> Result<Str
 }
 
 /// Whether `name` (`module:name`) is a node of the server's own modules
-/// (the YANG library), which the store's schema does not hold.
+/// (the YANG library, restconf-state), which the store's schema does not hold.
 pub fn is_own_node(name: &str) -> bool {
     name.split_once(':').is_some_and(|(m, _)| NAMESPACES.iter().any(|(n, _)| *n == m))
 }
@@ -360,6 +360,9 @@ pub fn is_own_node(name: &str) -> bool {
 pub fn own_node_xml(name: &str, mut value: serde_json::Value) -> String {
     if name == crate::library::NODE {
         crate::library::schema_order(&mut value);
+    }
+    if name == crate::monitoring::NODE {
+        crate::monitoring::schema_order(&mut value);
     }
     let mut out = String::new();
     member(&mut out, name, &value, None);

@@ -106,25 +106,29 @@ pub fn tree(modules: &[YangModule]) -> Result<canopy::Container, RestError> {
         .map_err(|e| RestError::internal(format!("the YANG library document: {e}")))
 }
 
+/// Puts the members of `v` (an object, or each object of an array) in
+/// `order` (others after them), calling `inner` on each member.
+pub(crate) fn in_order(v: &mut serde_json::Value, order: &[&str], inner: &dyn Fn(&str, &mut serde_json::Value)) {
+    let entries: Vec<&mut serde_json::Value> = match v {
+        serde_json::Value::Array(a) => a.iter_mut().collect(),
+        other => vec![other],
+    };
+    for e in entries {
+        let Some(o) = e.as_object_mut() else { continue };
+        let mut taken: Vec<(String, serde_json::Value)> = std::mem::take(o).into_iter().collect();
+        taken.sort_by_key(|(k, _)| order.iter().position(|n| n == k).unwrap_or(order.len()));
+        for (k, mut val) in taken {
+            inner(&k, &mut val);
+            o.insert(k, val);
+        }
+    }
+}
+
 /// Puts the members of a `yang-library` node (as [`tree`] holds it, in name
 /// order) in the order of RFC 8525's schema, list keys first, as XML needs
 /// them (RFC 7950 section 7.8.5).
 pub fn schema_order(v: &mut serde_json::Value) {
-    fn by(v: &mut serde_json::Value, order: &[&str], inner: &dyn Fn(&str, &mut serde_json::Value)) {
-        let entries: Vec<&mut serde_json::Value> = match v {
-            serde_json::Value::Array(a) => a.iter_mut().collect(),
-            other => vec![other],
-        };
-        for e in entries {
-            let Some(o) = e.as_object_mut() else { continue };
-            let mut taken: Vec<(String, serde_json::Value)> = std::mem::take(o).into_iter().collect();
-            taken.sort_by_key(|(k, _)| order.iter().position(|n| n == k).unwrap_or(order.len()));
-            for (k, mut val) in taken {
-                inner(&k, &mut val);
-                o.insert(k, val);
-            }
-        }
-    }
+    let by = in_order;
     let module = ["name", "revision", "namespace", "location", "submodule", "feature", "deviation"];
     by(v, &["module-set", "schema", "datastore", "content-id"], &|k, v| match k {
         "module-set" => by(v, &["name", "module", "import-only-module"], &|k, v| {

@@ -51,6 +51,42 @@ pub fn document(headers: &HeaderMap, tls: bool) -> serde_json::Value {
     }})
 }
 
+/// [`document`] as a tree, its lists keyed as RFC 8040 keys them: what a
+/// read of the whole operational datastore shows beside the stored data.
+///
+/// # Errors
+/// None in practice: the document is the server's own.
+pub fn tree(headers: &HeaderMap, tls: bool) -> Result<canopy::Container, RestError> {
+    let top = format!("/{NODE}");
+    let schema = canopy_core::Schemaless {
+        lists: [
+            (format!("{top}/streams/stream"), canopy::ListInfo::keyed(["name"])),
+            (format!("{top}/streams/stream/access"), canopy::ListInfo::keyed(["encoding"])),
+        ]
+        .into_iter()
+        .collect(),
+    };
+    canopy_core::json::parse_str(&document(headers, tls).to_string(), &schema)
+        .map_err(|e| RestError::internal(format!("the restconf-state document: {e}")))
+}
+
+/// Puts the members of a `restconf-state` node in the order of RFC 8040's
+/// schema, list keys first, as XML needs them.
+pub fn schema_order(v: &mut serde_json::Value) {
+    let by = crate::library::in_order;
+    by(v, &["capabilities", "streams"], &|k, v| {
+        if k == "streams" {
+            by(v, &["stream"], &|_, v| {
+                by(v, &["name", "description", "replay-support", "replay-log-creation-time", "access"], &|k, v| {
+                    if k == "access" {
+                        by(v, &["encoding", "location"], &|_, _| {});
+                    }
+                });
+            });
+        }
+    });
+}
+
 /// The part of `doc` an api-path below the top-level node names (`rest`:
 /// still percent-encoded, e.g. `/streams/stream=running`), as a reply
 /// document, or `None` when there is no such node.

@@ -362,16 +362,21 @@ fn read(
         filter::strip_origin(&mut tree);
     }
     // The whole operational datastore holds the server's YANG library (RFC
-    // 8525, RFC 8527 section 2), state that no module of the store describes.
+    // 8525, RFC 8527 section 2) and its restconf-state (RFC 8040 section
+    // 9), state that no module of the store describes.
     let library =
         path.is_root() && ds == Datastore::Operational && params.filter.is_none() && params.content != Content::Config;
     if library {
-        let mut lib = crate::library::tree(&app.store.schema_modules()?)?;
-        if let Some(d) = depth {
-            canopy::trim_depth(&mut lib, d);
-        }
-        for (name, node) in lib.children {
-            tree.children.insert(name, node);
+        for mut own in [
+            crate::library::tree(&app.store.schema_modules()?)?,
+            crate::monitoring::tree(headers, app.config.tls.is_some())?,
+        ] {
+            if let Some(d) = depth {
+                canopy::trim_depth(&mut own, d);
+            }
+            for (name, node) in own.children {
+                tree.children.insert(name, node);
+            }
         }
     }
     if let (Some(fields), Some(y)) = (&params.fields, &resolver.yang) {
@@ -384,7 +389,7 @@ fn read(
                 children: fields
                     .children
                     .iter()
-                    .filter(|(n, _)| !(library && n == crate::library::NODE))
+                    .filter(|(n, _)| !(library && (n == crate::library::NODE || n == crate::monitoring::NODE)))
                     .cloned()
                     .collect(),
             };

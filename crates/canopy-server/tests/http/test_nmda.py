@@ -292,3 +292,32 @@ def test_whole_operational_datastore_holds_the_yang_library(srv):
     assert len(entries) >= 3, r.text
     for entry in entries:
         assert list(entry)[0].tag == yl + "name", ET.tostring(entry)
+
+
+def test_whole_operational_datastore_holds_restconf_state(srv):
+    # RFC 8040 section 9: restconf-state is state data of the server, read
+    # with the rest of /restconf/data and of <operational>.
+    def by_name(state):
+        # The stream list is ordered by the system: compare it by name.
+        return {**state, "streams": {"stream": sorted(state["streams"]["stream"], key=lambda s: s["name"])}}
+
+    own = srv.get_json(DATA + "/ietf-restconf-monitoring:restconf-state")["ietf-restconf-monitoring:restconf-state"]
+    for path in (ds("operational"), DATA):
+        data = unwrap_data(srv.get_json(path))
+        assert by_name(data["ietf-restconf-monitoring:restconf-state"]) == by_name(own), data
+    assert "ietf-restconf-monitoring:restconf-state" not in unwrap_data(srv.get_json(DATA + "?content=config"))
+    assert "ietf-restconf-monitoring:restconf-state" not in unwrap_data(srv.get_json(ds("running")))
+    shallow = unwrap_data(srv.get_json(DATA + "?depth=1"))
+    assert shallow["ietf-restconf-monitoring:restconf-state"] == {}, shallow
+    # In XML: the stream list's key first, and each access entry's.
+    r = srv.get(DATA, accept=YANG_XML)
+    assert r.status_code == 200, r.text
+    rm = "{urn:ietf:params:xml:ns:yang:ietf-restconf-monitoring}"
+    state = ET.fromstring(r.content).find(rm + "restconf-state")
+    assert state is not None, r.text
+    streams = state.findall(f"{rm}streams/{rm}stream")
+    assert sorted(s.find(rm + "name").text for s in streams) == ["candidate", "operational", "running", "startup"]
+    for s in streams:
+        assert list(s)[0].tag == rm + "name", ET.tostring(s)
+        for a in s.findall(rm + "access"):
+            assert list(a)[0].tag == rm + "encoding", ET.tostring(a)
