@@ -287,9 +287,7 @@ def test_sigterm_with_open_streams(srv):
     for s in streams:
         s.take(1)
     os.kill(srv.proc.pid, signal.SIGTERM)
-    t0 = time.monotonic()
-    code = srv.proc.wait(timeout=STOP_TIMEOUT)
+    code = srv.proc.wait(timeout=STOP_TIMEOUT)  # raises when it does not stop
     assert code == 0, srv.stderr_tail()
-    assert time.monotonic() - t0 < STOP_TIMEOUT
     for s in streams:
         assert s.next(timeout=5) is None  # the stream ended
