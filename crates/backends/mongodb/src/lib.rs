@@ -101,7 +101,15 @@ impl Conn {
                     stream.set_write_timeout(Some(io_timeout))?;
                     let id: [u8; 16] = rand::random();
                     let lsid = doc! { "id": Bson::Binary(Binary { subtype: BinarySubtype::Uuid, bytes: id.to_vec() }) };
-                    return Ok(Conn { stream, request: 0, lsid, txn: 0, broken: false, server_id: 0, registered: false });
+                    return Ok(Conn {
+                        stream,
+                        request: 0,
+                        lsid,
+                        txn: 0,
+                        broken: false,
+                        server_id: 0,
+                        registered: false,
+                    });
                 }
                 Err(e) => last = e,
             }
@@ -324,7 +332,8 @@ impl MongoBackend {
     /// server expires them (`transactionLifetimeLimitSeconds`). Returns how
     /// many it ended.
     fn reap(&self, conn: &mut Conn) -> Result<usize> {
-        let find = doc! {"find": "writers", "filter": {}, "batchSize": 100_000i64, "singleBatch": true, "$db": &self.db};
+        let find =
+            doc! {"find": "writers", "filter": {}, "batchSize": 100_000i64, "singleBatch": true, "$db": &self.db};
         let reply = conn.command(&find).map_err(|f| self.fail("read the writers", f))?;
         let writers = first_batch(&reply);
         if writers.is_empty() {
@@ -356,8 +365,10 @@ impl MongoBackend {
         if gone.is_empty() {
             return Ok(0);
         }
-        let sessions: Vec<Bson> = gone.iter().filter_map(|w| w.get_document("lsid").ok().cloned().map(Bson::Document)).collect();
-        conn.command(&doc! {"killSessions": sessions, "$db": "admin"}).map_err(|f| self.fail("end abandoned sessions", f))?;
+        let sessions: Vec<Bson> =
+            gone.iter().filter_map(|w| w.get_document("lsid").ok().cloned().map(Bson::Document)).collect();
+        conn.command(&doc! {"killSessions": sessions, "$db": "admin"})
+            .map_err(|f| self.fail("end abandoned sessions", f))?;
         let ids: Vec<Bson> = gone.iter().filter_map(|w| w.get("_id").cloned()).collect();
         let delete = doc! {"delete": "writers", "deletes": [{"q": {"_id": {"$in": ids}}, "limit": 0}], "$db": &self.db};
         conn.command(&delete).map_err(|f| self.fail("forget ended writers", f))?;
@@ -419,7 +430,8 @@ impl MongoBackend {
                 // store of the first layout.
                 let concern = doc! {"w": 1, "j": self.sync == SyncMode::Commit};
                 for d in [doc! {"_id": "format", "v": FORMAT}, doc! {"_id": "revision", "r": 0i64}] {
-                    let insert = doc! {"insert": "meta", "documents": [d], "$db": &self.db, "writeConcern": concern.clone()};
+                    let insert =
+                        doc! {"insert": "meta", "documents": [d], "$db": &self.db, "writeConcern": concern.clone()};
                     match conn.command(&insert) {
                         Ok(_) | Err(Failure::Server { code: 11000, .. }) => {}
                         Err(f) => return Err(self.fail("create the store", f)),
@@ -761,7 +773,8 @@ impl Snapshot for MongoView<'_> {
                 if !visit(k, v)? {
                     if cursor != 0 {
                         // Best effort: the server drops an idle cursor anyway.
-                        let _ = self.on_conn(|conn| b.run(conn, "scan", doc! {"killCursors": "kv", "cursors": [cursor]}));
+                        let _ =
+                            self.on_conn(|conn| b.run(conn, "scan", doc! {"killCursors": "kv", "cursors": [cursor]}));
                     }
                     return Ok(());
                 }

@@ -1,23 +1,12 @@
 //! The conformance suite against the server `CANOPY_MONGODB_URL` names
 //! (`eval "$(scripts/servers.sh start mongodb)"`), each test in its own
 //! database, in both sync modes.
-//!
-//! Not run in CI yet, so unset it skips even there: the MongoDB-wire server
-//! the scripts start (SecantusDB) answers range queries by scanning the whole
-//! collection, and `many_small_keys` (200,000 keys) takes more than 15
-//! minutes on it. Every other test passes (`--skip many_small_keys`).
 
-use canopy_store::conformance::{namespace_of, with_params};
+use canopy_store::conformance::{namespace_of, server_url, with_params};
 use canopy_store::{Backend, StoreUrl};
 
 fn server() -> Option<String> {
-    match std::env::var("CANOPY_MONGODB_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!("skipped: CANOPY_MONGODB_URL is not set (eval \"$(scripts/servers.sh start mongodb)\" sets it)");
-            None
-        }
-    }
+    server_url("CANOPY_MONGODB_URL")
 }
 
 /// The store of the test directory `dir`: a database named after it.
