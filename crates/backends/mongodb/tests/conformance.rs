@@ -1,6 +1,8 @@
 //! The conformance suite against the server `CANOPY_MONGODB_URL` names
 //! (`eval "$(scripts/servers.sh start mongodb)"`), each test in its own
-//! database, in both sync modes.
+//! database, in both sync modes. `many_small_keys` is ignored: the
+//! MongoDB-wire server the scripts start (SecantusDB) spends over 15
+//! minutes on its commit of 200,000 keys (`--ignored` runs it).
 
 use canopy_store::conformance::{namespace_of, server_url, with_params};
 use canopy_store::{Backend, StoreUrl};
@@ -22,7 +24,8 @@ mod sync_commit {
     canopy_store::conformance_tests!(
         |dir: &std::path::Path| -> Box<dyn Backend> { open(dir, "sync=commit&timeout=600s") },
         persistent = true,
-        when = server().is_some()
+        when = server().is_some(),
+        ignore_many_small_keys = "SecantusDB, the server the scripts start, takes over 15 minutes for it (docs/backends.md)"
     );
 }
 
@@ -31,6 +34,7 @@ mod sync_off {
     canopy_store::conformance_tests!(
         |dir: &std::path::Path| -> Box<dyn Backend> { open(dir, "sync=off&timeout=600s") },
         persistent = true,
-        when = server().is_some()
+        when = server().is_some(),
+        ignore_many_small_keys = "SecantusDB, the server the scripts start, takes over 15 minutes for it (docs/backends.md)"
     );
 }
