@@ -25,7 +25,8 @@ mod sync_commit {
         |dir: &std::path::Path| -> Box<dyn Backend> { open(dir, "sync=commit&timeout=600s") },
         persistent = true,
         when = server().is_some(),
-        ignore_many_small_keys = "SecantusDB, the server the scripts start, takes over 15 minutes for it (docs/backends.md)"
+        ignore_many_small_keys =
+            "SecantusDB, the server the scripts start, takes over 15 minutes for it (docs/backends.md)"
     );
 }
 
@@ -35,6 +36,7 @@ mod sync_off {
         |dir: &std::path::Path| -> Box<dyn Backend> { open(dir, "sync=off&timeout=600s") },
         persistent = true,
         when = server().is_some(),
-        ignore_many_small_keys = "SecantusDB, the server the scripts start, takes over 15 minutes for it (docs/backends.md)"
+        ignore_many_small_keys =
+            "SecantusDB, the server the scripts start, takes over 15 minutes for it (docs/backends.md)"
     );
 }

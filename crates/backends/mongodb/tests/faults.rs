@@ -66,7 +66,11 @@ fn program() -> Option<String> {
     server_url("CANOPY_MONGODB_URL")?;
     match std::env::var("CANOPY_MONGODB_BIN") {
         Ok(p) if !p.is_empty() => Some(p),
-        _ => panic!("CANOPY_MONGODB_BIN is not set (scripts/servers.sh start mongodb prints it)"),
+        _ => {
+            assert!(std::env::var_os("CI").is_none(), "CANOPY_MONGODB_BIN is not set (scripts/servers.sh sets it)");
+            eprintln!("skipped: CANOPY_MONGODB_BIN is not set");
+            None
+        }
     }
 }
 
