@@ -254,8 +254,8 @@ impl BackendSpec {
         let server = SERVERS.iter().any(|(n, _, _)| *n == name);
         if !EMBEDDED.contains(&name) && name != "memory" && !server {
             bail!(
-                "--backends: unknown backend `{name}` (lmdb, sqlite, snapshot, json, memory; postgres, redis, etcd \
-                 with a server)"
+                "--backends: unknown backend `{name}` (lmdb, sqlite, snapshot, json, memory; postgres, redis, etcd, \
+                 mongodb with a server)"
             );
         }
         if server {
