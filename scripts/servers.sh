@@ -144,11 +144,13 @@ start_mongodb() {
     local port
     port=$(free_port)
     mkdir -p "$dir/mongodb"
-    nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$port" --storage-path "$dir/mongodb/data" \
+    nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$port" --sync-on-commit --storage-path "$dir/mongodb/data" \
         >"$dir/mongodb/server.log" 2>&1 </dev/null &
     remember mongodb $!
     wait_for mongodb bash -c "exec 3<>/dev/tcp/127.0.0.1/$port"
     echo "export CANOPY_MONGODB_URL='mongodb://127.0.0.1:$port/canopy?directConnection=true'"
+    # The server program: the fault tests start a server of their own.
+    echo "export CANOPY_MONGODB_BIN='$venv/bin/secantusd-py'"
 }
 
 stop_all() {

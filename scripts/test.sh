@@ -27,12 +27,14 @@ step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
 
 # Throwaway database servers for the server backends' tests (their suites
-# read CANOPY_POSTGRES_URL, CANOPY_REDIS_URL, CANOPY_ETCD_URL; a server
-# already named in the environment is used as it is).
+# read CANOPY_POSTGRES_URL, CANOPY_REDIS_URL, CANOPY_ETCD_URL,
+# CANOPY_MONGODB_URL; a server already named in the environment is used as
+# it is).
 wanted=()
 [ -n "${CANOPY_POSTGRES_URL:-}" ] || wanted+=(postgres)
 [ -n "${CANOPY_REDIS_URL:-}" ] || wanted+=(redis)
 [ -n "${CANOPY_ETCD_URL:-}" ] || wanted+=(etcd)
+[ -n "${CANOPY_MONGODB_URL:-}" ] || wanted+=(mongodb)
 if [ ${#wanted[@]} -gt 0 ]; then
     step "scripts/servers.sh start ${wanted[*]}"
     eval "$(scripts/servers.sh start "${wanted[@]}")"

@@ -178,7 +178,7 @@ pub fn floor_name(backend: &str) -> &'static str {
         "lmdb" => "raw LMDB",
         "sqlite" => "raw SQLite",
         "snapshot" | "json" => "raw file write",
-        "postgres" | "redis" | "etcd" => "canopy's backend alone",
+        "postgres" | "redis" | "etcd" | "mongodb" => "canopy's backend alone",
         _ => "raw engine",
     }
 }

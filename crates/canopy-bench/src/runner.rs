@@ -29,11 +29,13 @@ pub const EMBEDDED: [&str; 4] = ["lmdb", "sqlite", "snapshot", "json"];
 /// names a server (`scripts/servers.sh start` prints these variables): name,
 /// the variable, and the URL parameter of a store's namespace. Every store of a
 /// run gets a namespace of its own, named after its temporary directory; the
-/// server keeps them (use a throwaway server).
-pub const SERVERS: [(&str, &str, &str); 3] = [
+/// server keeps them (use a throwaway server). MongoDB's namespace is the
+/// database, the URL's path (no parameter).
+pub const SERVERS: [(&str, &str, &str); 4] = [
     ("postgres", "CANOPY_POSTGRES_URL", "schema"),
     ("redis", "CANOPY_REDIS_URL", "prefix"),
     ("etcd", "CANOPY_ETCD_URL", "prefix"),
+    ("mongodb", "CANOPY_MONGODB_URL", ""),
 ];
 
 /// The URL of a store of server backend `name` in the namespace of `dir`
@@ -57,7 +59,20 @@ pub fn server_store_url(name: &str, dir: &Path, tag: &str, params: &[String]) ->
         run.rsplit('-').next().unwrap_or(""),
         dir.file_name().map_or("".into(), |n| n.to_string_lossy())
     );
-    let mut query = vec![format!("{namespace}={}", canopy_store::conformance::namespace_of(tag, Path::new(&name)))];
+    let ns = canopy_store::conformance::namespace_of(tag, Path::new(&name));
+    if namespace.is_empty() {
+        // The database: the path of `scheme://host:port/db?query`.
+        let (base, query) = server.split_once('?').unwrap_or((&server, ""));
+        let host_end = base.find("://").map_or(0, |i| i + 3);
+        let base = match base[host_end..].find('/') {
+            Some(i) => &base[..host_end + i],
+            None => base,
+        };
+        let query: Vec<String> =
+            query.split('&').filter(|q| !q.is_empty()).map(str::to_string).chain(params.iter().cloned()).collect();
+        return Ok(Some(format!("{base}/{ns}?{}", query.join("&"))));
+    }
+    let mut query = vec![format!("{namespace}={ns}")];
     query.extend(params.iter().cloned());
     Ok(Some(canopy_store::conformance::with_params(&server, &query.join("&"))))
 }
@@ -248,8 +263,8 @@ impl BackendSpec {
         let server = SERVERS.iter().any(|(n, _, _)| *n == name);
         if !EMBEDDED.contains(&name) && name != "memory" && !server {
             bail!(
-                "--backends: unknown backend `{name}` (lmdb, sqlite, snapshot, json, memory; postgres, redis, etcd \
-                 with a server)"
+                "--backends: unknown backend `{name}` (lmdb, sqlite, snapshot, json, memory; postgres, redis, etcd, \
+                 mongodb with a server)"
             );
         }
         if server {

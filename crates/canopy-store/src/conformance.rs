@@ -429,6 +429,32 @@ macro_rules! conformance_tests {
             }
         }
     };
+    // A backend whose server cannot hold `many_small_keys` (200,000 keys in
+    // one commit) in reasonable time: the test is `#[ignore]`d with the
+    // reason (cargo reports it; `--ignored` runs it), the rest as above.
+    ($open:expr, persistent = $persistent:expr, when = $when:expr, ignore_many_small_keys = $why:literal) => {
+        $crate::conformance_tests!(@tests $open, $when;
+            empty_store, put_get_delete_revision, scans_in_order_with_bounds,
+            delete_prefix_removes_exactly_the_subtree, scan_and_delete_from_the_empty_key, conflicting_batch_writes_nothing,
+            write_views_read_then_commit, unflushed_batches_apply_like_others,
+            snapshots_are_isolated, snapshot_scans_are_isolated, values_from_empty_to_16_mib,
+            readers_run_during_writes, compact_keeps_data);
+        #[test]
+        #[ignore = $why]
+        fn many_small_keys() {
+            if $when {
+                let dir = tempfile::tempdir().unwrap();
+                $crate::conformance::many_small_keys(&$open, dir.path());
+            }
+        }
+        #[test]
+        fn survives_reopen() {
+            if $persistent && $when {
+                let dir = tempfile::tempdir().unwrap();
+                $crate::conformance::survives_reopen(&$open, dir.path());
+            }
+        }
+    };
     (@tests $open:expr, $when:expr; $($name:ident),*) => {
         $(
             #[test]

@@ -16,7 +16,7 @@
 //!   document conditionally on the revision read (no match, or a write
 //!   conflict with another transaction: `Conflict`), writes the batch
 //!   (updates with `upsert`, deletes of keys and of `_id` ranges, in
-//!   commands of up to 10,000 statements), and commits.
+//!   commands of up to 1,000 statements), and commits.
 //! * `sync=commit`: the commit's write concern is `{w: 1, j: true}`: the
 //!   server acknowledges it once it is in its journal. `sync=off`: `j: false`.
 //! * Authentication and TLS are not built in yet; a single server
@@ -38,11 +38,16 @@ const IO_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_IDLE: usize = 8;
 const FIRST_PAGE: i64 = 64;
 const MAX_PAGE: i64 = 4096;
-/// Statements per write command.
-const CHUNK: usize = 10_000;
+/// Statements per write command. SecantusDB counts a transaction idle from
+/// the start of its last command and aborts it after 60 s: under a loaded
+/// server a command of 10,000 statements took that long.
+const CHUNK: usize = 1_000;
 /// Bytes of a value kept in its document; the rest goes to `kv_parts`.
 const PART: usize = 8 << 20;
 const OP_MSG: i32 = 2013;
+/// The layout's version, in `meta` as `{_id: "format", v: 2}` (version 1
+/// had no `k` field).
+const FORMAT: i32 = 2;
 
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -81,6 +86,10 @@ struct Conn {
     txn: i64,
     /// The connection failed on the way: not pooled again.
     broken: bool,
+    /// The server's id of the connection (`hello`'s `connectionId`).
+    server_id: i64,
+    /// Recorded in `writers` (done before its first commit).
+    registered: bool,
 }
 
 impl Conn {
@@ -94,7 +103,15 @@ impl Conn {
                     stream.set_write_timeout(Some(io_timeout))?;
                     let id: [u8; 16] = rand::random();
                     let lsid = doc! { "id": Bson::Binary(Binary { subtype: BinarySubtype::Uuid, bytes: id.to_vec() }) };
-                    return Ok(Conn { stream, request: 0, lsid, txn: 0, broken: false });
+                    return Ok(Conn {
+                        stream,
+                        request: 0,
+                        lsid,
+                        txn: 0,
+                        broken: false,
+                        server_id: 0,
+                        registered: false,
+                    });
                 }
                 Err(e) => last = e,
             }
@@ -278,11 +295,86 @@ impl MongoBackend {
         }
     }
 
+    /// A new connection, its server id learnt from the handshake.
     fn connect(&self) -> Result<Conn> {
-        Conn::open(&self.addr, self.connect_timeout, self.io_timeout).map_err(|e| {
+        let mut conn = Conn::open(&self.addr, self.connect_timeout, self.io_timeout).map_err(|e| {
             let why = if e.kind() == std::io::ErrorKind::TimedOut { "timed out" } else { "unreachable" };
             StoreError::new(ErrorKind::Unavailable, format!("{}: {why} (cannot connect: {e})", self.place))
-        })
+        })?;
+        let hello = conn.command(&doc! {"hello": 1, "$db": "admin"}).map_err(|f| self.fail("handshake", f))?;
+        conn.server_id = match hello.get("connectionId") {
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(Bson::Int64(n)) => *n,
+            _ => 0,
+        };
+        Ok(conn)
+    }
+
+    /// Records the connection's session in `writers` before its first
+    /// commit, so that another writer finding the session's transaction
+    /// in its way after this connection is gone can end it.
+    fn register(&self, conn: &mut Conn) -> Result<()> {
+        if conn.registered {
+            return Ok(());
+        }
+        let id = conn.lsid.get_binary_generic("id").map(|b| hex(b)).unwrap_or_default();
+        let w = doc! {"_id": id, "lsid": conn.lsid.clone(), "conn": conn.server_id};
+        let cmd = doc! {
+            "update": "writers", "updates": [{"q": {"_id": w.get_str("_id").unwrap_or("")}, "u": w.clone(), "upsert": true}],
+            "$db": &self.db,
+        };
+        conn.command(&cmd).map_err(|f| self.fail("record the writer", f))?;
+        conn.registered = true;
+        Ok(())
+    }
+
+    /// Ends the sessions of `writers` whose connection the server no longer
+    /// has (a client killed, or ended, without ending its transaction):
+    /// their transactions would otherwise hold what they wrote until the
+    /// server expires them (`transactionLifetimeLimitSeconds`). Returns how
+    /// many it ended.
+    fn reap(&self, conn: &mut Conn) -> Result<usize> {
+        let find =
+            doc! {"find": "writers", "filter": {}, "batchSize": 100_000i64, "singleBatch": true, "$db": &self.db};
+        let reply = conn.command(&find).map_err(|f| self.fail("read the writers", f))?;
+        let writers = first_batch(&reply);
+        if writers.is_empty() {
+            return Ok(0);
+        }
+        let ops = conn
+            .command(&doc! {"currentOp": 1, "$all": true, "$db": "admin"})
+            .map_err(|f| self.fail("list the server's connections", f))?;
+        let live: std::collections::HashSet<i64> = ops
+            .get_array("inprog")
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| match o.as_document()?.get("connectionId")? {
+                        Bson::Int32(n) => Some(i64::from(*n)),
+                        Bson::Int64(n) => Some(*n),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let gone: Vec<&Document> = writers
+            .iter()
+            .filter(|w| match w.get("conn") {
+                Some(Bson::Int64(n)) => !live.contains(n),
+                Some(Bson::Int32(n)) => !live.contains(&i64::from(*n)),
+                _ => false,
+            })
+            .collect();
+        if gone.is_empty() {
+            return Ok(0);
+        }
+        let sessions: Vec<Bson> =
+            gone.iter().filter_map(|w| w.get_document("lsid").ok().cloned().map(Bson::Document)).collect();
+        conn.command(&doc! {"killSessions": sessions, "$db": "admin"})
+            .map_err(|f| self.fail("end abandoned sessions", f))?;
+        let ids: Vec<Bson> = gone.iter().filter_map(|w| w.get("_id").cloned()).collect();
+        let delete = doc! {"delete": "writers", "deletes": [{"q": {"_id": {"$in": ids}}, "limit": 0}], "$db": &self.db};
+        conn.command(&delete).map_err(|f| self.fail("forget ended writers", f))?;
+        Ok(gone.len())
     }
 
     fn idle(&self) -> MutexGuard<'_, Vec<Conn>> {
@@ -299,18 +391,55 @@ impl MongoBackend {
         }
     }
 
-    /// Checks the server speaks the protocol and creates the revision
-    /// document when absent.
+    /// Checks the server speaks the protocol, creates the indexes on `k` and
+    /// the format and revision documents when absent, and refuses a store of
+    /// another layout.
     fn init(&self) -> Result<()> {
         let mut conn = self.connect()?;
-        conn.command(&doc! {"hello": 1, "$db": "admin"}).map_err(|f| self.fail("handshake", f))?;
-        let insert = doc! {
-            "insert": "meta", "documents": [{"_id": "revision", "r": 0i64}], "$db": &self.db,
-            "writeConcern": {"w": 1, "j": self.sync == SyncMode::Commit},
-        };
-        match conn.command(&insert) {
-            Ok(_) | Err(Failure::Server { code: 11000, .. }) => {}
-            Err(f) => return Err(self.fail("create the store", f)),
+        // Sessions of writers that are gone since the store was last opened.
+        self.reap(&mut conn)?;
+        for coll in ["kv", "kv_parts"] {
+            let create = doc! {
+                "createIndexes": coll, "indexes": [{"key": {"k": 1}, "name": "k"}], "$db": &self.db,
+            };
+            conn.command(&create).map_err(|f| self.fail("create the store's indexes", f))?;
+        }
+        let find = doc! {"find": "meta", "filter": {}, "$db": &self.db};
+        let reply = conn.command(&find).map_err(|f| self.fail("read the store's format", f))?;
+        let meta = first_batch(&reply);
+        let format = meta.iter().find(|d| d.get_str("_id").ok() == Some("format"));
+        let has_revision = meta.iter().any(|d| d.get_str("_id").ok() == Some("revision"));
+        match format.map(|d| d.get("v")) {
+            Some(Some(Bson::Int32(FORMAT))) => {}
+            Some(v) => {
+                return Err(StoreError::new(
+                    ErrorKind::Unsupported,
+                    format!("{}: the store's layout is version {v:?}, this canopy reads version {FORMAT}", self.place),
+                ))
+            }
+            None if has_revision => {
+                return Err(StoreError::new(
+                    ErrorKind::Unsupported,
+                    format!(
+                        "{}: the store has the first layout (no `k` field), which this canopy no longer reads; \
+                         copy it with the canopy that made it (`canopy copy`) to another store",
+                        self.place
+                    ),
+                ))
+            }
+            None => {
+                // The format first: a revision document without one is a
+                // store of the first layout.
+                let concern = doc! {"w": 1, "j": self.sync == SyncMode::Commit};
+                for d in [doc! {"_id": "format", "v": FORMAT}, doc! {"_id": "revision", "r": 0i64}] {
+                    let insert =
+                        doc! {"insert": "meta", "documents": [d], "$db": &self.db, "writeConcern": concern.clone()};
+                    match conn.command(&insert) {
+                        Ok(_) | Err(Failure::Server { code: 11000, .. }) => {}
+                        Err(f) => return Err(self.fail("create the store", f)),
+                    }
+                }
+            }
         }
         self.give_back(conn);
         Ok(())
@@ -385,6 +514,10 @@ impl MongoBackend {
         conn.command(&cmd).map_err(|f| self.fail(what, f))
     }
 
+    fn damaged(&self) -> StoreError {
+        StoreError::corrupted(format!("{}: a document of kv is not canopy's", self.place))
+    }
+
     /// The value of a document of `kv`, its parts read when it has some.
     fn value_of(&self, conn: &mut Conn, d: &Document) -> Result<Vec<u8>> {
         let damaged = || StoreError::corrupted(format!("{}: a document of kv is not canopy's", self.place));
@@ -397,8 +530,7 @@ impl MongoBackend {
         };
         let id = d.get_str("_id").map_err(|_| damaged())?;
         let find = doc! {
-            "find": "kv_parts", "filter": {"_id": {"$gte": format!("{id}:"), "$lt": format!("{id};")}},
-            "sort": {"_id": 1}, "batchSize": parts as i64 + 1,
+            "find": "kv_parts", "filter": {"k": id}, "batchSize": parts as i64 + 1, "singleBatch": true,
         };
         let reply = self.run(conn, "read", find)?;
         let docs = first_batch(&reply);
@@ -429,69 +561,76 @@ impl MongoBackend {
             "update": "meta",
             "updates": [{"q": {"_id": "revision", "r": revision as i64}, "u": {"$set": {"r": next as i64}}}],
         };
-        let reply = self.run(conn, "commit", bump)?;
+        let reply = match self.run(conn, "commit", bump) {
+            Ok(reply) => reply,
+            Err(e) => {
+                if e.kind() == ErrorKind::Conflict {
+                    // Another transaction holds the revision document: if
+                    // its client is gone, end it now rather than when the
+                    // server expires it (the engine then tries again).
+                    let _ = self.reap(conn);
+                }
+                return Err(e);
+            }
+        };
         if reply.get_i32("n").unwrap_or(0) != 1 {
             return Err(StoreError::new(
                 ErrorKind::Conflict,
                 format!("{}: another writer committed first (the revision is no longer {revision})", self.place),
             ));
         }
-        // Consecutive statements of one kind go in one command (in order).
-        let mut updates: Vec<Bson> = Vec::new();
-        let mut deletes: Vec<Bson> = Vec::new();
-        let mut part_inserts: Vec<Bson> = Vec::new();
-        let parts_range = |lo: &str, hi: &str| doc! {"q": {"_id": {"$gte": lo, "$lt": hi}}, "limit": 0};
+        // Runs of puts and of deletes, each sent as a few commands, in order.
+        let mut w = Writes::default();
         for op in &batch.ops {
-            let is_put = matches!(op, BatchOp::Put(..));
-            if is_put && !deletes.is_empty() {
-                self.flush_deletes(conn, &mut deletes)?;
-            }
-            if !is_put && (!updates.is_empty() || !part_inserts.is_empty()) {
-                self.flush_updates(conn, &mut updates, &mut part_inserts)?;
-            }
             match op {
                 BatchOp::Put(k, v) => {
                     let id = hex(k);
+                    if !w.deletes.is_empty() {
+                        w.flush(self, conn)?;
+                    }
                     if v.len() > PART {
-                        // The old parts go first: a delete command, in order.
-                        self.flush_updates(conn, &mut updates, &mut part_inserts)?;
-                        let mut d = vec![Bson::Document(parts_range(&format!("{id}:"), &format!("{id};")))];
-                        self.flush_deletes(conn, &mut d)?;
+                        // Alone, in order: the old parts, the new ones, the document.
+                        w.flush(self, conn)?;
+                        let delete = doc! {"delete": "kv_parts", "deletes": [{"q": {"k": &id}, "limit": 0}]};
+                        self.run(conn, "commit", delete)?;
                         let chunks: Vec<&[u8]> = v.chunks(PART).collect();
                         for (i, c) in chunks.iter().enumerate().skip(1) {
-                            part_inserts.push(Bson::Document(doc! {"_id": format!("{id}:{i}"), "v": binary(c)}));
+                            let part = doc! {"_id": format!("{id}:{i}"), "k": &id, "v": binary(c)};
+                            self.run(conn, "commit", doc! {"insert": "kv_parts", "documents": [part]})?;
                         }
-                        let u = doc! {"_id": &id, "v": binary(chunks[0]), "more": (chunks.len() - 1) as i64};
-                        updates.push(Bson::Document(doc! {"q": {"_id": &id}, "u": u, "upsert": true}));
+                        let u = doc! {"_id": &id, "k": &id, "v": binary(chunks[0]), "more": (chunks.len() - 1) as i64};
+                        w.updates.push(Bson::Document(doc! {"q": {"_id": &id}, "u": u, "upsert": true}));
                     } else {
-                        let u = doc! {"_id": &id, "v": binary(v)};
-                        updates.push(Bson::Document(doc! {"q": {"_id": &id}, "u": u, "upsert": true}));
-                    }
-                    if updates.len() >= CHUNK {
-                        self.flush_updates(conn, &mut updates, &mut part_inserts)?;
+                        let u = doc! {"_id": &id, "k": &id, "v": binary(v)};
+                        w.updates.push(Bson::Document(doc! {"q": {"_id": &id}, "u": u, "upsert": true}));
                     }
                 }
                 BatchOp::Delete(k) => {
+                    if !w.updates.is_empty() {
+                        w.flush(self, conn)?;
+                    }
                     let id = hex(k);
-                    deletes.push(Bson::Document(doc! {"q": {"_id": &id}, "limit": 1}));
-                    deletes.push(Bson::Document(parts_range(&format!("{id}:"), &format!("{id};"))));
+                    w.deletes.push(Bson::Document(doc! {"q": {"_id": &id}, "limit": 1}));
+                    w.part_keys.push(Bson::String(id));
                 }
                 BatchOp::DeletePrefix(p) => {
+                    if !w.updates.is_empty() {
+                        w.flush(self, conn)?;
+                    }
                     let lo = hex(p);
                     let filter = match prefix_end(p) {
                         Some(end) => doc! {"$gte": &lo, "$lt": hex(&end)},
                         None => doc! {"$gte": &lo},
                     };
-                    deletes.push(Bson::Document(doc! {"q": {"_id": filter.clone()}, "limit": 0}));
-                    deletes.push(Bson::Document(doc! {"q": {"_id": filter}, "limit": 0, "kv_parts": true}));
+                    w.deletes.push(Bson::Document(doc! {"q": {"k": filter.clone()}, "limit": 0}));
+                    w.part_ranges.push(Bson::Document(doc! {"q": {"k": filter}, "limit": 0}));
                 }
             }
-            if deletes.len() >= CHUNK {
-                self.flush_deletes(conn, &mut deletes)?;
+            if w.updates.len() >= CHUNK || w.deletes.len() >= CHUNK {
+                w.flush(self, conn)?;
             }
         }
-        self.flush_updates(conn, &mut updates, &mut part_inserts)?;
-        self.flush_deletes(conn, &mut deletes)?;
+        w.flush(self, conn)?;
         let mut commit = doc! {
             "commitTransaction": 1,
             "writeConcern": {"w": 1, "j": self.sync == SyncMode::Commit},
@@ -502,47 +641,8 @@ impl MongoBackend {
         Ok(next)
     }
 
-    fn flush_updates(&self, conn: &mut Conn, updates: &mut Vec<Bson>, parts: &mut Vec<Bson>) -> Result<()> {
-        if !updates.is_empty() {
-            let cmd = doc! {"update": "kv", "updates": std::mem::take(updates), "ordered": true};
-            self.run(conn, "commit", cmd)?;
-        }
-        if !parts.is_empty() {
-            let cmd = doc! {"insert": "kv_parts", "documents": std::mem::take(parts), "ordered": true};
-            self.run(conn, "commit", cmd)?;
-        }
-        Ok(())
-    }
-
-    /// Deletes of `kv`, and of `kv_parts` for statements marked so (in
-    /// order: a run of each collection is one command).
-    fn flush_deletes(&self, conn: &mut Conn, deletes: &mut Vec<Bson>) -> Result<()> {
-        let all = std::mem::take(deletes);
-        let mut run: Vec<Bson> = Vec::new();
-        let mut run_parts = false;
-        for d in all {
-            let Bson::Document(mut d) = d else { continue };
-            let parts = d.remove("kv_parts").is_some() || is_parts_range(&d);
-            if parts != run_parts && !run.is_empty() {
-                self.delete_run(conn, run_parts, std::mem::take(&mut run))?;
-            }
-            run_parts = parts;
-            run.push(Bson::Document(d));
-        }
-        if !run.is_empty() {
-            self.delete_run(conn, run_parts, run)?;
-        }
-        Ok(())
-    }
-
-    fn delete_run(&self, conn: &mut Conn, parts: bool, run: Vec<Bson>) -> Result<()> {
-        let coll = if parts { "kv_parts" } else { "kv" };
-        let cmd = doc! {"delete": coll, "deletes": run, "ordered": true};
-        self.run(conn, "commit", cmd).map(drop)
-    }
-
     fn commit_on(&self, mut conn: Conn, batch: &Batch, revision: u64) -> Result<u64> {
-        let result = self.write(&mut conn, batch, revision);
+        let result = self.register(&mut conn).and_then(|()| self.write(&mut conn, batch, revision));
         match result {
             Ok(_) => self.give_back(conn),
             Err(_) => self.end(conn),
@@ -551,12 +651,40 @@ impl MongoBackend {
     }
 }
 
-/// A delete statement of the parts of one key (`{_id: {$gte: "HEX:", $lt: "HEX;"}}`).
-fn is_parts_range(d: &Document) -> bool {
-    d.get_document("q")
-        .and_then(|q| q.get_document("_id"))
-        .and_then(|r| r.get_str("$gte"))
-        .is_ok_and(|lo| lo.ends_with(':'))
+/// The statements of a commit not sent yet: a run of puts or a run of
+/// deletes (never both: a run ends where the other kind begins, which keeps
+/// the batch's order).
+#[derive(Default)]
+struct Writes {
+    /// Upserts of `kv`.
+    updates: Vec<Bson>,
+    /// Deletes of `kv` (keys and ranges of `k`).
+    deletes: Vec<Bson>,
+    /// The keys deleted, whose parts (if any) go too: one `$in` statement.
+    part_keys: Vec<Bson>,
+    /// The ranges deleted, for their keys' parts.
+    part_ranges: Vec<Bson>,
+}
+
+impl Writes {
+    fn flush(&mut self, b: &MongoBackend, conn: &mut Conn) -> Result<()> {
+        if !self.updates.is_empty() {
+            let cmd = doc! {"update": "kv", "updates": std::mem::take(&mut self.updates), "ordered": true};
+            b.run(conn, "commit", cmd)?;
+        }
+        if !self.deletes.is_empty() {
+            let cmd = doc! {"delete": "kv", "deletes": std::mem::take(&mut self.deletes), "ordered": true};
+            b.run(conn, "commit", cmd)?;
+            let mut parts = std::mem::take(&mut self.part_ranges);
+            if !self.part_keys.is_empty() {
+                let keys = std::mem::take(&mut self.part_keys);
+                parts.push(Bson::Document(doc! {"q": {"k": {"$in": keys}}, "limit": 0}));
+            }
+            let cmd = doc! {"delete": "kv_parts", "deletes": parts, "ordered": true};
+            b.run(conn, "commit", cmd)?;
+        }
+        Ok(())
+    }
 }
 
 fn first_batch(reply: &Document) -> Vec<Document> {
@@ -607,49 +735,58 @@ impl Snapshot for MongoView<'_> {
         })
     }
 
+    /// One query of the range on the index of `k`, read through its cursor
+    /// in batches that grow from `FIRST_PAGE` to `MAX_PAGE` (the server
+    /// finds the range once; a scan that stops early closes the cursor).
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
         if end.is_some_and(|end| end <= start) {
             return Ok(());
         }
         let b = self.backend;
-        let (mut low, mut low_inclusive, mut high) = (hex(start), true, end.map(hex));
-        let mut limit = FIRST_PAGE;
-        loop {
-            let page: Vec<(Vec<u8>, Vec<u8>)> = self.on_conn(|conn| {
-                let mut range = Document::new();
-                range.insert(if low_inclusive { "$gte" } else { "$gt" }, &low);
-                if let Some(h) = &high {
-                    range.insert("$lt", h);
+        let mut range = doc! {"$gte": hex(start)};
+        if let Some(end) = end {
+            range.insert("$lt", hex(end));
+        }
+        let find = doc! {
+            "find": "kv", "filter": {"k": range}, "sort": {"k": if reverse { -1 } else { 1 }},
+            "batchSize": FIRST_PAGE,
+        };
+        let mut next = Some(find);
+        let mut batch = FIRST_PAGE;
+        while let Some(cmd) = next.take() {
+            let (cursor, page) = self.on_conn(|conn| {
+                let reply = b.run(conn, "scan", cmd)?;
+                let c = reply.get_document("cursor").map_err(|_| {
+                    StoreError::new(ErrorKind::Io, format!("{}: scan: a reply without a cursor", b.place))
+                })?;
+                let cursor = c.get_i64("id").unwrap_or(0);
+                let docs = c.get_array("firstBatch").or_else(|_| c.get_array("nextBatch")).map_err(|_| {
+                    StoreError::new(ErrorKind::Io, format!("{}: scan: a reply without a batch", b.place))
+                })?;
+                let mut page = Vec::with_capacity(docs.len());
+                for d in docs {
+                    let d = d.as_document().ok_or_else(|| b.damaged())?;
+                    let k = d.get_str("_id").ok().and_then(unhex).ok_or_else(|| b.damaged())?;
+                    page.push((k, b.value_of(conn, d)?));
                 }
-                let find = doc! {
-                    "find": "kv", "filter": {"_id": range}, "sort": {"_id": if reverse { -1 } else { 1 }},
-                    "limit": limit, "batchSize": limit, "singleBatch": true,
-                };
-                let reply = b.run(conn, "scan", find)?;
-                first_batch(&reply)
-                    .iter()
-                    .map(|d| {
-                        let k = d.get_str("_id").ok().and_then(unhex).ok_or_else(|| {
-                            StoreError::corrupted(format!("{}: a document of kv is not canopy's", b.place))
-                        })?;
-                        Ok((k, b.value_of(conn, d)?))
-                    })
-                    .collect()
+                Ok((cursor, page))
             })?;
             for (k, v) in &page {
                 if !visit(k, v)? {
+                    if cursor != 0 {
+                        // Best effort: the server drops an idle cursor anyway.
+                        let _ =
+                            self.on_conn(|conn| b.run(conn, "scan", doc! {"killCursors": "kv", "cursors": [cursor]}));
+                    }
                     return Ok(());
                 }
             }
-            let Some((last, _)) = page.last().filter(|_| page.len() as i64 == limit) else { return Ok(()) };
-            if reverse {
-                high = Some(hex(last));
-            } else {
-                low = hex(last);
-                low_inclusive = false;
+            if cursor != 0 {
+                batch = (batch * 4).min(MAX_PAGE);
+                next = Some(doc! {"getMore": cursor, "collection": "kv", "batchSize": batch});
             }
-            limit = (limit * 4).min(MAX_PAGE);
         }
+        Ok(())
     }
 }
 
