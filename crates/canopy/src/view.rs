@@ -12,7 +12,7 @@ use canopy_core::Schemaless;
 use canopy_store::keys::{self, Datastore};
 use canopy_yang::YangSchema;
 
-use crate::cache::{load_all, Cached};
+use crate::cache::{catch_up, load_all, Cached};
 use crate::error::Result;
 use crate::read::load_for;
 use crate::store::{poisoned, Store};
@@ -91,8 +91,18 @@ impl Store {
                 }
             }
             let mut g = cache.write().map_err(|_| poisoned())?;
-            let tree = load_all(&*snap, ds, schema)?;
-            g.insert(ds, Cached { revision: snap.revision(), tree });
+            // Behind (another process committed): the change log's records
+            // of the commits since, when it has them all; else the whole
+            // datastore read again.
+            let caught_up = match g.get_mut(&ds) {
+                Some(c) if c.revision == snap.revision() => true,
+                Some(c) => catch_up(&*snap, ds, c)?,
+                None => false,
+            };
+            if !caught_up {
+                let tree = load_all(&*snap, ds, schema)?;
+                g.insert(ds, Cached { revision: snap.revision(), tree });
+            }
             return Ok(f(Cow::Borrowed(&g[&ds].tree), schema, yang));
         }
         // `//name` loads only where the schema has `name` (the same results).
