@@ -235,7 +235,7 @@ pub(super) fn read(anchor: &Anchor, at: &Path, depth: Option<usize>) -> Result<C
     anchor.store.running().get(&at.to_string(), opts).map_err(|e| data_error(anchor, e, true))
 }
 
-fn same_key(a: &str, b: &str) -> bool {
+pub(super) fn same_key(a: &str, b: &str) -> bool {
     a == b || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
 }
 
@@ -368,7 +368,7 @@ fn child_schema(model: &Model, parent: Option<usize>, name: &str) -> Option<usiz
     }
 }
 
-fn key_text(v: &Json) -> Option<String> {
+pub(super) fn key_text(v: &Json) -> Option<String> {
     match v {
         Json::String(s) => Some(s.clone()),
         Json::Number(n) => Some(n.to_string()),

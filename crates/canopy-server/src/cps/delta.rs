@@ -269,24 +269,12 @@ fn own_data(at: &Path, data: &Map<String, Json>) -> Option<Map<String, Json>> {
         _ => return None,
     };
     let keys_match = match &last.selector {
-        Selector::Keys(kv) => kv.iter().all(|(k, v)| obj.get(local(k)).is_none_or(|x| key_is(x, v))),
+        Selector::Keys(kv) => kv
+            .iter()
+            .all(|(k, v)| obj.get(local(k)).is_none_or(|x| data::key_text(x).is_some_and(|t| data::same_key(&t, v)))),
         _ => true,
     };
     keys_match.then(|| obj.clone())
-}
-
-fn key_is(x: &Json, v: &str) -> bool {
-    match x {
-        Json::String(s) => s == v,
-        Json::Number(n) => n.to_string() == v || n.as_f64().zip(v.parse::<f64>().ok()).is_some_and(|(a, b)| a == b),
-        Json::Bool(b) => b.to_string() == v,
-        _ => false,
-    }
-}
-
-/// Whether `p` is `d` or lies below it.
-fn under(p: &Path, d: &Path) -> bool {
-    d.segments.len() <= p.segments.len() && d.segments.iter().zip(&p.segments).all(|(a, b)| a == b)
 }
 
 fn data_of<'e>(e: &'e Json, side: &str) -> Option<&'e Map<String, Json>> {
@@ -324,7 +312,7 @@ pub fn apply(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
                 let side = if action == "create" { "targetData" } else { "sourceData" };
                 let Some(d) = data_of(e, side) else {
                     if action == "remove" && !at.segments.is_empty() {
-                        if !removed.iter().any(|d| under(&at, d)) {
+                        if !removed.iter().any(|d| d.is_prefix_of(&at)) {
                             edits.push(Edit::delete(at.clone()));
                             removed.push(at.clone());
                         }
@@ -342,7 +330,7 @@ pub fn apply(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
                     edits.extend(edits_of(&anchor.store, &ws, Operation::Create).map_err(|e| data::data_error(anchor, e, false))?);
                 } else {
                     for w in ws {
-                        if !removed.iter().any(|d| under(&w.path, d)) {
+                        if !removed.iter().any(|d| d.is_prefix_of(&w.path)) {
                             edits.push(Edit::delete(w.path.clone()));
                             removed.push(w.path);
                         }

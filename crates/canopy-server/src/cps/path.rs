@@ -598,68 +598,81 @@ fn order_key(chain: &Chain<'_>) -> Vec<usize> {
 
 // --- planning ------------------------------------------------------------------------
 
+/// The schema nodes the first step of `q` names: top-level nodes, or with
+/// `//` every inner node of that name.
+fn starts(q: &CpsPath, model: &Model) -> Vec<usize> {
+    if q.descendant {
+        model
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| local(&n.name) == q.steps[0].name && is_inner(n))
+            .map(|(i, _)| i)
+            .collect()
+    } else {
+        model.top.iter().filter(|(n, _)| local(n) == q.steps[0].name).map(|(_, i)| *i).collect()
+    }
+}
+
+/// Where a plan from schema node `start` stops.
+enum Stop {
+    /// At a list (its schema node) above the first step, or at a step that
+    /// names a list without pinning its keys.
+    List(usize),
+    /// At a step that names no node below the last one.
+    Mismatch,
+    /// After the last step, every list on the way pinned.
+    End,
+}
+
+/// The instance path `q` pins from `start` down: containers, and lists whose
+/// keys its steps give with `=`; and where that stops.
+fn walk(q: &CpsPath, model: &Model, start: usize) -> (Path, Stop) {
+    let mut above = Vec::new();
+    let mut at = model.nodes[start].parent;
+    while let Some(i) = at {
+        above.push(i);
+        at = model.nodes[i].parent;
+    }
+    above.reverse();
+    let mut path = Path::root();
+    for i in above {
+        let n = &model.nodes[i];
+        if is_list(n) {
+            return (path, Stop::List(i));
+        }
+        path = path.child(n.name.clone(), Selector::None);
+    }
+    let mut node = Some(start);
+    for (si, step) in q.steps.iter().enumerate() {
+        let Some(i) = node else { return (path, Stop::Mismatch) };
+        let n = &model.nodes[i];
+        if local(&n.name) != step.name {
+            return (path, Stop::Mismatch);
+        }
+        if is_list(n) {
+            match pinned(n, step) {
+                Some(keys) => path = path.child(n.name.clone(), Selector::Keys(keys)),
+                None => return (path, Stop::List(i)),
+            }
+        } else {
+            path = path.child(n.name.clone(), Selector::None);
+        }
+        node = q
+            .steps
+            .get(si + 1)
+            .and_then(|next| n.children.iter().find(|(c, _)| local(c) == next.name).map(|(_, j)| *j));
+    }
+    (path, Stop::End)
+}
+
 /// The instance path every result of `q` lies under (the root when nothing
 /// narrows it), or `None` when the schema has no node the path can reach.
 pub fn plan(q: &CpsPath, model: &Model) -> Option<Path> {
     if q.steps.is_empty() || q.steps[0].name == "*" {
         return Some(Path::root());
     }
-    let starts: Vec<Option<usize>> = if q.descendant {
-        model
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| local(&n.name) == q.steps[0].name && is_inner(n))
-            .map(|(i, _)| Some(i))
-            .collect()
-    } else {
-        model.top.iter().filter(|(n, _)| local(n) == q.steps[0].name).map(|(_, i)| Some(*i)).collect()
-    };
-    let mut paths = Vec::new();
-    for start in starts.into_iter().flatten() {
-        // The schema chain above the first step: containers pin, lists stop.
-        let mut above = Vec::new();
-        let mut at = model.nodes[start].parent;
-        while let Some(i) = at {
-            above.push(i);
-            at = model.nodes[i].parent;
-        }
-        above.reverse();
-        let mut path = Path::root();
-        let mut open = true;
-        for i in above {
-            let n = &model.nodes[i];
-            if n.keys.is_empty() && !is_list(n) {
-                path = path.child(n.name.clone(), Selector::None);
-            } else {
-                open = false;
-                break;
-            }
-        }
-        if open {
-            let mut node = Some(start);
-            for (si, step) in q.steps.iter().enumerate() {
-                let Some(i) = node else { break };
-                let n = &model.nodes[i];
-                if local(&n.name) != step.name {
-                    break;
-                }
-                if is_list(n) {
-                    match pinned(n, step) {
-                        Some(keys) => path = path.child(n.name.clone(), Selector::Keys(keys)),
-                        None => break,
-                    }
-                } else {
-                    path = path.child(n.name.clone(), Selector::None);
-                }
-                node = q
-                    .steps
-                    .get(si + 1)
-                    .and_then(|next| n.children.iter().find(|(c, _)| local(c) == next.name).map(|(_, j)| *j));
-            }
-        }
-        paths.push(path);
-    }
+    let mut paths: Vec<Path> = starts(q, model).into_iter().map(|start| walk(q, model, start).0).collect();
     if paths.is_empty() {
         return None;
     }
@@ -692,56 +705,14 @@ pub fn plan_list(q: &CpsPath, model: &Model) -> Option<Path> {
     if q.ancestor.is_some() || q.steps.is_empty() || q.steps[0].name == "*" {
         return None;
     }
-    let starts: Vec<usize> = if q.descendant {
-        model
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| local(&n.name) == q.steps[0].name && is_inner(n))
-            .map(|(i, _)| i)
-            .collect()
-    } else {
-        model.top.iter().filter(|(n, _)| local(n) == q.steps[0].name).map(|(_, i)| *i).collect()
-    };
-    let [start] = starts.as_slice() else { return None };
-    let mut above = Vec::new();
-    let mut at = model.nodes[*start].parent;
-    while let Some(i) = at {
-        above.push(i);
-        at = model.nodes[i].parent;
-    }
-    above.reverse();
-    let scannable = |n: &canopy_yang::model::SNode| is_list(n) && !n.keys.is_empty() && !n.user_ordered;
-    let mut path = Path::root();
-    for i in above {
-        let n = &model.nodes[i];
-        if !is_list(n) {
-            path = path.child(n.name.clone(), Selector::None);
-            continue;
+    let [start] = starts(q, model)[..] else { return None };
+    match walk(q, model, start) {
+        (path, Stop::List(i)) => {
+            let n = &model.nodes[i];
+            (!n.keys.is_empty() && !n.user_ordered).then(|| path.child(n.name.clone(), Selector::None))
         }
-        return scannable(n).then(|| path.child(n.name.clone(), Selector::None));
+        (_, Stop::Mismatch | Stop::End) => None,
     }
-    let mut node = Some(*start);
-    for (si, step) in q.steps.iter().enumerate() {
-        let i = node?;
-        let n = &model.nodes[i];
-        if local(&n.name) != step.name {
-            return None;
-        }
-        if is_list(n) {
-            match pinned(n, step) {
-                Some(keys) => path = path.child(n.name.clone(), Selector::Keys(keys)),
-                None => return scannable(n).then(|| path.child(n.name.clone(), Selector::None)),
-            }
-        } else {
-            path = path.child(n.name.clone(), Selector::None);
-        }
-        node = q
-            .steps
-            .get(si + 1)
-            .and_then(|next| n.children.iter().find(|(c, _)| local(c) == next.name).map(|(_, j)| *j));
-    }
-    None
 }
 
 fn is_list(n: &canopy_yang::model::SNode) -> bool {
