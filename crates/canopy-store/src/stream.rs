@@ -121,6 +121,40 @@ impl<'a, W: Write> JsonStream<'a, W> {
         }
     }
 
+    /// A stream writing entries of one list into `w`, whose innermost open
+    /// thing is that list: `list` is the list's key relative to the
+    /// datastore (its parent's key and name), `schema_path` its schema path.
+    /// Give it an entry's fragments (the entry's own first) with
+    /// [`fragment`](Self::fragment), then take the writer back with
+    /// [`into_writer`](Self::into_writer), the list still open.
+    pub fn in_list(w: JsonWriter<W>, list: &[u8], schema_path: &str, schema: &'a dyn Schema) -> JsonStream<'a, W> {
+        let mut s = JsonStream {
+            w,
+            stack: Vec::new(),
+            spare: Vec::new(),
+            sp: schema_path.to_string(),
+            schema,
+            gathering: None,
+            floor: 1,
+            base: 0,
+            source: None,
+            skip: None,
+        };
+        s.push(list, &[], fragment::Inline::empty(), true, 0);
+        s
+    }
+
+    /// Closes what the fragments opened (the list of
+    /// [`in_list`](Self::in_list) stays open) and returns the writer.
+    ///
+    /// # Errors
+    /// As [`fragment`](Self::fragment).
+    pub fn into_writer(mut self) -> Result<JsonWriter<W>> {
+        self.write_gathered()?;
+        self.close_until(&[], self.floor)?;
+        Ok(self.w)
+    }
+
     /// Reads user-ordered lists inside `source`'s scope in order from their
     /// order index instead of gathering them.
     #[must_use]

@@ -31,6 +31,7 @@ mod operational;
 mod pinned;
 mod prepare;
 mod read;
+mod results;
 mod rooted;
 mod scan;
 mod schema;

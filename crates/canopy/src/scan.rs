@@ -10,8 +10,7 @@
 use std::borrow::Cow;
 use std::io::Write;
 
-use canopy_core::json::{write_members, JsonWriter};
-use canopy_core::path::query::{EntryScan, Query};
+use canopy_core::path::query::{Axis, EntryScan, Expr, NodeTest, Operand, Query, Step};
 use canopy_core::path::{Path, Selector};
 use canopy_core::tree::{Container, Insert, List, Node};
 use canopy_core::{Schema, Schemaless};
@@ -24,6 +23,7 @@ use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::load::{corrupt, in_datastore};
 use crate::read::{selection, ReadOptions};
+use crate::results::{EntryFragments, ResultWriter};
 use crate::store::{Session, Store};
 
 impl Store {
@@ -76,6 +76,11 @@ impl Session<'_> {
     /// written nothing, when it cannot be read so.
     pub(crate) fn scan_json<W: Write>(&self, q: &Query, opts: ReadOptions, pretty: bool, out: W) -> Result<bool> {
         let mut out = Some(out);
+        if opts.depth.is_none() {
+            if let Some(done) = self.filter_json(q, opts, pretty, &mut out)? {
+                return Ok(done);
+            }
+        }
         let mut writer: Option<ResultWriter<W>> = None;
         let scanned = self.store.scan_query(self.ds, self.pushes(), q, opts, |scan, q, tree, yang| {
             let r = selection(Cow::Owned(tree), q, opts, yang);
@@ -96,6 +101,83 @@ impl Session<'_> {
         };
         w.finish().map_err(Error::Output)?;
         Ok(true)
+    }
+
+    /// [`Session::scan_json`] of a query that selects whole entries of the
+    /// scanned list by predicates on child paths (`/m:c/lst[info/type='x']`):
+    /// each entry's fragments are gathered as the range is scanned, the
+    /// predicates are evaluated on the entry built from the fragments they
+    /// can read ([`reach`]), and a matching entry is written from all its
+    /// fragments without building it. `None`, having written nothing, when
+    /// the query is not one of those.
+    fn filter_json<W: Write>(
+        &self,
+        q: &Query,
+        opts: ReadOptions,
+        pretty: bool,
+        out: &mut Option<W>,
+    ) -> Result<Option<bool>> {
+        let store = self.store;
+        if store.cache.is_some() || self.pushes() || opts.with_defaults != canopy_yang::WithDefaults::Explicit {
+            return Ok(None);
+        }
+        crate::subscribe::check_not_calling(store.conn.id)?;
+        let snap = store.backend.snapshot()?;
+        let catalog = store.catalog_at(&*snap)?;
+        let yang = catalog.yang.as_deref();
+        let q_rooted = crate::rooted::rooted(q, yang);
+        let Some(scan) = plan(&q_rooted, &catalog.lists, yang) else { return Ok(None) };
+        let Some(reach) = reach(&q_rooted, &scan) else { return Ok(None) };
+        crate::view::check_query(yang, q)?;
+        let ds = catalog.control.read_ds(self.ds);
+        let schema = &*catalog.lists;
+        let data = keys::data_prefix(ds);
+        let Some(template) = ancestors(&*snap, &data, schema, &scan.parent)? else {
+            // Nothing stored: what the general read writes then.
+            let w = ResultWriter::new(out.take().expect("one writer"), pretty, scan);
+            w.finish().map_err(Error::Output)?;
+            return Ok(Some(true));
+        };
+        let parent_rel = keys::path_key(&scan.parent)?;
+        let mut list_rel = parent_rel.clone();
+        keys::push_name(&mut list_rel, &scan.list);
+        let parent_sp = if scan.parent.is_root() { String::new() } else { scan.parent.schema_path() };
+        let list_sp = format!("{parent_sp}/{}", scan.list);
+        let mut failed = None;
+        let output = crate::stream::Output { out: out.take().expect("one writer"), failed: &mut failed };
+        let mut writer = ResultWriter::new(output, pretty, scan.clone());
+        let mut items = Vec::new();
+        let read = each_raw(&*snap, &data, &list_rel, |frags| {
+            let entry_len = frags.iter().next().map_or(0, |(k, _)| k.len());
+            items.clear();
+            for (rel, v) in frags.iter() {
+                if reached(&rel[entry_len..], &reach)? {
+                    items.push((
+                        rel.to_vec(),
+                        Some(fragment::decode(v).map_err(|e| in_datastore(&data, corrupt(rel, e)))?),
+                    ));
+                }
+            }
+            let mut tree = template.clone();
+            let mut sp = parent_sp.clone();
+            canopy_store::treeio::build(
+                container_at_mut(&mut tree, &scan.parent),
+                &mut items,
+                parent_rel.len(),
+                &mut sp,
+                schema,
+            )?;
+            let r = selection(Cow::Owned(tree), &q_rooted, opts, yang);
+            if !r.children.is_empty() || !r.meta.is_empty() {
+                writer.entry_fragments(&r, frags, &list_rel, &list_sp, schema)?;
+            }
+            Ok(true)
+        });
+        let finished = read.and_then(|()| writer.finish().map(drop).map_err(Error::Output));
+        match (finished, failed) {
+            (Err(_), Some(e)) => Err(Error::Output(e)),
+            (r, _) => r.map(|()| Some(true)),
+        }
     }
 
     /// [`Session::get`] of a query read entry by entry, the results put
@@ -196,25 +278,42 @@ pub(crate) fn each_entry(
     keys::push_name(&mut list_key, &scan.list);
     let parent_sp = scan.parent.schema_path();
     let parent_sp = if scan.parent.is_root() { String::new() } else { parent_sp };
-    let dl = data.len();
-    // The entry being gathered: its key (relative) and its fragments.
-    let mut entry: Option<Vec<u8>> = None;
     let mut items: Vec<(Vec<u8>, Option<Decoded>)> = Vec::new();
-    let mut failed: Option<crate::Error> = None;
-    let mut stopped = false;
-    let mut emit = |items: &mut Vec<(Vec<u8>, Option<Decoded>)>| -> Result<bool> {
+    each_raw(snap, &data, &list_key[data.len()..], |frags| {
+        for (rel, v) in frags.iter() {
+            items.push((rel.to_vec(), Some(fragment::decode(v).map_err(|e| in_datastore(&data, corrupt(rel, e)))?)));
+        }
         let mut tree = template.clone();
         let parent = container_at_mut(&mut tree, &scan.parent);
         let mut sp = parent_sp.clone();
-        canopy_store::treeio::build(parent, items, parent_rel.len(), &mut sp, schema)?;
+        canopy_store::treeio::build(parent, &mut items, parent_rel.len(), &mut sp, schema)?;
         items.clear();
         f(tree)
-    };
+    })
+}
+
+/// Calls `f` with the fragments of each entry of the list at `list_rel`
+/// (relative to `data`, the datastore's prefix), in key order, one entry at
+/// a time; `f` returns whether to go on.
+fn each_raw(
+    snap: &dyn Snapshot,
+    data: &[u8],
+    list_rel: &[u8],
+    mut f: impl FnMut(&EntryFragments) -> Result<bool>,
+) -> Result<()> {
+    let dl = data.len();
+    let mut list_key = data.to_vec();
+    list_key.extend_from_slice(list_rel);
+    let mut entry = EntryFragments::default();
+    // The relative key of the entry being gathered.
+    let mut entry_key: Vec<u8> = Vec::new();
+    let mut failed: Option<crate::Error> = None;
+    let mut stopped = false;
     snap.scan_prefix(&list_key, false, &mut |k, v| {
         let rel = &k[dl..];
-        if entry.as_ref().is_none_or(|e| !rel.starts_with(e)) {
-            if entry.is_some() {
-                match emit(&mut items) {
+        if entry.is_empty() || !rel.starts_with(&entry_key) {
+            if !entry.is_empty() {
+                match f(&entry) {
                     Ok(true) => {}
                     Ok(false) => {
                         stopped = true;
@@ -226,20 +325,87 @@ pub(crate) fn each_entry(
                     }
                 }
             }
-            entry = Some(rel.to_vec());
+            entry.clear();
+            entry_key.clear();
+            entry_key.extend_from_slice(rel);
         }
-        let d = fragment::decode(v).map_err(|e| corrupt(rel, e))?;
-        items.push((rel.to_vec(), Some(d)));
+        entry.push(rel, v);
         Ok(true)
     })
-    .map_err(|e| in_datastore(&data, e))?;
+    .map_err(|e| in_datastore(data, e))?;
     if let Some(e) = failed {
         return Err(e);
     }
-    if !stopped && !items.is_empty() {
-        emit(&mut items)?;
+    if !stopped && !entry.is_empty() {
+        f(&entry)?;
     }
     Ok(())
+}
+
+/// What the predicates of a query that selects whole entries of the
+/// scanned list can read of an entry: the local names along each path
+/// they look at (`info/type` → `info`, `type`). `None` when the query has
+/// steps after the list's, or a predicate path with another axis, a
+/// wildcard or a predicate of its own.
+fn reach(q: &Query, scan: &EntryScan) -> Option<Vec<Vec<String>>> {
+    let step = q.steps.get(scan.parent.segments.len())?;
+    if q.steps.len() != scan.parent.segments.len() + 1 {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut todo: Vec<&Expr> = step.predicates.iter().collect();
+    while let Some(e) = todo.pop() {
+        let paths: Vec<&Vec<Step>> = match e {
+            Expr::Or(v) | Expr::And(v) => {
+                todo.extend(v);
+                continue;
+            }
+            Expr::Cmp(a, _, b) => [a, b]
+                .into_iter()
+                .filter_map(|o| match o {
+                    Operand::Path(p) => Some(p),
+                    _ => None,
+                })
+                .collect(),
+            Expr::Exists(p) => vec![p],
+            Expr::Position(_) => return None,
+        };
+        for p in paths {
+            let mut names = Vec::new();
+            for s in p {
+                let (Axis::Child, NodeTest::Name(n), true) = (&s.axis, &s.test, s.predicates.is_empty()) else {
+                    return None;
+                };
+                names.push(n.rsplit_once(':').map_or(n.as_str(), |(_, l)| l).to_string());
+            }
+            if names.is_empty() {
+                return None;
+            }
+            out.push(names);
+        }
+    }
+    Some(out)
+}
+
+/// Whether the fragment at `below` (its key below the entry's) is one the
+/// predicates can read: on a path of [`reach`] (the local names of its
+/// segments a prefix of one) or below the end of one (a container compared
+/// by its text). The entry's own fragment always is.
+fn reached(below: &[u8], reach: &[Vec<String>]) -> Result<bool> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    let mut rest = below;
+    while !rest.is_empty() {
+        let len = keys::first_segment_len(rest)?;
+        let mut pos = 0;
+        let name = canopy_core::keycode::read_escaped(rest, &mut pos).ok_or_else(|| keys::malformed_key(below))?;
+        let local = match name.iter().rposition(|&b| b == b':') {
+            Some(i) => name[i + 1..].to_vec(),
+            None => name,
+        };
+        names.push(local);
+        rest = &rest[len..];
+    }
+    Ok(reach.iter().any(|r| names.iter().zip(r).all(|(a, b)| a.as_slice() == b.as_bytes())))
 }
 
 /// The ancestors of a scanned list: the root, then each node of `parent`
@@ -290,113 +456,4 @@ fn container_at_mut<'t>(root: &'t mut Container, path: &Path) -> &'t mut Contain
         };
     }
     cur
-}
-
-/// Writes the per-entry results of a scan (trees holding one entry of the
-/// list below the same ancestors) as one RFC 7951 document, the one the
-/// results merged into one tree give: the ancestors are opened at the
-/// first result, each result's entry is written as it comes, and `{}` is
-/// written when nothing was selected.
-pub(crate) struct ResultWriter<W: Write> {
-    w: JsonWriter<W>,
-    scan: EntryScan,
-    /// Per open ancestor level: the members after the path's child, written
-    /// when it closes, and whether the level is an entry (two closes).
-    pending: Vec<(Container, bool)>,
-    open: bool,
-}
-
-impl<W: Write> ResultWriter<W> {
-    pub fn new(out: W, pretty: bool, scan: EntryScan) -> Self {
-        ResultWriter { w: JsonWriter::new(out, pretty), scan, pending: Vec::new(), open: false }
-    }
-
-    /// Writes one entry's result.
-    ///
-    /// # Errors
-    /// Write errors.
-    pub fn result(&mut self, r: &Container) -> std::io::Result<()> {
-        if r.children.is_empty() && r.meta.is_empty() {
-            return Ok(());
-        }
-        if !self.open {
-            self.open_ancestors(r)?;
-            self.open = true;
-        }
-        let mut c = r;
-        for seg in &self.scan.parent.segments {
-            c = match c.children.get(&seg.name) {
-                Some(Node::Container(cc)) => cc,
-                Some(Node::List(l)) => l.entries().next().expect("one entry per ancestor list"),
-                _ => return Ok(()),
-            };
-        }
-        if let Some(Node::List(l)) = c.children.get(&self.scan.list) {
-            for e in l.entries() {
-                self.w.begin_entry()?;
-                write_members(&mut self.w, e, None)?;
-                self.w.end()?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Opens the ancestors and the list as `r` (the first result) has them:
-    /// the members before the path's child are written now, the rest kept.
-    fn open_ancestors(&mut self, r: &Container) -> std::io::Result<()> {
-        self.w.meta(&r.meta)?;
-        let mut c = r;
-        let names = self.scan.parent.segments.iter().map(|s| s.name.as_str()).chain([self.scan.list.as_str()]);
-        for name in names {
-            let (mut before, mut after) = (Container::default(), Container::default());
-            for (n, node) in &c.children {
-                match n.as_str().cmp(name) {
-                    std::cmp::Ordering::Less => before.children.insert(n.clone(), node.clone()),
-                    std::cmp::Ordering::Greater => after.children.insert(n.clone(), node.clone()),
-                    std::cmp::Ordering::Equal => None,
-                };
-            }
-            write_members(&mut self.w, &before, None)?;
-            match c.children.get(name) {
-                Some(Node::Container(cc)) => {
-                    self.w.begin_container(name)?;
-                    self.w.meta(&cc.meta)?;
-                    self.pending.push((after, false));
-                    c = cc;
-                }
-                Some(Node::List(l)) if name == self.scan.list => {
-                    self.w.begin_list(name)?;
-                    self.pending.push((after, false));
-                    let _ = l;
-                }
-                Some(Node::List(l)) => {
-                    let e = l.entries().next().expect("one entry per ancestor list");
-                    self.w.begin_list(name)?;
-                    self.w.begin_entry()?;
-                    self.w.meta(&e.meta)?;
-                    self.pending.push((after, true));
-                    c = e;
-                }
-                _ => return Err(std::io::Error::other("a result without its ancestors")),
-            }
-        }
-        Ok(())
-    }
-
-    /// Closes what is open and finishes the document.
-    ///
-    /// # Errors
-    /// Write errors.
-    pub fn finish(mut self) -> std::io::Result<W> {
-        // The list's level first: its `after` members belong to its parent.
-        let mut levels = std::mem::take(&mut self.pending);
-        while let Some((after, entry)) = levels.pop() {
-            self.w.end()?;
-            if entry {
-                self.w.end()?;
-            }
-            write_members(&mut self.w, &after, None)?;
-        }
-        self.w.finish()
-    }
 }

@@ -16,9 +16,9 @@ use crate::error::{Error, Result};
 
 /// The output, remembering its first write error: that one is the caller's
 /// (a closed pipe, say), not the store's.
-struct Output<'e, W> {
-    out: W,
-    failed: &'e mut Option<std::io::Error>,
+pub(crate) struct Output<'e, W> {
+    pub(crate) out: W,
+    pub(crate) failed: &'e mut Option<std::io::Error>,
 }
 
 impl<W: Write> Write for Output<'_, W> {
