@@ -104,6 +104,48 @@ pub fn read_key_value(input: &[u8], pos: &mut usize) -> Option<String> {
     }
 }
 
+/// Where the escaped string starting at `start` ends (the index of its end
+/// mark) when it holds no escaped NUL, which is the common case: its bytes
+/// are then `input[start..end]` as they are. `None` otherwise, or when the
+/// input ends first.
+pub fn plain_escaped(input: &[u8], start: usize) -> Option<usize> {
+    let i = start + input.get(start..)?.iter().position(|&b| b == 0)?;
+    (input.get(i + 1) == Some(&1)).then_some(i)
+}
+
+/// Moves `*pos` past an escaped string, as [`read_escaped`] does, without
+/// decoding it. `None` where [`read_escaped`] gives `None`.
+pub fn skip_escaped(input: &[u8], pos: &mut usize) -> Option<()> {
+    match plain_escaped(input, *pos) {
+        Some(end) => {
+            *pos = end + 2;
+            Some(())
+        }
+        None => read_escaped(input, pos).map(drop),
+    }
+}
+
+/// Moves `*pos` past a key value, as [`read_key_value`] does, without
+/// decoding it. `None` where [`read_key_value`] gives `None`.
+pub fn skip_key_value(input: &[u8], pos: &mut usize) -> Option<()> {
+    match *input.get(*pos)? {
+        TAG_INT => {
+            input.get(*pos + 1..*pos + 9)?;
+            *pos += 9;
+            Some(())
+        }
+        TAG_STR => match plain_escaped(input, *pos + 1) {
+            Some(end) => {
+                std::str::from_utf8(&input[*pos + 1..end]).ok()?;
+                *pos = end + 2;
+                Some(())
+            }
+            None => read_key_value(input, pos).map(drop),
+        },
+        _ => None,
+    }
+}
+
 /// The entry key of a system-ordered list entry with these key values.
 pub fn entry_key<S: AsRef<str>>(values: &[S]) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.iter().map(|v| v.as_ref().len() + 3).sum());
@@ -307,6 +349,43 @@ pub fn order_between(a: Option<&[u8]>, b: Option<&[u8]>) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Skipping a string or key value moves as far as reading it does, and
+    /// fails where reading fails: escaped NULs, invalid UTF-8, cut input.
+    #[test]
+    fn skipping_moves_as_reading_does() {
+        let mut inputs: Vec<Vec<u8>> = Vec::new();
+        for v in ["", "a", "x\0y", "é", "12", "-5", "007"] {
+            let mut e = Vec::new();
+            push_escaped(&mut e, v.as_bytes());
+            e.push(9);
+            inputs.push(e);
+            let mut k = Vec::new();
+            push_key_value(&mut k, v);
+            k.push(9);
+            inputs.push(k);
+        }
+        inputs.push(vec![b'a', 0, 0xFF, b'b', 0, 1]);
+        inputs.push(vec![TAG_STR, b'a', 0, 0xFF, 0, 1]);
+        inputs.push(vec![TAG_STR, 0xC3, 0, 1]);
+        inputs.push(vec![TAG_STR, b'a', 0, 2]);
+        inputs.push(vec![TAG_INT, 1, 2]);
+        inputs.push(vec![b'a', 0]);
+        for input in &inputs {
+            for start in 0..input.len() {
+                let (mut a, mut b) = (start, start);
+                assert_eq!(skip_escaped(input, &mut a), read_escaped(input, &mut b).map(drop), "{input:?} at {start}");
+                assert_eq!(a, b, "{input:?} at {start}");
+                // Where reading fails, where it leaves `pos` is no promise.
+                let (mut a, mut b) = (start, start);
+                let read = read_key_value(input, &mut b).map(drop);
+                assert_eq!(skip_key_value(input, &mut a), read, "{input:?} at {start}");
+                if read.is_some() {
+                    assert_eq!(a, b, "{input:?} at {start}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn ints_sort_numerically_before_strings() {

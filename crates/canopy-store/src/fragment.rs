@@ -137,6 +137,9 @@ pub struct Decoded {
 struct Reader<'a> {
     b: &'a [u8],
     pos: usize,
+    /// `b` as text, when all of it is UTF-8: strings are then cut from it
+    /// without checking each one again.
+    text: Option<&'a str>,
 }
 
 impl<'a> Reader<'a> {
@@ -206,7 +209,13 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
     // Every child takes at least 3 bytes: do not trust a count the bytes cannot hold.
     let cap = (inline.left as usize).min(b.len() / 3);
     let mut c = Container { meta, children: canopy_core::tree::Children::with_capacity(cap) };
-    while let Some((name, child)) = inline.next(b)? {
+    let text = std::str::from_utf8(b).ok();
+    loop {
+        let next = match text {
+            Some(t) => inline.next_text(t)?,
+            None => inline.next(b)?,
+        };
+        let Some((name, child)) = next else { break };
         let node = match child {
             ChildRef::Leaf(value, meta) => Node::Leaf { value: value.to_value(), meta },
             ChildRef::Other(node) => node,
@@ -221,6 +230,10 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
 impl<'a> Reader<'a> {
     fn str_ref(&mut self) -> Result<&'a str> {
         let b = self.bytes()?;
+        // A piece of valid text between two character boundaries is text.
+        if let Some(s) = self.text.and_then(|t| t.get(self.pos - b.len()..self.pos)) {
+            return Ok(s);
+        }
         std::str::from_utf8(b).map_err(|_| self.err("invalid UTF-8"))
     }
 
@@ -281,7 +294,7 @@ pub struct Inline {
 /// # Errors
 /// `Corrupted` when the bytes are not a fragment of a known version.
 pub fn open(b: &[u8]) -> Result<(Option<&[u8]>, Meta, Inline)> {
-    let mut r = Reader { b, pos: 0 };
+    let mut r = Reader { b, pos: 0, text: None };
     let version = r.byte()?;
     if version != VERSION {
         return Err(r.err(&format!("unknown fragment version {version}")));
@@ -323,7 +336,7 @@ impl Inline {
         if self.left == 0 {
             return Ok(None);
         }
-        Reader { b, pos: self.pos }.str_ref().map(Some)
+        Reader { b, pos: self.pos, text: None }.str_ref().map(Some)
     }
 
     /// Takes the next child.
@@ -332,12 +345,25 @@ impl Inline {
     /// `Corrupted` when the bytes are damaged (including trailing bytes after
     /// the last child).
     pub fn next<'a>(&mut self, b: &'a [u8]) -> Result<Option<(&'a str, ChildRef<'a>)>> {
+        self.take(Reader { b, pos: self.pos, text: None })
+    }
+
+    /// [`next`](Self::next) over a fragment's bytes that are all valid
+    /// UTF-8, as one string: names and string values are cut from it without
+    /// checking each one again.
+    ///
+    /// # Errors
+    /// As [`next`](Self::next).
+    pub fn next_text<'a>(&mut self, t: &'a str) -> Result<Option<(&'a str, ChildRef<'a>)>> {
+        self.take(Reader { b: t.as_bytes(), pos: self.pos, text: Some(t) })
+    }
+
+    fn take<'a>(&mut self, mut r: Reader<'a>) -> Result<Option<(&'a str, ChildRef<'a>)>> {
         if self.left == 0 {
             return Ok(None);
         }
-        let mut r = Reader { b, pos: self.pos };
         let name = r.str_ref()?;
-        let child = if b.get(r.pos) == Some(&1) {
+        let child = if r.b.get(r.pos) == Some(&1) {
             r.pos += 1;
             let v = r.value_ref()?;
             ChildRef::Leaf(v, r.meta()?)
@@ -346,7 +372,7 @@ impl Inline {
         };
         self.pos = r.pos;
         self.left -= 1;
-        if self.left == 0 && r.pos != b.len() {
+        if self.left == 0 && r.pos != r.b.len() {
             return Err(r.err("trailing bytes"));
         }
         Ok(Some((name, child)))

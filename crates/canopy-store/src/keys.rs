@@ -285,11 +285,11 @@ pub fn decode_path_key(key: &[u8]) -> Result<Vec<RawSegment>> {
 pub fn first_segment_len(key: &[u8]) -> Result<usize> {
     let bad = || malformed_key(key);
     let mut pos = 0;
-    keycode::read_escaped(key, &mut pos).ok_or_else(bad)?;
+    keycode::skip_escaped(key, &mut pos).ok_or_else(bad)?;
     match key.get(pos) {
         Some(0x10) | Some(0x20) => {
             while matches!(key.get(pos), Some(0x10) | Some(0x20)) {
-                keycode::read_key_value(key, &mut pos).ok_or_else(bad)?;
+                keycode::skip_key_value(key, &mut pos).ok_or_else(bad)?;
             }
         }
         Some(&ORDER_MARK) => {

@@ -50,9 +50,12 @@ struct Frame {
     /// Relative key of the node (a container or entry), or of the list (its
     /// parent's key and name) for a list frame.
     key: Vec<u8>,
-    /// The node's fragment bytes; its inline children not written yet are
-    /// read from them in place, in name order.
+    /// The node's fragment bytes, when they are not all UTF-8; its inline
+    /// children not written yet are read from them in place, in name order.
     bytes: Vec<u8>,
+    /// The node's fragment bytes as text, when they are all UTF-8 (then
+    /// `bytes` is empty): what the inline children are read from then.
+    text: String,
     inline: fragment::Inline,
     list: bool,
     /// Length of the schema path before this frame added to it.
@@ -169,6 +172,7 @@ impl<'a, W: Write> JsonStream<'a, W> {
         let mut f = self.spare.pop().unwrap_or_else(|| Frame {
             key: Vec::new(),
             bytes: Vec::new(),
+            text: String::new(),
             inline: fragment::Inline::empty(),
             list,
             sp_before,
@@ -176,7 +180,11 @@ impl<'a, W: Write> JsonStream<'a, W> {
         f.key.clear();
         f.key.extend_from_slice(key);
         f.bytes.clear();
-        f.bytes.extend_from_slice(bytes);
+        f.text.clear();
+        match std::str::from_utf8(bytes) {
+            Ok(t) => f.text.push_str(t),
+            Err(_) => f.bytes.extend_from_slice(bytes),
+        }
         f.inline = inline;
         f.list = list;
         f.sp_before = sp_before;
@@ -248,7 +256,11 @@ impl<'a, W: Write> JsonStream<'a, W> {
         let Some(top) = stack.last_mut() else { return Ok(()) };
         loop {
             let unread = top.inline;
-            let Some((name, child)) = top.inline.next(&top.bytes)? else { break };
+            let next = match top.bytes.is_empty() {
+                true => top.inline.next_text(&top.text)?,
+                false => top.inline.next(&top.bytes)?,
+            };
+            let Some((name, child)) = next else { break };
             if before.is_some_and(|b| name >= b) {
                 top.inline = unread;
                 break;
@@ -319,15 +331,21 @@ impl<'a, W: Write> JsonStream<'a, W> {
                 treeio::describe_key(rel)
             )));
         }
-        let mut pos = 0;
-        let name =
-            String::from_utf8(keycode::read_escaped(seg, &mut pos).ok_or_else(|| bad(rel))?).map_err(|_| bad(rel))?;
+        // The name as it is in the key, unless it holds an escaped NUL.
+        let (name, pos): (std::borrow::Cow<'_, str>, usize) = match keycode::plain_escaped(seg, 0) {
+            Some(end) => (std::str::from_utf8(&seg[..end]).map_err(|_| bad(rel))?.into(), end + 2),
+            None => {
+                let mut pos = 0;
+                let name = keycode::read_escaped(seg, &mut pos).ok_or_else(|| bad(rel))?;
+                (String::from_utf8(name).map_err(|_| bad(rel))?.into(), pos)
+            }
+        };
         let before = self.sp.len();
         self.sp.push('/');
         self.sp.push_str(&name);
         if pos == seg.len() {
             // A container.
-            self.flush_pending(Some(&name))?;
+            self.flush_pending(Some(&*name))?;
             self.w.begin_container(&name).map_err(write_err)?;
             self.w.meta(&meta).map_err(write_err)?;
             self.push(rel, v, inline, false, before);
@@ -338,7 +356,7 @@ impl<'a, W: Write> JsonStream<'a, W> {
         if self.schema.list_info(&self.sp).is_some_and(|i| i.user_ordered) {
             if let Some(src) = self.source.filter(|s| list_key.starts_with(s.scope)) {
                 let list_key = list_key.to_vec();
-                self.flush_pending(Some(&name))?;
+                self.flush_pending(Some(&*name))?;
                 self.w.begin_list(&name).map_err(write_err)?;
                 self.push(&list_key, &[], fragment::Inline::empty(), true, before);
                 self.write_ordered(src, &list_key)?;
@@ -348,10 +366,10 @@ impl<'a, W: Write> JsonStream<'a, W> {
             let d = fragment::decode(v)?;
             let sp = self.sp.clone();
             self.sp.truncate(before);
-            self.gathering = Some((list_key.to_vec(), name, sp, vec![(rel.to_vec(), Some(d))]));
+            self.gathering = Some((list_key.to_vec(), name.into_owned(), sp, vec![(rel.to_vec(), Some(d))]));
             return Ok(());
         }
-        self.flush_pending(Some(&name))?;
+        self.flush_pending(Some(&*name))?;
         self.w.begin_list(&name).map_err(write_err)?;
         // The list's name stays on the schema path while its frame is open.
         self.push(list_key, &[], fragment::Inline::empty(), true, before);

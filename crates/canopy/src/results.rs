@@ -1,5 +1,5 @@
 //! Writing the per-entry results of a query read entry by entry
-//! (`crate::scan`) as one RFC 7951 document.
+//! (scan.rs) as one RFC 7951 document.
 
 use std::io::Write;
 

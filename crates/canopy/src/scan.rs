@@ -392,20 +392,34 @@ fn reach(q: &Query, scan: &EntryScan) -> Option<Vec<Vec<String>>> {
 /// segments a prefix of one) or below the end of one (a container compared
 /// by its text). The entry's own fragment always is.
 fn reached(below: &[u8], reach: &[Vec<String>]) -> Result<bool> {
-    let mut names: Vec<Vec<u8>> = Vec::new();
+    let mut open: Vec<&[String]> = reach.iter().map(Vec::as_slice).collect();
     let mut rest = below;
     while !rest.is_empty() {
-        let len = keys::first_segment_len(rest)?;
-        let mut pos = 0;
-        let name = canopy_core::keycode::read_escaped(rest, &mut pos).ok_or_else(|| keys::malformed_key(below))?;
-        let local = match name.iter().rposition(|&b| b == b':') {
-            Some(i) => name[i + 1..].to_vec(),
-            None => name,
+        // A name is its bytes up to the escaped string's end mark, unless
+        // it holds a NUL (escaped).
+        let escaped;
+        let name = match rest.windows(2).position(|w| w == [0, 1]) {
+            Some(i) if !rest[..i].contains(&0) => &rest[..i],
+            _ => {
+                let mut pos = 0;
+                escaped =
+                    canopy_core::keycode::read_escaped(rest, &mut pos).ok_or_else(|| keys::malformed_key(below))?;
+                &escaped[..]
+            }
         };
-        names.push(local);
-        rest = &rest[len..];
+        let local = name.rsplit(|&b| b == b':').next().unwrap_or(name);
+        // Chains ending above this fragment reach all below it.
+        if open.iter().any(|r| r.is_empty()) {
+            return Ok(true);
+        }
+        open.retain(|r| r[0].as_bytes() == local);
+        if open.is_empty() {
+            return Ok(false);
+        }
+        open.iter_mut().for_each(|r| *r = &r[1..]);
+        rest = &rest[keys::first_segment_len(rest)?..];
     }
-    Ok(reach.iter().any(|r| names.iter().zip(r).all(|(a, b)| a.as_slice() == b.as_bytes())))
+    Ok(true)
 }
 
 /// The ancestors of a scanned list: the root, then each node of `parent`
