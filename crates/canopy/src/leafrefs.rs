@@ -20,7 +20,7 @@ use canopy_yang::{IndexChange, LeafrefUse, YangSchema};
 
 use crate::error::{Error, Result};
 use crate::load::Loader;
-use crate::yang::Sparse;
+use crate::yang::{LeafrefLookup, Sparse};
 
 const BY_VALUE: u8 = 0x01;
 /// Uses by use key: (key by value, instance path text).
@@ -45,33 +45,6 @@ impl Index {
         };
         let complete = snap.get(&keys::leafrefs_key(ds))?.is_some_and(|v| v == id.to_be_bytes());
         Ok(Some(Index { ds, id, complete }))
-    }
-
-    /// The instance paths the stored index lists for `referrer` holding
-    /// `value`: `None` while it is not complete.
-    pub(crate) fn lookup(&self, snap: &dyn Snapshot, referrer: &str, value: &str) -> Result<Option<Vec<Path>>> {
-        if !self.complete {
-            return Ok(None);
-        }
-        let mut prefix = keys::leafref_index_prefix(self.ds);
-        prefix.push(BY_VALUE);
-        keycode::push_escaped(&mut prefix, referrer.as_bytes());
-        keycode::push_escaped(&mut prefix, value.as_bytes());
-        let mut out = Vec::new();
-        let mut bad = None;
-        snap.scan_prefix(&prefix, false, &mut |k, v| {
-            match std::str::from_utf8(v).ok().and_then(|t| t.parse::<Path>().ok()) {
-                Some(p) => out.push(p),
-                None => bad = Some(keys::hex(k)),
-            }
-            Ok(bad.is_none())
-        })?;
-        match bad {
-            Some(k) => Err(Error::Store(canopy_store::StoreError::corrupted(format!(
-                "the leafref index record {k} is damaged"
-            )))),
-            None => Ok(Some(out)),
-        }
     }
 
     /// Adds to `batch` what `changes` (validated, on `snap`) do to the index;
@@ -144,6 +117,35 @@ impl Index {
             batch.put(key(BY_USE, &use_key), value_key);
         }
         Ok(())
+    }
+}
+
+impl LeafrefLookup for Index {
+    /// The instance paths the stored index lists for `referrer` holding
+    /// `value`: `None` while it is not complete.
+    fn lookup(&self, snap: &dyn Snapshot, referrer: &str, value: &str) -> Result<Option<Vec<Path>>> {
+        if !self.complete {
+            return Ok(None);
+        }
+        let mut prefix = keys::leafref_index_prefix(self.ds);
+        prefix.push(BY_VALUE);
+        keycode::push_escaped(&mut prefix, referrer.as_bytes());
+        keycode::push_escaped(&mut prefix, value.as_bytes());
+        let mut out = Vec::new();
+        let mut bad = None;
+        snap.scan_prefix(&prefix, false, &mut |k, v| {
+            match std::str::from_utf8(v).ok().and_then(|t| t.parse::<Path>().ok()) {
+                Some(p) => out.push(p),
+                None => bad = Some(keys::hex(k)),
+            }
+            Ok(bad.is_none())
+        })?;
+        match bad {
+            Some(k) => Err(Error::Store(canopy_store::StoreError::corrupted(format!(
+                "the leafref index record {k} is damaged"
+            )))),
+            None => Ok(Some(out)),
+        }
     }
 }
 

@@ -140,7 +140,7 @@ impl Store {
         // 2. Schema validation, with the datastore's leafref index.
         let index = crate::leafrefs::Index::of(checked, ds, snap)?;
         if let Some(y) = checked {
-            let index = index.as_ref();
+            let index = index.as_ref().map(|i| i as &dyn crate::yang::LeafrefLookup);
             crate::yang::validate(
                 y,
                 ds,

@@ -320,7 +320,15 @@ pub(crate) struct Sparse<'l, 'a> {
     pub loader: &'l mut Loader<'a>,
     pub root: &'l mut Container,
     /// The datastore's leafref index, if the transaction keeps one.
-    pub index: Option<&'l crate::leafrefs::Index>,
+    pub index: Option<&'l dyn LeafrefLookup>,
+}
+
+/// Where a transaction finds the leafrefs holding a value (the datastore's
+/// leafref index, in the module `leafrefs`).
+pub(crate) trait LeafrefLookup {
+    /// The instance paths listed for `referrer` (a schema path) holding
+    /// `value` in `snap`; `None` when there is no complete list.
+    fn lookup(&self, snap: &dyn Snapshot, referrer: &str, value: &str) -> Result<Option<Vec<Path>>>;
 }
 
 impl DataAccess for Sparse<'_, '_> {
