@@ -14,8 +14,12 @@
 //!                              revision, implemented, text)
 //! 0x00 "validation"        → how much of the schema commits check
 //!                              (`structure`; absent: everything)
+//! 0x00 "leafrefs" <ds code> → the datastore's leafref index is complete for
+//!                              the schema's indexed leafrefs (u64 BE identity)
 //! 0x10+ds <path key>        → fragment of one container or list entry
 //! 0x20+ds <list key> <order key> 0x00 → entry suffix (user-ordered lists: order index)
+//! 0x30 ds 0x01 <leafref schema path> <value> <use key> → instance path (text)
+//! 0x30 ds 0x02 <use key>    → the 0x01 record's key (the index by instance)
 //! ```
 //!
 //! A **path key** is the concatenation of its segments:
@@ -74,7 +78,13 @@ pub const YANG: &[u8] = b"\x00yang";
 /// types only (see the engine's `Validation`).
 pub const VALIDATION: &[u8] = b"\x00validation";
 
+/// Prefix of the records saying a datastore's leafref index is complete (one
+/// per datastore, its code after the prefix; the value the identity of the
+/// indexed leafrefs, u64 BE).
+pub const LEAFREFS: &[u8] = b"\x00leafrefs";
+
 const DATA: u8 = 0x10;
+const LEAFREF_INDEX: u8 = 0x30;
 const ORDER: u8 = 0x20;
 const ORDER_MARK: u8 = 0x03;
 
@@ -184,6 +194,22 @@ pub fn data_prefix(ds: Datastore) -> Vec<u8> {
 /// The prefix of a datastore's order index.
 pub fn order_prefix(ds: Datastore) -> Vec<u8> {
     vec![ORDER, ds.code()]
+}
+
+/// The key of the record saying `ds`'s leafref index is complete.
+pub fn leafrefs_key(ds: Datastore) -> Vec<u8> {
+    let mut k = LEAFREFS.to_vec();
+    k.push(ds.code());
+    k
+}
+
+/// The prefix of a datastore's leafref index: records by (leafref, value)
+/// after it with byte `0x01`, by instance with `0x02`. A leafref instance's
+/// *use key* is its parent's path key, its name ([`push_name`]) and for a
+/// leaf-list entry its value (escaped as names are), so the uses under a
+/// node's path key share it as prefix.
+pub fn leafref_index_prefix(ds: Datastore) -> Vec<u8> {
+    vec![LEAFREF_INDEX, ds.code()]
 }
 
 /// Appends a name segment.

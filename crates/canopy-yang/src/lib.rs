@@ -10,6 +10,7 @@
 //! libyang type appears in this crate's API.
 
 mod kinds;
+mod leafrefs;
 mod ly;
 pub mod model;
 mod normalize;
@@ -27,6 +28,7 @@ use canopy_core::schema::NodeKind;
 use canopy_core::ListInfo;
 
 pub use canopy_core::schema::Violation;
+pub use leafrefs::{IndexChange, LeafrefUse};
 pub use normalize::WithDefaults;
 pub use relax::Relaxation;
 pub use validate::DataAccess;

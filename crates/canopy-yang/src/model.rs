@@ -82,6 +82,10 @@ pub struct SNode {
     /// As `watched_below`, counting only checks of configuration nodes (what
     /// a configuration datastore can hold).
     pub watched_below_config: bool,
+    /// This node or one below it is a configuration leafref that requires
+    /// its target: the leafrefs a store indexes by value (see
+    /// [`crate::YangSchema::leafref_index_id`]).
+    pub indexed_below: bool,
 }
 
 /// A leafref path (RFC 7950 `path-arg`) resolved against the schema.
@@ -145,6 +149,8 @@ pub struct Model {
     pub(crate) mandatory_choices: Vec<(usize, Option<usize>, String)>,
     /// Case address → its choice's address and whether it is the default case.
     pub(crate) cases: HashMap<usize, (usize, bool)>,
+    /// The identity of the set of indexed leafrefs (`None`: there are none).
+    pub(crate) leafref_index: Option<u64>,
 }
 
 impl Model {
@@ -249,8 +255,10 @@ impl Model {
             let mut watched_config = n.readers.iter().any(config)
                 || m.referrers.get(&i).is_some_and(|r| r.iter().any(config))
                 || m.key_sources.get(&i).is_some_and(|s| s.iter().any(|(lr, _, _)| config(lr)));
+            let mut indexed = n.config && n.leafref.is_some_and(|(_, required)| required);
             for &c in n.children.values() {
                 let cn = &m.nodes[c];
+                indexed |= cn.indexed_below;
                 mandatory |= cn.config
                     && ((cn.mandatory && matches!(cn.kind, NodeKind::Leaf | NodeKind::AnyData))
                         || (cn.min > 0 && matches!(cn.kind, NodeKind::List | NodeKind::LeafList))
@@ -261,9 +269,11 @@ impl Model {
             }
             m.nodes[i].watched_below = watched;
             m.nodes[i].watched_below_config = watched_config;
+            m.nodes[i].indexed_below = indexed;
             m.nodes[i].has_mandatory = mandatory;
             m.nodes[i].checked_on_create = checked || mandatory;
         }
+        m.leafref_index = crate::leafrefs::index_id(&m);
         m
     }
 
@@ -357,6 +367,7 @@ impl Model {
             readers: Vec::new(),
             watched_below: false,
             watched_below_config: false,
+            indexed_below: false,
             int64: matches!(kind, NodeKind::Leaf | NodeKind::LeafList) && ctx.is_int64(node),
             json_kind: match kind {
                 NodeKind::Leaf | NodeKind::LeafList => ctx.json_base(node).map(crate::values::JsonKind::of),

@@ -9,8 +9,9 @@
 //!   list is loaded whole, only for lists that have such a constraint;
 //! - leafrefs whose leaf was set or whose path predicates' key changed (the
 //!   predicates select the target's entry, read by key when they pin it), and
-//!   those pointing at a deleted or changed target (the referring list is
-//!   loaded, each hit re-checked with its predicates);
+//!   those pointing at a deleted or changed target (those the store's index
+//!   lists with the target's value, each read by its fragment, or without an
+//!   index the referring list loaded; each hit re-checked with its predicates);
 //! - instance-identifiers set, and, when the transaction deletes something,
 //!   those whose target lay in a deleted subtree;
 //! - must and when of created and changed nodes and of every node whose
@@ -42,6 +43,24 @@ pub trait DataAccess {
     /// # Errors
     /// Backend read errors.
     fn load(&mut self, path: &Path, whole: bool) -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+    /// The instances of the leafref at `referrer` (a schema path; see
+    /// [`YangSchema::leafref_index_id`] for the leafrefs indexed) that held
+    /// `value` before the transaction, from the store's index of them: a
+    /// superset (an instance since removed or changed may be listed; those
+    /// set by the transaction need not be). `None` when the store keeps no
+    /// such index: then every instance is read.
+    ///
+    /// # Errors
+    /// Backend read errors.
+    fn referrers(
+        &mut self,
+        referrer: &str,
+        value: &str,
+    ) -> Result<Option<Vec<Path>>, Box<dyn std::error::Error + Send + Sync>> {
+        let _ = (referrer, value);
+        Ok(None)
+    }
 }
 
 type LoadError = Box<dyn std::error::Error + Send + Sync>;
@@ -671,7 +690,7 @@ impl YangSchema {
     /// ancestor, or the root), with its value for leaves and leaf-list
     /// entries. Loads the first list left open on the way whole, or just the
     /// node (its parent's fragment for a leaf) when every list is pinned.
-    fn instances(
+    pub(crate) fn instances(
         &self,
         base: &Path,
         node: usize,
@@ -903,7 +922,11 @@ impl YangSchema {
                 _ => 0,
             };
             let base = Path { segments: path.segments[..shared.min(path.segments.len())].to_vec() };
-            for (hit, v) in self.instances(&base, r, data)? {
+            let hits = match data.referrers(&self.model.nodes[r].path, &text)? {
+                Some(listed) => self.still_holding(listed, &base, &text, data)?,
+                None => self.instances(&base, r, data)?,
+            };
+            for (hit, v) in hits {
                 let Some(v) = v.filter(|v| v.as_text() == text) else { continue };
                 if skip.contains(&hit.to_string()) {
                     continue;
@@ -914,6 +937,38 @@ impl YangSchema {
             }
         }
         Ok(())
+    }
+
+    /// Of the leafref instances an index lists for value `text` (leaves and
+    /// leaf-lists), those under `base` that hold it after the transaction,
+    /// each read by its own fragment: (instance path, value).
+    fn still_holding(
+        &self,
+        listed: Vec<Path>,
+        base: &Path,
+        text: &str,
+        data: &mut dyn DataAccess,
+    ) -> Result<Vec<(Path, Option<Value>)>, LoadError> {
+        let mut out = Vec::new();
+        for p in listed {
+            if !p.segments.starts_with(&base.segments) {
+                continue;
+            }
+            if let Some(parent) = p.parent().filter(|p| !p.is_root()) {
+                data.load(&parent, false)?;
+            }
+            match data.tree().lookup(&p) {
+                Some(NodeRef::Leaf(v, _)) if v.as_text() == text => out.push((p, Some(v.clone()))),
+                Some(NodeRef::LeafList(vs)) => {
+                    if let Some(e) = vs.iter().find(|e| e.value.as_text() == text) {
+                        let ep = canopy_core::diff::with_selector(&p, Selector::Value(text.to_string()));
+                        out.push((ep, Some(e.value.clone())));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
     }
 
     /// An instance-identifier's target must exist (it is loaded: its parent's

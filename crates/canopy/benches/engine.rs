@@ -10,6 +10,11 @@
 //!   published modules (`CANOPY_YANG_MODULES`: the directory `scripts/setup.sh`
 //!   fills, `~/.cache/canopy/pyang-2.7.1/modules`); without them this
 //!   benchmark says so and is skipped.
+//! - `delete/leafref_target_unreferenced` and `delete/leafref_target_guarded`:
+//!   deleting one entry of a 10,000-entry list whose `name` 10,000 entries of
+//!   another list refer to by leafref (absolute path), one each, on LMDB with
+//!   `sync=off`: an entry nothing points at (put back between runs, untimed),
+//!   and one a referrer points at (the delete is refused).
 //!
 //! `CANOPY_YANG_MODULES=~/.cache/canopy/pyang-2.7.1/modules cargo bench -p canopy --bench engine`
 
@@ -89,5 +94,40 @@ fn delete_interface(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, create_entry_with_leaf, delete_interface);
+const LEAFREF_MODULE: &str = r#"module lr { namespace "urn:lr"; prefix lr;
+  container c {
+    list target { key name; leaf name { type string; } leaf mtu { type uint16; } }
+    list user { key id; leaf id { type uint32; }
+      leaf ref { type leafref { path "/lr:c/lr:target/lr:name"; } } } } }"#;
+
+fn delete_leafref_target(c: &mut Criterion) {
+    const N: usize = 10_000;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&format!("lmdb:{}?sync=off", dir.path().display())).unwrap();
+    store.schema_add_texts(&[("lr.yang".into(), LEAFREF_MODULE.into())], &[]).unwrap();
+    let targets: Vec<serde_json::Value> =
+        (0..N).map(|i| serde_json::json!({ "name": format!("t{i}"), "mtu": 1500 })).collect();
+    let users: Vec<serde_json::Value> =
+        (0..N).map(|i| serde_json::json!({ "id": i, "ref": format!("t{i}") })).collect();
+    let doc = serde_json::json!({ "lr:c": { "target": targets, "user": users } }).to_string();
+    store.running().import(doc.as_bytes(), Operation::Merge).unwrap();
+    let spare = "/lr:c/target[name='spare']";
+    let put_back = serde_json::json!({ "target": [{ "name": "spare", "mtu": 1500 }] }).to_string();
+    let mut g = c.benchmark_group("delete");
+    g.measurement_time(Duration::from_secs(5));
+    g.bench_function("leafref_target_unreferenced", |b| {
+        b.iter_batched(
+            || store.running().edit_json(Operation::Merge, spare, Some(&put_back), None).unwrap(),
+            |_| store.running().delete(spare).unwrap(),
+            BatchSize::PerIteration,
+        )
+    });
+    let guarded = format!("/lr:c/target[name='t{}']", N / 2);
+    g.bench_function("leafref_target_guarded", |b| {
+        b.iter(|| assert!(matches!(store.running().delete(&guarded), Err(canopy::Error::Invalid(_)))))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, create_entry_with_leaf, delete_interface, delete_leafref_target);
 criterion_main!(benches);

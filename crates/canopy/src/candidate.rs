@@ -146,6 +146,7 @@ impl Store {
         for (from, to) in [
             (keys::data_prefix(Datastore::Running), keys::data_prefix(Datastore::Candidate)),
             (keys::order_prefix(Datastore::Running), keys::order_prefix(Datastore::Candidate)),
+            (keys::leafref_index_prefix(Datastore::Running), keys::leafref_index_prefix(Datastore::Candidate)),
         ] {
             batch.delete_prefix(to.clone());
             snap.scan_prefix(&from, false, &mut |k, v| {
@@ -154,6 +155,11 @@ impl Store {
                 batch.put(nk, v.to_vec());
                 Ok(true)
             })?;
+        }
+        // Running's leafref index, if complete, is the copy's.
+        match snap.get(&keys::leafrefs_key(Datastore::Running))? {
+            Some(v) => batch.put(keys::leafrefs_key(Datastore::Candidate), v),
+            None => batch.delete(keys::leafrefs_key(Datastore::Candidate)),
         }
         batch.put(keys::CANDIDATE.to_vec(), Vec::new());
         Ok(self.backend().apply(&batch)?)

@@ -464,5 +464,7 @@ pub struct LockInfo {
 pub(crate) fn discard_ops(batch: &mut Batch) {
     batch.delete_prefix(keys::data_prefix(Datastore::Candidate));
     batch.delete_prefix(keys::order_prefix(Datastore::Candidate));
+    batch.delete_prefix(keys::leafref_index_prefix(Datastore::Candidate));
+    batch.delete(keys::leafrefs_key(Datastore::Candidate));
     batch.delete(keys::CANDIDATE.to_vec());
 }

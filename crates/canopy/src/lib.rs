@@ -24,6 +24,7 @@ mod commit;
 mod connections;
 pub mod error;
 mod hub;
+mod leafrefs;
 mod listen;
 mod load;
 pub mod open;

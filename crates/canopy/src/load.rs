@@ -62,6 +62,11 @@ impl<'a> Loader<'a> {
         self.seen.contains_key(rel) || self.ranges.iter().any(|r| rel.starts_with(r))
     }
 
+    /// The snapshot it reads.
+    pub fn snapshot(&self) -> &'a dyn Snapshot {
+        self.snap
+    }
+
     /// Reads the fragment at `rel` (unless read before) and places it. Returns
     /// whether the node is in the tree now... as far as storage says: `false`
     /// when it is not stored.

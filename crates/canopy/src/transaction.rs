@@ -137,9 +137,16 @@ impl Store {
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: base, changes, streamed: None });
         }
-        // 2. Schema validation.
+        // 2. Schema validation, with the datastore's leafref index.
+        let index = crate::leafrefs::Index::of(checked, ds, snap)?;
         if let Some(y) = checked {
-            crate::yang::validate(y, ds, &changes, &mut crate::yang::Sparse { loader: &mut loader, root: &mut root })?;
+            let index = index.as_ref().map(|i| i as &dyn crate::yang::LeafrefLookup);
+            crate::yang::validate(
+                y,
+                ds,
+                &changes,
+                &mut crate::yang::Sparse { loader: &mut loader, root: &mut root, index },
+            )?;
         }
         // 3. Subscribers validate.
         let matched = Matched::find(&self.hub, ds, &changes);
@@ -148,6 +155,9 @@ impl Store {
         let batch =
             batch_for(&changes, &root, &keys::Space::datastore(ds), snap, &schema, &learned, &|k| loader.has_range(k))
                 .and_then(|mut b| {
+                    if let (Some(index), Some(y)) = (&index, checked) {
+                        index.write(y, &changes, snap, &catalog.lists, &mut b)?;
+                    }
                     self.log_commit(snap, ds, &changes, &mut b)?;
                     Ok(b)
                 });

@@ -183,6 +183,13 @@ impl Store {
             Validation::Full => batch.delete(keys::VALIDATION.to_vec()),
             Validation::Structure => batch.put(keys::VALIDATION.to_vec(), level.name().as_bytes().to_vec()),
         }
+        // The leafref indexes are kept at `full` only: commits under
+        // `structure` leave them behind, so they go, and the first commit at
+        // `full` builds them again.
+        for ds in Datastore::ALL {
+            batch.delete(keys::leafrefs_key(ds));
+            batch.delete_prefix(keys::leafref_index_prefix(ds));
+        }
         drop(snap);
         self.backend().apply(&batch)?;
         Ok(())
@@ -261,6 +268,15 @@ impl Store {
             return Err(Error::Invalid(problems));
         }
         let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+        // Leafref indexes of another set of leafrefs go; the next commit to
+        // each datastore builds its index again.
+        let before = self.catalog_at(&*snap)?.yang.as_ref().and_then(|y| y.leafref_index_id());
+        if before != schema.leafref_index_id() {
+            for ds in Datastore::ALL {
+                batch.delete(keys::leafrefs_key(ds));
+                batch.delete_prefix(keys::leafref_index_prefix(ds));
+            }
+        }
         batch.delete_prefix(keys::YANG.to_vec());
         for m in schema.modules() {
             let mut k = keys::YANG.to_vec();
@@ -303,6 +319,16 @@ pub(crate) fn check_read_path(yang: Option<&YangSchema>, path: &Path) -> Result<
 pub(crate) struct Sparse<'l, 'a> {
     pub loader: &'l mut Loader<'a>,
     pub root: &'l mut Container,
+    /// The datastore's leafref index, if the transaction keeps one.
+    pub index: Option<&'l dyn LeafrefLookup>,
+}
+
+/// Where a transaction finds the leafrefs holding a value (the datastore's
+/// leafref index, in the module `leafrefs`).
+pub(crate) trait LeafrefLookup {
+    /// The instance paths listed for `referrer` (a schema path) holding
+    /// `value` in `snap`; `None` when there is no complete list.
+    fn lookup(&self, snap: &dyn Snapshot, referrer: &str, value: &str) -> Result<Option<Vec<Path>>>;
 }
 
 impl DataAccess for Sparse<'_, '_> {
@@ -320,6 +346,25 @@ impl DataAccess for Sparse<'_, '_> {
         }
         Ok(())
     }
+
+    fn referrers(
+        &mut self,
+        referrer: &str,
+        value: &str,
+    ) -> std::result::Result<Option<Vec<Path>>, Box<dyn std::error::Error + Send + Sync>> {
+        match self.index {
+            Some(index) => Ok(index.lookup(self.loader.snapshot(), referrer, value)?),
+            None => Ok(None),
+        }
+    }
+}
+
+/// An error of loading data during validation, as the engine's error.
+pub(crate) fn load_error(e: Box<dyn std::error::Error + Send + Sync>) -> Error {
+    match e.downcast::<Error>() {
+        Ok(e) => *e,
+        Err(e) => Error::Usage(e.to_string()),
+    }
 }
 
 /// Validates a transaction's changes.
@@ -329,10 +374,7 @@ pub(crate) fn validate(
     changes: &[canopy_core::diff::Change],
     data: &mut dyn DataAccess,
 ) -> Result<()> {
-    let v = yang.validate_in(changes, data, ds != Datastore::Operational).map_err(|e| match e.downcast::<Error>() {
-        Ok(e) => *e,
-        Err(e) => Error::Usage(e.to_string()),
-    })?;
+    let v = yang.validate_in(changes, data, ds != Datastore::Operational).map_err(load_error)?;
     if v.is_empty() {
         Ok(())
     } else {
