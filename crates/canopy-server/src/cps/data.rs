@@ -28,13 +28,20 @@ pub(super) fn path_error(e: &cpath::PathError) -> CpsError {
 pub(super) fn data_error(anchor: &Anchor, e: canopy::Error, get: bool) -> CpsError {
     match e {
         canopy::Error::Data(canopy_core::Error::Exists { path }) => CpsError::exists(format!(
-            "1 data node(s) already exist for anchor {} and dataspace {}: {path}",
-            anchor.name, anchor.dataspace
+            "1 data node(s) already exist for anchor {} and dataspace {}: {}",
+            anchor.name,
+            anchor.dataspace,
+            cps_xpath(&path)
         )),
-        canopy::Error::Data(canopy_core::Error::NotFound { path }) => not_found(anchor, &path, get),
+        canopy::Error::Data(canopy_core::Error::NotFound { path }) => not_found(anchor, &cps_xpath(&path), get),
         e if e.is_user_error() => CpsError::bad("Data Validation Failed", e.to_string()),
         e => CpsError::internal(e.to_string()),
     }
+}
+
+/// A canopy path as CPS writes an xpath (`/shops/bookstore/categories[@code='1']`).
+fn cps_xpath(path: &str) -> String {
+    path.parse::<Path>().map_or_else(|_| path.to_string(), |p| xpath_text(&p))
 }
 
 fn not_found(anchor: &Anchor, xpath: &str, get: bool) -> CpsError {

@@ -299,6 +299,7 @@ def steps(ds: str) -> list[dict]:
              files=[("targetData", ("t.json", b"", "application/json"))]),
         dict(name="apply a create at / (CPS: 500)", method="POST", path=f"{a}/c/applyChangesInDeltaReport",
              headers=jsonh, data=json.dumps([{"action": "create", "xpath": "/", "targetData": STORES_DATA}])),
+        dict(name="delete c's data", method="DELETE", path=f"{a}/c/nodes", params={"xpath": "/"}),
         dict(name="post data on c", method="POST", path=f"{a}/c/nodes", params={"xpath": "/"}, headers=jsonh,
              data=json.dumps(STORES_DATA)),
         dict(name="apply a create", method="POST", path=f"{a}/c/applyChangesInDeltaReport", headers=jsonh,

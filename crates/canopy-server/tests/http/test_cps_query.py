@@ -185,7 +185,8 @@ def test_query_across_dataspace_paging(dataspace):
 @pytest.mark.parametrize("page", [{"pageIndex": 0, "pageSize": 1}, {"pageIndex": 1, "pageSize": 0}])
 def test_query_across_dataspace_bad_paging_is_400(dataspace, page):
     r = dataspace.get("/v2/dataspaces/ds/nodes/query", **{"cps-path": "//network", **page})
-    assert_cps_error(r, 400)
+    body = assert_cps_error(r, 400, "Pagination validation error.")
+    assert body["details"] == "Invalid page index or size"
 
 
 def test_deep_queries(dataspace):

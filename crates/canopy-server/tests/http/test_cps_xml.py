@@ -345,3 +345,11 @@ def test_apply_bad_xml_report_is_400_and_changes_nothing(two, body, message):
     assert_cps_error(r, 400)
     assert r.json()["message"].startswith(message.split(":")[0]), r.json()
     assert two.node("ds", "src", "/", "all") == before
+
+
+def test_apply_xml_remove_of_a_missing_node_names_its_xpath(two):
+    body = ("<deltaReports><deltaReport><action>remove</action>"
+            "<xpath>/shops/bookstore/categories[@code='9']</xpath></deltaReport></deltaReports>")
+    r = two.req("POST", f"{A}/src/applyChangesInDeltaReport", data=body, headers=XML)
+    err = assert_cps_error(r, 400, "DataNode not found")
+    assert "/shops/bookstore/categories[@code='9']" in err["details"], err
