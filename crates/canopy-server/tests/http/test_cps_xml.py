@@ -353,3 +353,22 @@ def test_apply_xml_remove_of_a_missing_node_names_its_xpath(two):
     r = two.req("POST", f"{A}/src/applyChangesInDeltaReport", data=body, headers=XML)
     err = assert_cps_error(r, 400, "DataNode not found")
     assert "/shops/bookstore/categories[@code='9']" in err["details"], err
+
+
+def test_xml_data_body_without_namespace(cps):
+    # CPS's documents name no namespace: each element is read in its
+    # schema node's module's namespace.
+    cps.anchor("ds", "ss", "plain")
+    doc = ("<shops><bookstore><bookstore-name>Plain</bookstore-name>"
+           "<categories><code>4</code><name>Maps</name></categories></bookstore></shops>")
+    r = cps.send("POST", f"{A}/plain/nodes", doc, params={"xpath": "/"}, headers=XML)
+    assert r.status_code == 201, r.text
+    r = cps.send("POST", f"{A}/plain/list-nodes", "<categories><code>5</code><name>Art</name></categories>",
+                 params={"xpath": "/shops/bookstore"}, headers=XML)
+    assert r.status_code == 201, r.text
+    got = cps.node("ds", "plain", "/shops/bookstore", "all")
+    assert got == [{"book-store:bookstore": {"bookstore-name": "Plain", "categories": [
+        {"code": 4, "name": "Maps"}, {"code": 5, "name": "Art"}]}}]
+    r = cps.send("POST", f"{A}/plain/list-nodes", "<categories><code>x</code></categories>",
+                 params={"xpath": "/shops/bookstore"}, headers=XML)
+    assert_cps_error(r, 400, "Data Validation Failed")
