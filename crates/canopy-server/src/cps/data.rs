@@ -28,13 +28,20 @@ pub(super) fn path_error(e: &cpath::PathError) -> CpsError {
 pub(super) fn data_error(anchor: &Anchor, e: canopy::Error, get: bool) -> CpsError {
     match e {
         canopy::Error::Data(canopy_core::Error::Exists { path }) => CpsError::exists(format!(
-            "1 data node(s) already exist for anchor {} and dataspace {}: {path}",
-            anchor.name, anchor.dataspace
+            "1 data node(s) already exist for anchor {} and dataspace {}: {}",
+            anchor.name,
+            anchor.dataspace,
+            cps_xpath(&path)
         )),
-        canopy::Error::Data(canopy_core::Error::NotFound { path }) => not_found(anchor, &path, get),
+        canopy::Error::Data(canopy_core::Error::NotFound { path }) => not_found(anchor, &cps_xpath(&path), get),
         e if e.is_user_error() => CpsError::bad("Data Validation Failed", e.to_string()),
         e => CpsError::internal(e.to_string()),
     }
+}
+
+/// A canopy path as CPS writes an xpath (`/shops/bookstore/categories[@code='1']`).
+fn cps_xpath(path: &str) -> String {
+    path.parse::<Path>().map_or_else(|_| path.to_string(), |p| xpath_text(&p))
 }
 
 fn not_found(anchor: &Anchor, xpath: &str, get: bool) -> CpsError {
@@ -55,8 +62,16 @@ fn not_found(anchor: &Anchor, xpath: &str, get: bool) -> CpsError {
 /// to string leaves (the modules' texts say so where they were) and listed.
 pub fn upload_modules(call: &Call) -> Result<(Vec<ModuleRef>, Vec<canopy_yang::Relaxation>), CpsError> {
     let parts = files::multipart(call.content_type(), &call.body).map_err(|e| CpsError::bad("Invalid upload", e))?;
+    upload_parts(&parts, "file")
+}
+
+/// The modules of the parts named `field` of an upload (see [`upload_modules`]).
+pub(super) fn upload_parts(
+    parts: &[files::Part],
+    field: &str,
+) -> Result<(Vec<ModuleRef>, Vec<canopy_yang::Relaxation>), CpsError> {
     let mut texts = Vec::new();
-    for p in parts.iter().filter(|p| p.name == "file") {
+    for p in parts.iter().filter(|p| p.name == field) {
         let name = p.filename.clone().unwrap_or_default();
         let lower = name.to_ascii_lowercase();
         let utf8 = |n: &str, b: &[u8]| {
@@ -80,7 +95,7 @@ pub fn upload_modules(call: &Call) -> Result<(Vec<ModuleRef>, Vec<canopy_yang::R
         }
     }
     if texts.is_empty() {
-        return Err(CpsError::bad("Missing file", "Required part 'file' is not present."));
+        return Err(CpsError::bad("Missing file", format!("Required part '{field}' is not present.")));
     }
     let dir = super::registry::module_dir(&texts).map_err(|e| CpsError::internal(e.to_string()))?;
     let (schema, relaxed) = canopy::YangSchema::add_texts_relaxed(&[], &texts, &[dir.path().to_path_buf()])
@@ -230,8 +245,11 @@ pub(super) fn descendants(call: &Call, version: u8) -> Result<Option<usize>, Cps
 
 // --- reading --------------------------------------------------------------------
 
+/// The tree at `at` down to `depth` levels below the nodes there: at the
+/// root, the nodes are the top-level ones, a level below the root itself.
 pub(super) fn read(anchor: &Anchor, at: &Path, depth: Option<usize>) -> Result<Container, CpsError> {
-    let opts = ReadOptions { depth: depth.map(|d| d + 1), ..ReadOptions::default() };
+    let below = if at.segments.is_empty() { 2 } else { 1 };
+    let opts = ReadOptions { depth: depth.map(|d| d + below), ..ReadOptions::default() };
     anchor.store.running().get(&at.to_string(), opts).map_err(|e| data_error(anchor, e, true))
 }
 
@@ -357,7 +375,7 @@ pub(super) fn schema_at(model: &Model, at: &Path) -> Option<usize> {
     idx
 }
 
-fn child_schema(model: &Model, parent: Option<usize>, name: &str) -> Option<usize> {
+pub(super) fn child_schema(model: &Model, parent: Option<usize>, name: &str) -> Option<usize> {
     let (module, want) = name.split_once(':').map_or((None, name), |(m, n)| (Some(m), n));
     let pick = |(n, i): (&String, &usize)| {
         (local(n) == want && module.is_none_or(|m| model.nodes[*i].module == m)).then_some(*i)
@@ -445,7 +463,7 @@ fn xpath_text(p: &Path) -> String {
     s
 }
 
-fn is_xml(call: &Call) -> bool {
+pub(super) fn is_xml(call: &Call) -> bool {
     let ct = call.content_type().to_ascii_lowercase();
     ct.starts_with("application/xml") || ct.starts_with("text/xml")
 }
@@ -459,40 +477,76 @@ pub(super) fn body_json(call: &Call) -> Result<Json, CpsError> {
 }
 
 /// A data body in JSON or in XML (`application/xml`) below `parent`, as
-/// the JSON the writes read. In XML, as CPS reads it: at the root, the
-/// document element is a top-level data node, or a wrapper (`data`, or named
-/// after a module of the set, in any namespace) holding top-level nodes;
-/// below a node, the document element is one child of it, or a wrapper
-/// named as the parent (or `data`) holding its children. libyang reads the
-/// elements against the schema.
-fn data_body(call: &Call, yang: &canopy::YangSchema, parent: &Path) -> Result<Json, CpsError> {
+/// the JSON the writes read.
+fn data_body(call: &Call, anchor: &Anchor, yang: &canopy::YangSchema, parent: &Path) -> Result<Json, CpsError> {
     if !is_xml(call) {
         return body_json(call);
     }
+    let text = std::str::from_utf8(&call.body)
+        .map_err(|_| CpsError::bad("Data Validation Failed", "the XML body is not UTF-8"))?;
+    xml_data(anchor, yang, parent, text)
+}
+
+/// The namespace of the schema node named `name` (local name) below
+/// `parent` (`None`: the top), from the module that defines it.
+fn namespace_of(anchor: &Anchor, model: &Model, parent: Option<usize>, name: &str) -> Option<String> {
+    let idx = child_schema(model, parent, name)?;
+    let module = &model.nodes[idx].module;
+    anchor.set.modules.iter().find(|m| &m.name == module).map(|m| m.namespace.clone())
+}
+
+/// An XML data document below `parent` as JSON, read as CPS reads it: at
+/// the root, the document element is a top-level data node, or a wrapper
+/// (`data`, or named after a module of the set, in any namespace) holding
+/// top-level nodes; below a node, the document element is one child of it,
+/// or a wrapper named as the parent (or `data`) holding its children.
+/// Elements without a namespace are taken in their schema node's module's
+/// namespace (CPS's documents name none); libyang reads them against the
+/// schema.
+pub(super) fn xml_data(
+    anchor: &Anchor,
+    yang: &canopy::YangSchema,
+    parent: &Path,
+    text: &str,
+) -> Result<Json, CpsError> {
     let bad = |m: String| CpsError::bad("Data Validation Failed", m);
-    let text = std::str::from_utf8(&call.body).map_err(|_| bad("the XML body is not UTF-8".into()))?;
     let doc = crate::encoding::parse_xml(text).map_err(|e| bad(e.message))?;
     let top = doc.root_element();
     let name = top.tag_name().name();
+    let model = yang.model();
+    let pidx = schema_at(model, parent);
     let wrapper = match parent.last() {
         None => {
-            let data_node = yang
-                .model()
-                .by_path
-                .keys()
-                .any(|p| p.strip_prefix('/').and_then(|p| p.split_once(':')).is_some_and(|(_, n)| n == name));
+            let data_node = model.top.keys().any(|k| local(k) == name);
             !data_node && (name == "data" || yang.modules().iter().any(|m| m.name == name))
         }
-        Some(seg) => name == "data" || name == seg.name.rsplit(':').next().unwrap_or(&seg.name),
+        Some(seg) => name == "data" || name == local(&seg.name),
     };
-    let elements: Vec<String> = if wrapper {
-        top.children().filter(roxmltree::Node::is_element).map(crate::encoding::standalone).collect()
-    } else {
-        vec![crate::encoding::standalone(top)]
-    };
-    if elements.is_empty() {
+    let nodes: Vec<roxmltree::Node<'_, '_>> =
+        if wrapper { top.children().filter(roxmltree::Node::is_element).collect() } else { vec![top] };
+    if nodes.is_empty() {
         return Err(bad(format!("the XML element `{name}` holds no data node")));
     }
+    xml_elements_json(anchor, yang, parent, pidx, &nodes)
+}
+
+/// Data elements below `parent` (schema node `pidx`) as one JSON object.
+pub(super) fn xml_elements_json(
+    anchor: &Anchor,
+    yang: &canopy::YangSchema,
+    parent: &Path,
+    pidx: Option<usize>,
+    nodes: &[roxmltree::Node<'_, '_>],
+) -> Result<Json, CpsError> {
+    let bad = |m: String| CpsError::bad("Data Validation Failed", m);
+    let model = yang.model();
+    let elements: Vec<String> = nodes
+        .iter()
+        .map(|n| match namespace_of(anchor, model, pidx, n.tag_name().name()) {
+            Some(ns) => super::xml::in_namespace(*n, &ns),
+            None => crate::encoding::standalone(*n),
+        })
+        .collect();
     let json = crate::encoding::data_to_json(yang, parent, &elements).map_err(|e| bad(e.message))?;
     serde_json::from_str(&json).map_err(|e| CpsError::internal(format!("re-reading the XML body as JSON: {e}")))
 }
@@ -544,15 +598,19 @@ pub(super) fn edits_of(store: &Store, ws: &[Write], op: Operation) -> Result<Vec
 /// A store holding nothing but the anchor's schema: dry runs and posted
 /// documents are validated in it.
 pub(super) fn scratch(anchor: &Anchor) -> Result<Store, CpsError> {
+    scratch_of(&anchor.set.texts())
+}
+
+/// An empty in-memory store with the modules `texts`.
+pub(super) fn scratch_of(texts: &[(String, String)]) -> Result<Store, CpsError> {
     let store = Store::from_backend(
         Box::new(canopy_store::memory::MemoryBackend::new()),
         "memory:cps-scratch",
         canopy::Options::default(),
     )
     .map_err(|e| CpsError::internal(e.to_string()))?;
-    let texts = anchor.set.texts();
-    let dir = super::registry::module_dir(&texts).map_err(|e| CpsError::internal(e.to_string()))?;
-    store.schema_add_texts(&texts, &[dir.path().to_path_buf()]).map_err(|e| CpsError::internal(e.to_string()))?;
+    let dir = super::registry::module_dir(texts).map_err(|e| CpsError::internal(e.to_string()))?;
+    store.schema_add_texts(texts, &[dir.path().to_path_buf()]).map_err(|e| CpsError::internal(e.to_string()))?;
     Ok(store)
 }
 
@@ -578,7 +636,7 @@ pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError
         s.apply(&edits).map_err(|e| data_error(anchor, e, false))?;
         return Ok(Reply::Status(StatusCode::NO_CONTENT));
     }
-    let body = data_body(call, &yang, &at)?;
+    let body = data_body(call, anchor, &yang, &at)?;
     let dry = call.bool_param("dry-run")?;
     let (op, whole, status) = match (method, list) {
         ("POST", _) => (Operation::Create, false, StatusCode::CREATED),
@@ -628,6 +686,12 @@ pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError
 /// The results of a CPS path on one anchor: nodes (with their depth) or,
 /// for the attribute axis, distinct `{leaf: value}` pairs.
 fn run_query(anchor: &Anchor, cps_path: &str, depth: Option<usize>) -> Result<Vec<Json>, CpsError> {
+    Ok(run_query_keyed(anchor, cps_path, depth)?.into_iter().map(|(_, v)| v).collect())
+}
+
+/// [`run_query`]'s results, each with what tells it from another: a node's
+/// xpath, an attribute pair's JSON text.
+fn run_query_keyed(anchor: &Anchor, cps_path: &str, depth: Option<usize>) -> Result<Vec<(String, Json)>, CpsError> {
     let q = cpath::parse(cps_path).map_err(|e| path_error(&e))?;
     let yang = yang_model(anchor)?;
     let Some(at) = cpath::plan(&q, yang.model()) else { return Ok(Vec::new()) };
@@ -635,18 +699,78 @@ fn run_query(anchor: &Anchor, cps_path: &str, depth: Option<usize>) -> Result<Ve
         anchor.store.running().get(&at.to_string(), ReadOptions::default()).map_err(|e| data_error(anchor, e, true))?;
     let found = cpath::evaluate(&q, &tree);
     if let Some(attr) = &q.attribute {
-        let mut seen = Vec::new();
+        let mut seen: Vec<(String, Json)> = Vec::new();
         for chain in &found {
             for v in cpath::leaf_values(chain.last().expect("a node").node, attr) {
-                let j = value_json(v);
-                if !seen.contains(&j) {
-                    seen.push(j);
+                let j = json!({ attr.as_str(): value_json(v) });
+                let key = j.to_string();
+                if !seen.iter().any(|(k, _)| *k == key) {
+                    seen.push((key, j));
                 }
             }
         }
-        return Ok(seen.into_iter().map(|v| json!({ attr.as_str(): v })).collect());
+        return Ok(seen);
     }
-    Ok(found.iter().map(|c| node_map(anchor, yang.model(), c, depth)).collect())
+    Ok(found.iter().map(|c| (cpath::xpath_of(c), node_map(anchor, yang.model(), c, depth))).collect())
+}
+
+/// A composite query's results: those of its `cpsPath` combined with those
+/// of each of its `conditions` (composite queries themselves) by its
+/// `operator`: `and` (the default) keeps the results every one of them has,
+/// `or` takes the results any of them has, in the order first found.
+fn run_composite(anchor: &Anchor, q: &Json, depth: Option<usize>, at: &str) -> Result<Vec<(String, Json)>, CpsError> {
+    let invalid = |d: String| CpsError::bad("Invalid composite query", d);
+    let Json::Object(m) = q else {
+        return Err(invalid(format!("{at} is not an object with cpsPath, operator and conditions")));
+    };
+    let operator = match m.get("operator") {
+        None | Some(Json::Null) => "and".to_string(),
+        Some(Json::String(o)) => o.to_ascii_lowercase(),
+        Some(other) => return Err(invalid(format!("{at}.operator is {other}, not \"and\" or \"or\""))),
+    };
+    if operator != "and" && operator != "or" {
+        return Err(invalid(format!("{at}.operator is \"{operator}\": the operators are \"and\" and \"or\"")));
+    }
+    let conditions = match m.get("conditions") {
+        None | Some(Json::Null) => &Vec::new(),
+        Some(Json::Array(c)) => c,
+        Some(_) => return Err(invalid(format!("{at}.conditions is not a list of composite queries"))),
+    };
+    let mut sets = Vec::new();
+    match m.get("cpsPath") {
+        None | Some(Json::Null) => {}
+        Some(Json::String(p)) => sets.push(run_query_keyed(anchor, p, depth)?),
+        Some(_) => return Err(invalid(format!("{at}.cpsPath is not a string"))),
+    }
+    for (i, c) in conditions.iter().enumerate() {
+        sets.push(run_composite(anchor, c, depth, &format!("{at}.conditions[{i}]"))?);
+    }
+    let mut sets = sets.into_iter();
+    let Some(mut out) = sets.next() else {
+        return Err(invalid(format!("{at} has neither a cpsPath nor conditions")));
+    };
+    for set in sets {
+        if operator == "and" {
+            out.retain(|(k, _)| set.iter().any(|(s, _)| s == k));
+        } else {
+            for (k, v) in set {
+                if !out.iter().any(|(o, _)| *o == k) {
+                    out.push((k, v));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// POST `nodes/query` (v2): a composite query in the JSON body.
+pub fn composite_query(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
+    let depth = descendants(call, 2)?;
+    let q: Json = serde_json::from_slice(&call.body).map_err(|e| {
+        CpsError::bad("Parsing error occurred while converting JSON content to specific class type.", e.to_string())
+    })?;
+    let found = run_composite(anchor, &q, depth, "the query")?;
+    Ok(Reply::Json(Json::Array(found.into_iter().map(|(_, v)| v).collect()), vec![]))
 }
 
 pub fn query(anchor: &std::sync::Arc<Anchor>, call: &Call, version: u8) -> Result<Reply, CpsError> {
@@ -677,7 +801,8 @@ pub fn query_dataspace(reg: &Registry, ds: &str, call: &Call) -> Result<Reply, C
             None | Some("") => Ok(None),
             Some(v) => match v.parse::<usize>() {
                 Ok(n) if n > 0 => Ok(Some(n)),
-                _ => Err(CpsError::bad("Invalid pagination", format!("{name} must be greater than zero, not `{v}`"))),
+                // CPS's words; its details do not say which parameter.
+                _ => Err(CpsError::bad("Pagination validation error.", "Invalid page index or size")),
             },
         }
     };

@@ -114,13 +114,22 @@ fn replaced(model: &Model, s: &Chain<'_>, t: &Chain<'_>) -> Option<Json> {
     }
     // A list entry's side names its entry by its keys, as written in its
     // xpath (CPS takes them from the xpath's conditions: text).
-    for (k, v) in s.last().map(|l| l.keys.as_slice()).unwrap_or_default() {
-        for side in [&mut sd, &mut td] {
-            if !side.is_empty() {
-                side.insert(local(k).to_string(), Json::String(v.clone()));
-            }
+    // The keys come first, as in the entry's own data.
+    let keyed = |side: Map<String, Json>| -> Map<String, Json> {
+        if side.is_empty() {
+            return side;
         }
-    }
+        let mut m: Map<String, Json> = s
+            .last()
+            .map(|l| l.keys.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, v)| (local(k).to_string(), Json::String(v.clone())))
+            .collect();
+        m.extend(side);
+        m
+    };
+    let (sd, td) = (keyed(sd), keyed(td));
     let mut e = Map::new();
     e.insert("action".into(), json!("replace"));
     e.insert("xpath".into(), json!(xpath_of(s)));
@@ -224,11 +233,33 @@ pub fn between_anchors(src: &Anchor, tgt: &Anchor, call: &Call) -> Result<Reply,
     let a = read(src, &at, depth)?;
     let b = read(tgt, &at, depth)?;
     let yang = yang_model(src)?;
-    Ok(Reply::Json(report(yang.model(), &a, &b, &at, depth, grouping), vec![]))
+    Ok(reply(report(yang.model(), &a, &b, &at, depth, grouping), super::xml::wanted(call)))
+}
+
+/// A report as JSON, or as CPS's XML.
+fn reply(report: Json, xml: bool) -> Reply {
+    if xml {
+        Reply::Xml(super::xml::delta_report(&report))
+    } else {
+        Reply::Json(report, vec![])
+    }
+}
+
+/// Whether the client asks for XML with its `Accept` (CPS's POST `delta`
+/// takes the posted document's format from it too).
+fn accepts_xml(call: &Call) -> bool {
+    call.headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.to_ascii_lowercase().contains("application/xml"))
 }
 
 /// POST `delta`: from this anchor to the document of the `targetData` part,
-/// under `xpath`, with all descendants.
+/// under `xpath`, with all descendants. The document is XML when the
+/// `Accept` header names XML (as CPS reads it) or when it starts with `<`;
+/// the report is XML when `Accept` names XML. With a `yangResourceFile`
+/// part (a `.yang` file or a `.zip` of them), the document is read against
+/// that schema instead of the anchor's.
 pub fn with_document(src: &Anchor, call: &Call) -> Result<Reply, CpsError> {
     let xpath = call.param("xpath").unwrap_or("/");
     let at = instance(src, xpath)?;
@@ -238,17 +269,89 @@ pub fn with_document(src: &Anchor, call: &Call) -> Result<Reply, CpsError> {
         .iter()
         .find(|p| p.name == "targetData")
         .ok_or_else(|| CpsError::bad("Missing file", "Required part 'targetData' is not present."))?;
-    let body: Json = serde_json::from_slice(&doc.data)
-        .map_err(|e| CpsError::bad("Data Validation Failed", format!("targetData is not JSON: {e}")))?;
-    let store = scratch(src)?;
-    let yang = yang_model(src)?;
+    if doc.data.iter().all(u8::is_ascii_whitespace) {
+        return Err(CpsError::bad("Failed to read data file", "file is empty"));
+    }
+    let xml_out = accepts_xml(call);
+    let xml_in = xml_out || doc.data.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<');
+    let (store, yang) = match parts.iter().find(|p| p.name == "yangResourceFile") {
+        Some(_) => {
+            let (modules, _) = data::upload_parts(&parts, "yangResourceFile")?;
+            let texts: Vec<(String, String)> =
+                modules.iter().map(|m| (format!("{}.yang", m.name), m.text.clone())).collect();
+            let store = data::scratch_of(&texts)?;
+            let yang = store
+                .yang_schema()
+                .map_err(|e| CpsError::internal(e.to_string()))?
+                .ok_or_else(|| CpsError::internal("the uploaded schema did not load".into()))?;
+            (store, yang)
+        }
+        None => (scratch(src)?, yang_model(src)?),
+    };
+    let body: Json = if xml_in {
+        let text =
+            std::str::from_utf8(&doc.data).map_err(|_| CpsError::bad("Failed to read data file", "not UTF-8"))?;
+        data::xml_data(src, &yang, &Path::root(), text)?
+    } else {
+        serde_json::from_slice(&doc.data)
+            .map_err(|e| CpsError::bad("Data Validation Failed", format!("targetData is not JSON: {e}")))?
+    };
     let ws = writes(yang.model(), &Path::root(), &body, false)?;
     let edits = edits_of(&store, &ws, Operation::Merge).map_err(|e| data::data_error(src, e, false))?;
     store.running().apply(&edits).map_err(|e| data::data_error(src, e, false))?;
-    let b =
-        store.running().get(&at.to_string(), ReadOptions::default()).map_err(|e| data::data_error(src, e, false))?;
+    let b = match store.running().get(&at.to_string(), ReadOptions::default()) {
+        Ok(b) => b,
+        Err(canopy::Error::Data(canopy_core::Error::NotFound { .. })) => Container::default(),
+        Err(e) => return Err(data::data_error(src, e, false)),
+    };
     let a = read(src, &at, None)?;
-    Ok(Reply::Json(report(yang.model(), &a, &b, &at, None, grouping), vec![]))
+    let src_yang = yang_model(src)?;
+    Ok(reply(report(src_yang.model(), &a, &b, &at, None, grouping), xml_out))
+}
+
+/// An XML delta report as the JSON one: each side's elements read against
+/// the schema, below the entry's xpath (or beside it, for elements naming
+/// the node at the xpath itself).
+fn xml_report(anchor: &Anchor, call: &Call) -> Result<Vec<Json>, CpsError> {
+    let text = std::str::from_utf8(&call.body).map_err(|_| invalid("the XML delta report is not UTF-8".into()))?;
+    let doc = super::xml::parse(text)?;
+    let yang = yang_model(anchor)?;
+    let model = yang.model();
+    let mut out = Vec::new();
+    for e in super::xml::entries(&doc) {
+        let mut m = Map::new();
+        m.insert("action".into(), json!(e.action));
+        let Some(xpath) = e.xpath else {
+            out.push(Json::Object(m));
+            continue;
+        };
+        let at = if xpath == "/" {
+            Path::root()
+        } else {
+            cpath::to_instance(&xpath, model).map_err(|e| data::path_error(&e))?
+        };
+        m.insert("xpath".into(), json!(xpath));
+        for (field, ids) in [("sourceData", e.source), ("targetData", e.target)] {
+            let Some(ids) = ids else { continue };
+            let nodes: Vec<roxmltree::Node<'_, '_>> = ids.iter().filter_map(|i| doc.get_node(*i)).collect();
+            let own = at.last().is_some_and(|l| nodes.iter().all(|n| n.tag_name().name() == local(&l.name)));
+            let parent = if own { at.parent().unwrap_or_default() } else { at.clone() };
+            let pidx = data::schema_at(model, &parent);
+            let data = if nodes.is_empty() {
+                Json::Object(Map::new())
+            } else {
+                data::xml_elements_json(anchor, &yang, &parent, pidx, &nodes)?
+            };
+            // CPS's maps name nodes without their module.
+            let unqualified: Map<String, Json> = match data {
+                Json::Object(d) => d.into_iter().map(|(k, v)| (local(&k).to_string(), v)).collect(),
+                _ => Map::new(),
+            };
+            m.insert(field.into(), Json::Object(unqualified));
+        }
+        out.push(Json::Object(m));
+    }
+    Ok(out)
 }
 
 fn invalid(details: String) -> CpsError {
@@ -288,9 +391,13 @@ fn data_of<'e>(e: &'e Json, side: &str) -> Option<&'e Map<String, Json>> {
 /// sets the leaves of `targetData` on the node at its xpath and removes
 /// those only in `sourceData`.
 pub fn apply(anchor: &Anchor, call: &Call) -> Result<Reply, CpsError> {
-    let report = data::body_json(call)?;
-    let Json::Array(entries) = report else {
-        return Err(invalid("a delta report is a JSON array".into()));
+    let entries = if data::is_xml(call) {
+        xml_report(anchor, call)?
+    } else {
+        match data::body_json(call)? {
+            Json::Array(entries) => entries,
+            _ => return Err(invalid("a delta report is a JSON array".into())),
+        }
     };
     let yang = yang_model(anchor)?;
     let model = yang.model();

@@ -15,6 +15,7 @@ mod files;
 pub mod path;
 pub mod registry;
 mod stream;
+mod xml;
 
 use std::sync::Arc;
 
@@ -55,11 +56,25 @@ impl CpsError {
     }
 }
 
+impl CpsError {
+    /// `404 NOT_FOUND`: the status as CPS's body gives it.
+    fn status_text(&self) -> String {
+        let reason = self.status.canonical_reason().unwrap_or("").to_ascii_uppercase().replace(' ', "_");
+        format!("{} {reason}", self.status.as_u16())
+    }
+
+    /// The error with an XML body (CPS's `ErrorMessage` element), for a
+    /// client that accepts XML only from an endpoint that answers in XML.
+    fn into_xml_response(self) -> Response {
+        let body = xml::error(&self, &self.status_text());
+        (self.status, [(header::CONTENT_TYPE, "application/xml")], body).into_response()
+    }
+}
+
 impl IntoResponse for CpsError {
     fn into_response(self) -> Response {
-        let reason = self.status.canonical_reason().unwrap_or("").to_ascii_uppercase().replace(' ', "_");
         let body = json!({
-            "status": format!("{} {reason}", self.status.as_u16()),
+            "status": self.status_text(),
             "message": self.message,
             "details": self.details,
         });
@@ -72,6 +87,8 @@ pub enum Reply {
     Status(StatusCode),
     Text(StatusCode, String),
     Json(Json, Vec<(&'static str, String)>),
+    /// An XML body (`xml`).
+    Xml(String),
     /// A JSON body written while it is read (`crate::body`).
     Stream(axum::body::Body),
     /// Another reply with `Warning` headers (RFC 9110's 299 "miscellaneous
@@ -84,6 +101,7 @@ impl IntoResponse for Reply {
         match self {
             Reply::Status(s) => s.into_response(),
             Reply::Text(s, t) => (s, [(header::CONTENT_TYPE, "text/plain")], t).into_response(),
+            Reply::Xml(body) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/xml")], body).into_response(),
             Reply::Stream(body) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
             Reply::Warned(reply, warnings) => {
                 let mut r = reply.into_response();
@@ -171,6 +189,7 @@ pub async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
         .map(|kv| kv.split_once('=').map_or((decode(kv), String::new()), |(k, v)| (decode(k), decode(v))))
         .collect();
     let call = Call { method: parts.method, segments, query, headers: parts.headers, body };
+    let xml_errors = answers_xml(&call) && accepts_xml_only(&call.headers);
     let cps = app.cps.clone();
     let done = move || {
         let big = call.body.len() >= RELEASE_AFTER;
@@ -183,6 +202,7 @@ pub async fn handle(State(app): State<Arc<App>>, req: Request) -> Response {
     };
     match tokio::task::spawn_blocking(done).await {
         Ok(Ok(reply)) => reply.into_response(),
+        Ok(Err(e)) if xml_errors => e.into_xml_response(),
         Ok(Err(e)) => e.into_response(),
         Err(e) => CpsError::internal(format!("the request failed: {e}")).into_response(),
     }
@@ -204,6 +224,26 @@ fn release_freed_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// Whether the endpoint of `call` answers in XML (its OpenAPI declares
+/// `application/xml` replies): GET `node` v2 and v3, the v2 query on one
+/// anchor, the deltas and applying one.
+fn answers_xml(call: &Call) -> bool {
+    let seg: Vec<&str> = call.segments.iter().map(String::as_str).collect();
+    matches!(
+        (call.method.as_str(), seg.as_slice()),
+        ("GET", ["v2" | "v3", "dataspaces", _, "anchors", _, "node"])
+            | ("GET", ["v2", "dataspaces", _, "anchors", _, "nodes", "query"])
+            | ("GET" | "POST", ["v2", "dataspaces", _, "anchors", _, "delta"])
+            | ("POST", ["v2", "dataspaces", _, "anchors", _, "applyChangesInDeltaReport"])
+    )
+}
+
+/// An `Accept` that names XML and not JSON: errors are written in XML.
+fn accepts_xml_only(headers: &HeaderMap) -> bool {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+    accept.contains("application/xml") && !accept.contains("application/json")
 }
 
 fn no_such(call: &Call) -> CpsError {
@@ -299,10 +339,19 @@ fn route(reg: &registry::Registry, call: &Call) -> Result<Reply, CpsError> {
             reg.delete_anchor(ds, a)?;
             Ok(Reply::Status(StatusCode::NO_CONTENT))
         }
+        ("GET", ["dataspaces", ds, "anchors", a, "node"]) if v > 1 && xml::wanted(call) => {
+            as_xml(data::get_node_buffered(&*reg.anchor(ds, a)?, call, v)?)
+        }
         ("GET", ["dataspaces", ds, "anchors", a, "node"]) => data::get_node(&reg.anchor(ds, a)?, call, v),
         (_, ["dataspaces", ds, "anchors", a, "nodes"]) => data::nodes(&*reg.anchor(ds, a)?, call, false),
         (_, ["dataspaces", ds, "anchors", a, "list-nodes"]) => data::nodes(&*reg.anchor(ds, a)?, call, true),
+        ("GET", ["dataspaces", ds, "anchors", a, "nodes", "query"]) if v == 2 && xml::wanted(call) => {
+            as_xml(data::query_buffered(&*reg.anchor(ds, a)?, call, v)?)
+        }
         ("GET", ["dataspaces", ds, "anchors", a, "nodes", "query"]) => data::query(&reg.anchor(ds, a)?, call, v),
+        ("POST", ["dataspaces", ds, "anchors", a, "nodes", "query"]) if v == 2 => {
+            data::composite_query(&*reg.anchor(ds, a)?, call)
+        }
         ("GET", ["dataspaces", ds, "nodes", "query"]) => data::query_dataspace(reg, ds, call),
         ("GET", ["dataspaces", ds, "anchors", a, "delta"]) => {
             let target = call.required("target-anchor-name")?;
@@ -313,6 +362,14 @@ fn route(reg: &registry::Registry, call: &Call) -> Result<Reply, CpsError> {
             delta::apply(&*reg.anchor(ds, a)?, call)
         }
         _ => Err(no_such(call)),
+    }
+}
+
+/// A data reply in XML.
+fn as_xml(reply: Reply) -> Result<Reply, CpsError> {
+    match reply {
+        Reply::Json(v, _) => Ok(Reply::Xml(xml::data_maps(&v))),
+        _ => Err(CpsError::internal("an XML reply of something other than data maps".into())),
     }
 }
 

@@ -466,13 +466,11 @@ fn num(s: &str) -> Option<f64> {
 
 fn compare(v: &Value, op: Op, lit: &Lit, strict: bool) -> bool {
     let text = v.as_text();
-    let is_number = matches!(v, Value::Number(_));
     match (op, lit) {
-        (Op::Eq | Op::Ne, Lit::Str(s)) => {
-            // A leaf condition never matches an integer leaf with a string.
-            let eq = text == s.as_str() && !(strict && is_number);
-            eq == (op == Op::Eq)
-        }
+        // A quoted value matches a leaf whose text it is, numbers included
+        // (CPS finds `[@code='1']` where `code` is the integer 1, though
+        // its documentation says otherwise; `'01'` it does not).
+        (Op::Eq | Op::Ne, Lit::Str(s)) => (text == s.as_str()) == (op == Op::Eq),
         (_, Lit::Num(n)) => {
             let (Some(a), Some(b)) = (num(&text), num(n)) else { return op == Op::Ne && !strict };
             match op {

@@ -96,6 +96,23 @@ def test_get_v2_root_returns_top_level_nodes(stores):
     assert stores.node("ds", "a", "/", "all") == [{"book-store:shops": STORES_DATA["shops"]}]
 
 
+@pytest.mark.parametrize("version", ["v2", "v3"])
+def test_get_root_counts_descendants_from_the_top_level_nodes(stores, version):
+    # At xpath=/, the nodes are the top-level ones: `direct` gives their
+    # children with their leaves, 2 the grandchildren's leaves too (as CPS).
+    def at_root(d):
+        r = stores.get(f"/{version}/dataspaces/ds/anchors/a/node", xpath="/", descendants=d)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        return body[0] if version == "v2" else body
+
+    bookstore = {"bookstore-name": "Chapters", "name": "Chapters"}
+    assert at_root("direct") == {"book-store:shops": {"bookstore": bookstore}}
+    assert at_root("2") == {"book-store:shops": {"bookstore": {**bookstore, "categories": [
+        SCIFI_LEAVES, KIDS_LEAVES]}}}
+    assert at_root("none") == {"book-store:shops": {}}
+
+
 def test_get_v3_single_node_and_list(stores):
     assert stores.node("ds", "a", "/shops/bookstore/categories[@code='2']", "none", version="v3") == {
         "book-store:categories": [KIDS_LEAVES]
@@ -140,6 +157,8 @@ def test_create_twice_is_409(stores):
     r = stores.create("ds", "a", STORES_DATA)
     body = assert_cps_error(r, 409, "Already defined exception")
     assert "already exist" in body["details"]
+    # The node named as CPS names it: its xpath, not canopy's own path.
+    assert body["details"].endswith(": /shops"), body
 
 
 def test_create_module_qualified_top_level(cps):

@@ -59,11 +59,14 @@ DOC_EXAMPLES = [
     ("//categories[@code='1']/books/book[@title='xyz' or @price>20]", []),
     ("//categories[@code='1']/books/book[@title='Dune' and @price<=5]", [DUNE]),
     ("//categories[@code=1]", [SCIFI]),
-    # "//categories[@code="1"] or //categories[@code='1'] will not work because
-    # the key attribute code is treated a string" (an integer leaf compared
-    # with a string in a leaf condition)
-    ('//categories[@code="1"]', []),
-    ("//categories[@code='1']", []),
+    # The documentation says "//categories[@code="1"] or //categories[@code='1']
+    # will not work because the key attribute code is treated a string", but
+    # CPS finds them (a quoted value matches the integer's text; '01' does
+    # not): CPS's behaviour is the reference.
+    ('//categories[@code="1"]', [SCIFI]),
+    ("//categories[@code='1']", [SCIFI]),
+    ("//categories[@code='01']", []),
+    ("//book[@price='5']", [ODYSSEY, DUNE]),
     # text()-condition
     ('//book/label[text()="classic"]', [ODYSSEY, DUNE]),
     ('//book/edition[text()="1965"]', [DUNE]),
@@ -182,7 +185,8 @@ def test_query_across_dataspace_paging(dataspace):
 @pytest.mark.parametrize("page", [{"pageIndex": 0, "pageSize": 1}, {"pageIndex": 1, "pageSize": 0}])
 def test_query_across_dataspace_bad_paging_is_400(dataspace, page):
     r = dataspace.get("/v2/dataspaces/ds/nodes/query", **{"cps-path": "//network", **page})
-    assert_cps_error(r, 400)
+    body = assert_cps_error(r, 400, "Pagination validation error.")
+    assert body["details"] == "Invalid page index or size"
 
 
 def test_deep_queries(dataspace):
