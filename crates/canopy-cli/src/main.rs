@@ -17,13 +17,6 @@ mod progress;
 mod remote;
 use progress::{Progress, Unit};
 
-// A transaction of many edits makes and frees many small allocations (paths,
-// tree nodes, the diff, the batch); glibc's allocator spends a third of such
-// a commit consolidating its free lists (`docs/benchmarks.md`, "Engine
-// per-edit cost, second pass"). The library leaves the choice to the binary.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(name = "canopy", version, about = "Read and edit a canopy store of hierarchical configuration data.")]
 struct Cli {
