@@ -8,7 +8,7 @@
 
 use crate::diff::{self, entry_selector, selector_values, with_selector, Change, Place, Subtree};
 use crate::error::{Error, Result};
-use crate::path::{Path, Selector};
+use crate::path::{Path, Segment, Selector};
 use crate::schema::Schema;
 use crate::tree::{Children, Container, Insert, LeafListEntry, List, ListInfo, Node};
 use crate::value::{Meta, Value};
@@ -106,8 +106,16 @@ pub fn apply_edit_owned(root: &mut Container, mut edit: Edit, schema: &dyn Schem
         std::borrow::Cow::Owned(p) => p,
     };
     let mut out = Vec::new();
-    match apply_inner(root, edit, &path, schema, &mut out) {
-        Ok(()) => Ok(out),
+    let mut slot = None;
+    match apply_inner(root, edit, &path, schema, &mut out, &mut slot) {
+        Ok(()) => {
+            // The change that created the target takes the edit's path
+            // instead of a copy of it.
+            if let Some(i) = slot {
+                set_path(&mut out[i], path);
+            }
+            Ok(out)
+        }
         Err(e) => {
             // Undo what the edit did before it failed, then drop lists and
             // leaf-lists it created empty on the way.
@@ -139,12 +147,29 @@ fn prune_empty(root: &mut Container, path: &Path) {
     }
 }
 
+/// Gives a change its path (one left empty by a [`put_child`] told to leave
+/// it to its caller).
+fn set_path(c: &mut Change, p: Path) {
+    match c {
+        Change::Created { path, .. }
+        | Change::Deleted { path, .. }
+        | Change::Modified { path, .. }
+        | Change::Meta { path, .. }
+        | Change::Moved { path, .. }
+        | Change::Erased { path } => *path = p,
+    }
+}
+
+/// Applies `edit` at `path` (canonical). When it creates the target as one
+/// change, that change's path is left empty and its index put in `slot`, for
+/// the caller, who owns the path, to move it in ([`set_path`]).
 fn apply_inner(
     root: &mut Container,
     edit: Edit,
     path: &Path,
     schema: &dyn Schema,
     out: &mut Vec<Change>,
+    slot: &mut Option<usize>,
 ) -> Result<()> {
     match edit.op {
         Operation::Delete | Operation::Remove => {
@@ -175,11 +200,10 @@ fn apply_inner(
                 }
                 return Ok(());
             }
-            let parent_path = path.parent().expect("not root");
-            let parent = ensure_container(root, &parent_path, out, schema)?;
-            let seg = path.last().expect("not root").clone();
+            let parent = ensure_container(root, &path.segments[..path.segments.len() - 1], out, schema)?;
+            let seg = path.last().expect("not root");
             let replace = edit.op == Operation::Replace;
-            put_child(parent, path, &seg.selector, value, replace, edit.insert.as_ref(), out, schema)?;
+            put_child(parent, path, &seg.selector, value, replace, edit.insert.as_ref(), out, schema, Some(slot))?;
         }
     }
     Ok(())
@@ -221,18 +245,19 @@ pub fn container_ref<'a>(root: &'a Container, path: &Path) -> Option<&'a Contain
     Some(cur)
 }
 
-/// Makes sure every node on `path` exists as a container or list entry,
-/// creating what is missing (with its key leaves), and returns the last.
+/// Makes sure every node on the path of `segments` exists as a container or
+/// list entry, creating what is missing (with its key leaves), and returns
+/// the last.
 fn ensure_container<'a>(
     root: &'a mut Container,
-    path: &Path,
+    segments: &[Segment],
     out: &mut Vec<Change>,
     schema: &dyn Schema,
 ) -> Result<&'a mut Container> {
     let mut cur = root;
-    for (i, seg) in path.segments.iter().enumerate() {
+    for (i, seg) in segments.iter().enumerate() {
         // Built only when something is created or wrong.
-        let here = || Path { segments: path.segments[..=i].to_vec() };
+        let here = || Path { segments: segments[..=i].to_vec() };
         let create_node = !cur.children.contains_key(&seg.name);
         match &seg.selector {
             Selector::None => {
@@ -269,7 +294,10 @@ fn ensure_container<'a>(
                     cur = list.get_keyed_mut(keys).expect("present");
                     continue;
                 }
-                if diff::ordered_key_values(&list.info, keys).is_none() {
+                // The path names each key once (checked without copying them).
+                let names_keys = keys.len() == list.info.keys.len()
+                    && list.info.keys.iter().all(|k| keys.iter().any(|(n, _)| n == k));
+                if !names_keys {
                     return Err(Error::invalid(here(), format!("the list's keys are {:?}", list.info.keys)));
                 }
                 let here = here();
@@ -328,6 +356,8 @@ fn place_of_insert(list: &List, at: &Insert) -> Result<Place> {
 }
 
 /// Puts `value` as the child `path` names under `parent` (merge or replace).
+/// With `slot`, a node created as one change leaves that change's path empty
+/// and its index in `slot`: the caller moves its own `path` in.
 #[allow(clippy::too_many_arguments)]
 fn put_child(
     parent: &mut Container,
@@ -338,6 +368,7 @@ fn put_child(
     insert: Option<&Insert>,
     out: &mut Vec<Change>,
     schema: &dyn Schema,
+    slot: Option<&mut Option<usize>>,
 ) -> Result<()> {
     let name = &path.last().expect("not root").name;
     match sel {
@@ -345,7 +376,17 @@ fn put_child(
             match parent.children.get_mut(name) {
                 None => {
                     let value = normalise_new(path, value, schema)?;
-                    diff::added_node(path, &value, out);
+                    match (slot, &value) {
+                        (Some(slot), Node::Leaf { .. } | Node::Container(_) | Node::AnyData { .. }) => {
+                            *slot = Some(out.len());
+                            out.push(Change::Created {
+                                path: Path::root(),
+                                node: Subtree::Node(value.clone()),
+                                place: None,
+                            });
+                        }
+                        _ => diff::added_node(path, &value, out),
+                    }
                     parent.children.insert(name.clone(), value);
                 }
                 Some(existing) if replace => {
@@ -386,7 +427,9 @@ fn put_child(
             }
             let vals = selector_values(&list.info, sel)
                 .ok_or_else(|| Error::invalid(path, format!("the list's keys are {:?}", list.info.keys)))?;
-            put_entry(list, path, &vals, entry, replace, insert, out, schema)
+            let entry_path =
+                if list.info.keys.is_empty() { path.clone() } else { canonical_entry_path(path, list, &vals) };
+            put_entry(list, entry_path, &vals, entry, replace, insert, out, schema)
         }
         Selector::Value(v) => {
             let (typed, meta) = match value {
@@ -407,11 +450,12 @@ fn put_child(
     }
 }
 
-/// Merges or replaces one list entry (by `vals`: keys in key order, or a position).
+/// Merges or replaces one list entry (by `vals`: keys in key order, or a
+/// position) at `entry_path` (its keys in the list's key order).
 #[allow(clippy::too_many_arguments)]
 fn put_entry(
     list: &mut List,
-    path: &Path,
+    entry_path: Path,
     vals: &[String],
     entry: Container,
     replace: bool,
@@ -419,7 +463,7 @@ fn put_entry(
     out: &mut Vec<Change>,
     schema: &dyn Schema,
 ) -> Result<()> {
-    let entry_path = if list.info.keys.is_empty() { path.clone() } else { canonical_entry_path(path, list, vals) };
+    let path = &entry_path;
     match list.get(vals) {
         None => {
             if list.info.keys.is_empty() {
@@ -573,7 +617,7 @@ fn merge_node(path: &Path, existing: &mut Node, value: Node, out: &mut Vec<Chang
             for e in v.into_entries() {
                 let vals = l.keys_of(&e).map_err(|_| Error::invalid(path, "an entry lacks a key leaf"))?;
                 let p = canonical_entry_path(path, l, &vals);
-                put_entry(l, &p, &vals, e, false, None, out, schema)?;
+                put_entry(l, p, &vals, e, false, None, out, schema)?;
             }
             Ok(())
         }
@@ -635,7 +679,11 @@ fn merge_container(
     }
     for (name, child) in value.children {
         let p = path.child(name, Selector::None);
-        put_child(existing, &p, &Selector::None, child, false, None, out, schema)?;
+        let mut slot = None;
+        put_child(existing, &p, &Selector::None, child, false, None, out, schema, Some(&mut slot))?;
+        if let Some(i) = slot {
+            set_path(&mut out[i], p);
+        }
     }
     Ok(())
 }

@@ -174,6 +174,16 @@ impl List {
         }
     }
 
+    /// [`List::pos_of`] of the entry of a keyed list named by `(key name,
+    /// value)` pairs (a [`crate::path::Selector::Keys`]), in any order.
+    pub fn pos_of_keyed(&self, kv: &[(Name, String)]) -> Option<Vec<u8>> {
+        let ek = self.key_of_pairs(kv)?;
+        match self.info.user_ordered {
+            true => self.by_key.get(&ek).cloned(),
+            false => self.entries.contains_key(&ek).then_some(ek),
+        }
+    }
+
     /// The entry key of a keyed list's entry named by `(key name, value)`
     /// pairs in any order, encoded without copying them.
     fn key_of_pairs(&self, kv: &[(Name, String)]) -> Option<Vec<u8>> {

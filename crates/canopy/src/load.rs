@@ -366,9 +366,14 @@ pub(crate) fn place(root: &mut Container, rel: &[u8], d: Decoded, schema: &dyn S
 /// through the tree's lists). `None` when the path crosses a missing node or
 /// names a leaf-list entry.
 pub(crate) fn node_key(tree: &Container, path: &Path) -> Option<Vec<u8>> {
+    node_key_of(tree, &path.segments)
+}
+
+/// [`node_key`] of the path made of `segments`.
+pub(crate) fn node_key_of(tree: &Container, segments: &[canopy_core::Segment]) -> Option<Vec<u8>> {
     let mut rel = Vec::new();
     let mut cur = Some(tree);
-    for seg in &path.segments {
+    for seg in segments {
         keys::push_name(&mut rel, &seg.name);
         let node = cur.and_then(|c| c.children.get(&seg.name));
         match &seg.selector {

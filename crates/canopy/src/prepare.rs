@@ -5,16 +5,16 @@
 use canopy_core::diff::Change;
 use canopy_core::edit::{canonical_path, canonical_path_cow, Edit, Operation};
 use canopy_core::keycode;
-use canopy_core::path::{Path, Selector};
+use canopy_core::path::{Path, Segment, Selector};
 use canopy_core::schema::NodeKind;
-use canopy_core::tree::{Container, Insert, ListInfo, Node, NodeRef};
+use canopy_core::tree::{Container, Insert, List, ListInfo, Node, NodeRef};
 use canopy_core::{Schema, Schemaless, Value};
 use canopy_store::keys::{self, Datastore};
 use canopy_yang::YangSchema;
 
 use crate::error::Result;
 use crate::hub::Hub;
-use crate::load::{node_key, Loader};
+use crate::load::{container_at, node_key, node_key_of, Loader};
 
 /// The schema edits are applied with: lists as known (learned or from YANG),
 /// values in paths typed by the YANG schema if there is one.
@@ -294,23 +294,17 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
         if !schema.lists.get(&sp).is_some_and(|i| i.user_ordered) {
             continue;
         }
-        let entry_path = Path { segments: path.segments[..depth].to_vec() };
-        let list_path = canopy_core::diff::with_selector(&entry_path, Selector::None);
-        let Some(parent_rel) = node_key(root, &list_path.parent().unwrap_or_default()) else { break };
+        // The list's parent and name, looked up in place: no path is built
+        // (this runs for every edit of a bulk create).
+        let (parent, name) = (&path.segments[..depth - 1], path.segments[depth - 1].name.as_str());
+        let Some(parent_rel) = node_key_of(root, parent) else { break };
         if !parent_rel.is_empty() && loader.known_absent(&parent_rel) {
             // Nothing of the list is stored.
             break;
         }
         let mut list_rel = parent_rel;
-        keys::push_name(&mut list_rel, &list_path.last().expect("list").name);
-        let order_of = |root: &Container, vals: &[String]| -> Option<Vec<u8>> {
-            match root.lookup(&list_path) {
-                Some(NodeRef::List(l)) => l.pos_of(vals),
-                _ => None,
-            }
-        };
-        let vals: Vec<String> = kv.iter().map(|(_, v)| v.clone()).collect();
-        let around = order_of(root, &vals);
+        keys::push_name(&mut list_rel, name);
+        let around = list_at(root, parent, name).and_then(|l| l.pos_of_keyed(kv));
         loader.order_edges(root, &list_rel, around.as_deref())?;
         if depth < path.segments.len() {
             continue;
@@ -319,11 +313,19 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
             let mut arel = list_rel.clone();
             arel.extend_from_slice(&keycode::entry_key(anchor));
             loader.fragment(root, &arel)?;
-            let around = order_of(root, anchor);
+            let around = list_at(root, parent, name).and_then(|l| l.pos_of(anchor));
             loader.order_edges(root, &list_rel, around.as_deref())?;
         }
     }
     Ok(())
+}
+
+/// The list `name` in the container or entry at `parent` in `root`.
+fn list_at<'t>(root: &'t Container, parent: &[Segment], name: &str) -> Option<&'t List> {
+    match container_at(root, parent)?.children.get(name) {
+        Some(Node::List(l)) => Some(l),
+        _ => None,
+    }
 }
 
 /// Loads the stored nodes a merge of `node` at `path` meets: point reads of

@@ -285,6 +285,13 @@ impl Store {
         }
         drop(snap);
         self.backend().apply(&batch)?;
+        // The next operation reads the modules back as stored: compile them
+        // now (`compiled` keeps them for the catalog) so that the first commit
+        // after this call does not. An error here is the next operation's to
+        // report, as it was before: the modules are stored.
+        if let Ok(snap) = self.backend().snapshot() {
+            let _ = self.catalog_at(&*snap);
+        }
         Ok(schema.modules().to_vec())
     }
 }
