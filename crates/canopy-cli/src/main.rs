@@ -319,9 +319,6 @@ impl std::fmt::Display for UserError {
 
 impl std::error::Error for UserError {}
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
