@@ -17,6 +17,7 @@ use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::load::{corrupt, in_datastore};
 use crate::read::{selection, ReadOptions};
+use crate::results::EntryFragments;
 use crate::store::Session;
 
 /// Reads of one datastore's stored contents at one revision (see
@@ -108,5 +109,29 @@ impl Pinned<'_> {
             f(r)
         })?;
         Ok(scanned.is_some())
+    }
+
+    /// The stored fragments of each entry of the list at `list` (a path of
+    /// names and keys whose last segment names the list, without keys), in
+    /// key order, one entry at a time: `f` gets the entry's fragments (its
+    /// own first, then its descendants' in document order, keys relative to
+    /// the datastore) and returns whether to go on. Nothing is decoded: a
+    /// reader that writes the entries out does so from the bytes, and the
+    /// read's memory is one entry's. Entries of a user-ordered list come in
+    /// key order, not in their order.
+    ///
+    /// # Errors
+    /// [`crate::Error::Data`] for a path that does not parse or is not made
+    /// of names and keys; backend errors; what `f` returns.
+    pub fn each_entry_fragments(&self, list: &str, f: impl FnMut(&EntryFragments) -> Result<bool>) -> Result<()> {
+        let p: Path = list.parse()?;
+        if !crate::stream::streamable(&p) || p.is_root() {
+            let reason = "a list path (names and keys, the list's name last) is needed here".to_string();
+            return Err(canopy_core::Error::Path { input: list.to_string(), pos: 0, reason }.into());
+        }
+        let p = canopy_core::edit::canonical_path(&Container::default(), &p, &*self.catalog.lists);
+        let data = keys::data_prefix(self.catalog.control.read_ds(self.ds));
+        let rel = keys::path_key(&p)?;
+        crate::scan::each_raw(&*self.snap, &data, &rel, f)
     }
 }

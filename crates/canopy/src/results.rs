@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 /// One list entry's stored fragments as the scan met them (the entry's own
 /// first): keys relative to the datastore and values, in one buffer.
 #[derive(Default)]
-pub(crate) struct EntryFragments {
+pub struct EntryFragments {
     buf: Vec<u8>,
     /// Per fragment: where its key starts, where its value starts and ends.
     spans: Vec<(usize, usize, usize)>,
@@ -37,7 +37,9 @@ impl EntryFragments {
         self.spans.push((a, b, self.buf.len()));
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+    /// The fragments, each as its key relative to the datastore and its
+    /// stored bytes, in the order the scan met them.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.spans.iter().map(|&(a, b, c)| (&self.buf[a..b], &self.buf[b..c]))
     }
 }

@@ -295,7 +295,7 @@ pub(crate) fn each_entry(
 /// Calls `f` with the fragments of each entry of the list at `list_rel`
 /// (relative to `data`, the datastore's prefix), in key order, one entry at
 /// a time; `f` returns whether to go on.
-fn each_raw(
+pub(crate) fn each_raw(
     snap: &dyn Snapshot,
     data: &[u8],
     list_rel: &[u8],

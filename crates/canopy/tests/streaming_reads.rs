@@ -338,3 +338,48 @@ fn entries_selected_by_their_leaves_stream_as_the_tree_read_writes_them() {
     // Nothing stored under the list's parent: `{}`, as the tree read gives.
     assert_eq!(json(&streamed, "/m:e/m:dev[state='up']"), json(&built, "/m:e/m:dev[state='up']"));
 }
+
+/// `Pinned::each_entry_fragments` hands over each entry's stored fragments,
+/// the entry's own first, entry after entry in key order; the fragments
+/// decode to the entry the tree read gives.
+#[test]
+fn entry_fragments_come_entry_by_entry_in_key_order() {
+    let backend = MemoryBackend::new();
+    let store = Store::from_backend(Box::new(backend), "memory:entry-fragments", canopy::Options::default()).unwrap();
+    fill(&store);
+    let pinned = store.running().pin().unwrap();
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    pinned
+        .each_entry_fragments("/m:c/e", |frags| {
+            let mut keys = Vec::new();
+            for (rel, v) in frags.iter() {
+                canopy_store::fragment::decode(v).unwrap();
+                keys.push(canopy_store::keys::hex(rel));
+            }
+            seen.push(keys);
+            Ok(true)
+        })
+        .unwrap();
+    // Two entries: (a=1, b=z) with its two `lst` entries, then (a=10, b=a) with one.
+    assert_eq!(seen.iter().map(Vec::len).collect::<Vec<_>>(), [3, 2]);
+    for entry in &seen {
+        assert!(entry.iter().all(|k| k.starts_with(&entry[0])), "an entry's own fragment comes first: {entry:?}");
+    }
+    // The entry's own fragment holds its leaves: the first entry's keys.
+    let mut first = None;
+    pinned
+        .each_entry_fragments("/m:c/e", |frags| {
+            let (_, v) = frags.iter().next().unwrap();
+            first = Some(canopy_store::fragment::decode(v).unwrap().container);
+            Ok(false)
+        })
+        .unwrap();
+    let first = first.expect("stopped after the first entry");
+    assert_eq!(first.children.get("a"), Some(&canopy::Node::leaf(canopy::Value::String("1".into()))));
+    // Nothing stored: no call. Not a list path: an error naming the path.
+    pinned.each_entry_fragments("/m:c/missing", |_| panic!("nothing is stored there")).unwrap();
+    for bad in ["/", "/m:c/e[a>'1']", "not a path["] {
+        let e = pinned.each_entry_fragments(bad, |_| Ok(true)).unwrap_err().to_string();
+        assert!(e.contains(bad.trim_end_matches('[')) || e.contains("path"), "{bad}: {e}");
+    }
+}

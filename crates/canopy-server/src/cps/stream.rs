@@ -13,8 +13,11 @@
 //! A container is written member by member in the order `data_map` gives
 //! (canonical names): its own leaves from its stored fragment, its child
 //! containers the same way, its keyed system-ordered lists entry by entry
-//! (`Pinned::get_each`), each entry written as `serde_json` writes its
-//! `data_map` but without building the map (`write_map`). A subtree where
+//! (`Pinned::each_entry_fragments`), each entry written as `serde_json`
+//! writes its `data_map` but straight from the entry's stored fragments,
+//! without decoding them into a tree or building the map (`write_entry`):
+//! the fragments come in document order, so a stack of open nodes is all
+//! it takes. A subtree where
 //! two children of a node share a local name (two modules' `x`) is not
 //! streamed: `serde_json`'s map keeps one of them, which only the buffered
 //! path reproduces.
@@ -23,8 +26,11 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use canopy::{Container, Node, Path, Pinned, ReadOptions, YangSchema};
+use canopy_core::keycode;
 use canopy_core::path::Selector;
 use canopy_core::schema::NodeKind;
+use canopy_core::ValueRef;
+use canopy_store::{fragment, keys};
 use canopy_yang::model::Model;
 
 use super::data::{data_error, data_map, schema_at, At};
@@ -59,67 +65,207 @@ fn streamable(model: &Model, idx: usize) -> bool {
 }
 
 /// Whether no two children of a node at or below `idx` share a local name
-/// (then `serde_json`'s map keeps every member, and [`write_map`] writes
+/// (then `serde_json`'s map keeps every member, and [`write_entry`] writes
 /// what it would).
 fn unique_locals(model: &Model, idx: usize) -> bool {
     let mut seen = std::collections::HashSet::new();
     model.nodes[idx].children.iter().all(|(name, &c)| seen.insert(local(name)) && unique_locals(model, c))
 }
 
-/// Appends `data_map(c, None, at)` as `serde_json` serializes it, without
-/// building the map (see [`unique_locals`]: every name is kept).
-fn write_map(out: &mut Vec<u8>, c: &Container, at: At<'_>) -> io::Result<()> {
-    out.push(b'{');
-    for (i, (name, node)) in c.children.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut *out, local(name))?;
-        out.push(b':');
-        let cat = at.child(name);
-        match node {
-            Node::Leaf { value, .. } => write_value(out, value, cat)?,
-            Node::LeafList(v) => {
-                out.push(b'[');
-                for (j, e) in v.iter().enumerate() {
-                    if j > 0 {
-                        out.push(b',');
-                    }
-                    write_value(out, &e.value, cat)?;
-                }
-                out.push(b']');
-            }
-            Node::AnyData { value, .. } => serde_json::to_writer(&mut *out, &**value)?,
-            Node::Container(cc) => write_map(out, cc, cat)?,
-            Node::List(l) => {
-                out.push(b'[');
-                for (j, e) in l.entries().enumerate() {
-                    if j > 0 {
-                        out.push(b',');
-                    }
-                    write_map(out, e, cat)?;
-                }
-                out.push(b']');
-            }
-        }
-    }
-    out.push(b'}');
-    Ok(())
-}
-
 /// A leaf value as `typed_json` gives it, serialized: numbers (and 64-bit
 /// integers stored as text) as their text when it is a JSON number.
 fn write_value(out: &mut Vec<u8>, v: &canopy::Value, at: At<'_>) -> io::Result<()> {
-    use canopy::Value;
+    write_value_ref(out, v.as_ref(), at)
+}
+
+/// [`write_value`] of a value read in place.
+fn write_value_ref(out: &mut Vec<u8>, v: ValueRef<'_>, at: At<'_>) -> io::Result<()> {
     match v {
-        Value::Number(n) if json_number(n) => out.extend_from_slice(n.as_bytes()),
-        Value::String(s) if at.int64() && json_number(s) => out.extend_from_slice(s.as_bytes()),
-        Value::String(s) if !at.int64() => serde_json::to_writer(&mut *out, s)?,
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Empty => out.extend_from_slice(b"null"),
+        ValueRef::Number(n) if json_number(n) => out.extend_from_slice(n.as_bytes()),
+        ValueRef::String(s) if at.int64() && json_number(s) => out.extend_from_slice(s.as_bytes()),
+        ValueRef::String(s) if !at.int64() => write_str(out, s)?,
+        ValueRef::Bool(true) => out.extend_from_slice(b"true"),
+        ValueRef::Bool(false) => out.extend_from_slice(b"false"),
+        ValueRef::Empty => out.extend_from_slice(b"null"),
         // Anything else as `typed_json` turns it.
-        _ => serde_json::to_writer(&mut *out, &super::data::typed_json(v, at))?,
+        _ => serde_json::to_writer(&mut *out, &super::data::typed_json(&v.to_value(), at))?,
+    }
+    Ok(())
+}
+
+/// A JSON string as `serde_json` writes it: text without quotes,
+/// backslashes or control characters as it is, anything else escaped by
+/// `serde_json`.
+fn write_str(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return Ok(());
+    }
+    serde_json::to_writer(&mut *out, s).map_err(io::Error::from)
+}
+
+/// One node open while an entry is written from its fragments: a
+/// container or entry with its fragment's inline children not written yet,
+/// or a list whose entries are being written.
+struct Open<'b, 'm> {
+    /// Relative key of the node; of a list, its parent's key and its name.
+    key: &'b [u8],
+    /// The fragment's bytes, and the same as text when they are UTF-8.
+    bytes: &'b [u8],
+    text: Option<&'b str>,
+    inline: fragment::Inline,
+    at: At<'m>,
+    list: bool,
+    /// Whether a member (an entry, for a list) is written in it yet.
+    any: bool,
+}
+
+impl<'b, 'm> Open<'b, 'm> {
+    fn node(key: &'b [u8], bytes: &'b [u8], at: At<'m>) -> io::Result<Open<'b, 'm>> {
+        let (_, _, inline) = fragment::open(bytes).map_err(store_err)?;
+        Ok(Open { key, bytes, text: std::str::from_utf8(bytes).ok(), inline, at, list: false, any: false })
+    }
+
+    /// Writes `"name":`, after a comma when a member came before.
+    fn member(&mut self, out: &mut Vec<u8>, name: &str) -> io::Result<()> {
+        if std::mem::replace(&mut self.any, true) {
+            out.push(b',');
+        }
+        write_str(out, local(name))?;
+        out.push(b':');
+        Ok(())
+    }
+
+    /// Writes the inline children whose names sort before `before` (all of
+    /// them with `None`), as `data_map` gives leaves, leaf-lists and
+    /// anydata.
+    fn flush(&mut self, out: &mut Vec<u8>, before: Option<&str>) -> io::Result<()> {
+        loop {
+            let unread = self.inline;
+            let next = match self.text {
+                Some(t) => self.inline.next_text(t),
+                None => self.inline.next(self.bytes),
+            }
+            .map_err(store_err)?;
+            let Some((name, child)) = next else { return Ok(()) };
+            if before.is_some_and(|b| name >= b) {
+                self.inline = unread;
+                return Ok(());
+            }
+            let cat = self.at.child(name);
+            self.member(out, name)?;
+            match child {
+                fragment::ChildRef::Leaf(v, _) => write_value_ref(out, v, cat)?,
+                fragment::ChildRef::Other(Node::Leaf { value, .. }) => write_value(out, &value, cat)?,
+                fragment::ChildRef::Other(Node::LeafList(v)) => {
+                    out.push(b'[');
+                    for (j, e) in v.iter().enumerate() {
+                        if j > 0 {
+                            out.push(b',');
+                        }
+                        write_value(out, &e.value, cat)?;
+                    }
+                    out.push(b']');
+                }
+                fragment::ChildRef::Other(Node::AnyData { value, .. }) => serde_json::to_writer(&mut *out, &*value)?,
+                fragment::ChildRef::Other(Node::Container(_) | Node::List(_)) => {
+                    return Err(io::Error::other("a fragment holds a container inline"))
+                }
+            }
+        }
+    }
+
+    /// Writes what is left of the node and closes it.
+    fn close(mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        if self.list {
+            out.push(b']');
+            return Ok(());
+        }
+        self.flush(out, None)?;
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+fn store_err(e: canopy_store::StoreError) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// Appends one list entry as `serde_json` writes its `data_map` with all
+/// descendants, from the entry's stored
+/// fragments (its own first, then its descendants' in key order) without
+/// decoding them into a tree: `at` is the list's place in the schema.
+/// Only containers and keyed, system-ordered lists may lie below (see
+/// [`streamable`]), whose fragments come in document order.
+fn write_entry(out: &mut Vec<u8>, frags: &canopy::EntryFragments, at: At<'_>) -> io::Result<()> {
+    let mut it = frags.iter();
+    let Some((own_key, own)) = it.next() else { return Ok(()) };
+    out.push(b'{');
+    let mut stack: Vec<Open<'_, '_>> = vec![Open::node(own_key, own, at)?];
+    let damaged = |rel: &[u8]| io::Error::other(format!("a fragment out of place: {}", keys::hex(rel)));
+    for (rel, v) in it {
+        // Close what `rel` is not inside of; a list stays open for its next entry.
+        while let Some(top) = stack.last() {
+            let inside = rel.starts_with(top.key) && !(top.list && rel.len() == top.key.len());
+            if inside || stack.len() == 1 {
+                break;
+            }
+            stack.pop().expect("not empty").close(out)?;
+        }
+        let top = stack.last_mut().expect("the entry stays open");
+        if !rel.starts_with(top.key) {
+            return Err(damaged(rel));
+        }
+        if top.list {
+            // The next entry of the open list.
+            if std::mem::replace(&mut top.any, true) {
+                out.push(b',');
+            }
+            out.push(b'{');
+            let at = top.at;
+            stack.push(Open::node(rel, v, at)?);
+            continue;
+        }
+        let seg = &rel[top.key.len()..];
+        let seg_len = keys::first_segment_len(seg).map_err(|_| damaged(rel))?;
+        if seg_len != seg.len() {
+            return Err(damaged(rel));
+        }
+        let (name, pos): (std::borrow::Cow<'_, str>, usize) = match keycode::plain_escaped(seg, 0) {
+            Some(end) => (std::str::from_utf8(&seg[..end]).map_err(|_| damaged(rel))?.into(), end + 2),
+            None => {
+                let mut pos = 0;
+                let name = keycode::read_escaped(seg, &mut pos).ok_or_else(|| damaged(rel))?;
+                (String::from_utf8(name).map_err(|_| damaged(rel))?.into(), pos)
+            }
+        };
+        top.flush(out, Some(&name))?;
+        top.member(out, &name)?;
+        let cat = top.at.child(&name);
+        if pos == seg.len() {
+            out.push(b'{');
+            stack.push(Open::node(rel, v, cat)?);
+            continue;
+        }
+        // The first entry of a list: open the list, then the entry.
+        let list_key = &rel[..top.key.len() + pos];
+        out.extend_from_slice(b"[{");
+        stack.push(Open {
+            key: list_key,
+            bytes: &[],
+            text: None,
+            inline: fragment::Inline::empty(),
+            at: cat,
+            list: true,
+            any: true,
+        });
+        stack.push(Open::node(rel, v, cat)?);
+    }
+    while let Some(top) = stack.pop() {
+        top.close(out)?;
     }
     Ok(())
 }
@@ -288,9 +434,8 @@ fn write_container(
                 let mut open = false;
                 let mut failed: Option<io::Error> = None;
                 let mut buf = Vec::new();
-                let scanned = pinned
-                    .get_each(&child.to_string(), ReadOptions::default(), |r| {
-                        let Some(entry) = entry_in(&r, &child) else { return Ok(true) };
+                pinned
+                    .each_entry_fragments(&child.to_string(), |frags| {
                         let mut put = || -> io::Result<()> {
                             match open {
                                 false => key(w, name, &mut first)?,
@@ -300,7 +445,7 @@ fn write_container(
                                 w.write_all(b"[")?;
                             }
                             buf.clear();
-                            write_map(&mut buf, entry, cat)?;
+                            write_entry(&mut buf, frags, cat)?;
                             w.write_all(&buf)
                         };
                         match put() {
@@ -315,9 +460,6 @@ fn write_container(
                 if let Some(e) = failed {
                     return Err(e);
                 }
-                if !scanned {
-                    return Err(io::Error::other(format!("list {child} cannot be read entry by entry")));
-                }
                 if open {
                     w.write_all(b"]")?;
                 }
@@ -325,24 +467,6 @@ fn write_container(
         }
     }
     w.write_all(b"}")
-}
-
-/// The one entry of the list at `list` (a path without the entry's keys) in
-/// a per-entry result tree.
-fn entry_in<'t>(r: &'t Container, list: &Path) -> Option<&'t Container> {
-    let mut c = r;
-    let (last, above) = list.segments.split_last()?;
-    for seg in above {
-        c = match c.children.get(&seg.name)? {
-            Node::Container(cc) => cc,
-            Node::List(l) => l.entries().next()?,
-            _ => return None,
-        };
-    }
-    match c.children.get(&last.name)? {
-        Node::List(l) => l.entries().next(),
-        _ => None,
-    }
 }
 
 /// The results of a CPS path read entry by entry: each result chain of
@@ -430,6 +554,11 @@ mod tests {
         key "p";
         leaf p { type string; }
         leaf s { type uint32; }
+        container st { leaf up { type boolean; } list lane { key "n"; leaf n { type uint8; } } }
+      }
+      list alarm {
+        key "n";
+        leaf n { type int64; }
       }
     }
     container settings {
@@ -454,7 +583,8 @@ mod tests {
                     "id": format!("d{i:02}"), "big": (i as i64) * 1_000_000_007, "small": i, "ratio": "1.50",
                     "on": i % 2 == 0, "tags": ["a", "b\"q"],
                     "info": {"type": if i % 3 == 0 { "xpdr" } else { "rdm" }, "note": "é \\ \n"},
-                    "port": [{"p": "a", "s": i}, {"p": "b"}]
+                    "port": [{"p": "a", "s": i, "st": {"up": true, "lane": [{"n": 1}, {"n": 2}]}}, {"p": "b", "st": {}}],
+                    "alarm": [{"n": -(i as i64)}, {"n": 9_000_000_000i64}]
                 })
             })
             .collect();
