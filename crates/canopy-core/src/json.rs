@@ -53,6 +53,10 @@ const CONTROL_ESCAPES: [&str; 32] = [
 /// quotes), in order: runs of `s` that need no escaping and escape sequences.
 #[inline]
 fn escape_pieces(s: &str, mut emit: impl FnMut(&str)) {
+    if !needs_escape(s) {
+        emit(s);
+        return;
+    }
     let bytes = s.as_bytes();
     let mut run = 0;
     for (i, &b) in bytes.iter().enumerate() {
@@ -68,6 +72,26 @@ fn escape_pieces(s: &str, mut emit: impl FnMut(&str)) {
         run = i + 1;
     }
     emit(&s[run..]);
+}
+
+/// Whether `s` holds a character a JSON string must escape (a quote, a
+/// backslash or a control character), checked eight bytes at a time: most
+/// names and values hold none, and are then copied as they are.
+pub fn needs_escape(s: &str) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Nonzero when some byte of `x` is zero (exact as a yes/no answer).
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut chunks = s.as_bytes().chunks_exact(8);
+    for c in &mut chunks {
+        let x = u64::from_le_bytes(c.try_into().expect("eight bytes"));
+        // Some byte below 0x20 (exact for bounds up to 0x80), a quote, a backslash.
+        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        if control | zero_byte(x ^ (ONES * u64::from(b'"'))) | zero_byte(x ^ (ONES * u64::from(b'\\'))) != 0 {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 /// Appends `s` as a JSON string literal.

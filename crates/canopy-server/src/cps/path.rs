@@ -268,7 +268,11 @@ impl<'a> Parser<'a> {
 
 /// The local name of a name that may carry a module prefix.
 pub fn local(name: &str) -> &str {
-    name.rsplit_once(':').map_or(name, |(_, n)| n)
+    // A byte loop: names are short, and this runs for every member written.
+    match name.bytes().rposition(|b| b == b':') {
+        Some(i) => &name[i + 1..],
+        None => name,
+    }
 }
 
 /// Parses a CPS path.

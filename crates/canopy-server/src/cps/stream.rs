@@ -32,6 +32,7 @@ use canopy_core::schema::NodeKind;
 use canopy_core::ValueRef;
 use canopy_store::{fragment, keys};
 use canopy_yang::model::Model;
+use serde_json::Value as Json;
 
 use super::data::{data_error, data_map, schema_at, At};
 use super::path::{local, Chain};
@@ -75,20 +76,25 @@ fn unique_locals(model: &Model, idx: usize) -> bool {
 /// A leaf value as `typed_json` gives it, serialized: numbers (and 64-bit
 /// integers stored as text) as their text when it is a JSON number.
 fn write_value(out: &mut Vec<u8>, v: &canopy::Value, at: At<'_>) -> io::Result<()> {
-    write_value_ref(out, v.as_ref(), at)
+    write_value_ref(out, v.as_ref(), at.int64())
 }
 
-/// [`write_value`] of a value read in place.
-fn write_value_ref(out: &mut Vec<u8>, v: ValueRef<'_>, at: At<'_>) -> io::Result<()> {
+/// [`write_value`] of a value read in place, `int64` telling whether its
+/// leaf is a 64-bit integer.
+fn write_value_ref(out: &mut Vec<u8>, v: ValueRef<'_>, int64: bool) -> io::Result<()> {
     match v {
         ValueRef::Number(n) if json_number(n) => out.extend_from_slice(n.as_bytes()),
-        ValueRef::String(s) if at.int64() && json_number(s) => out.extend_from_slice(s.as_bytes()),
-        ValueRef::String(s) if !at.int64() => write_str(out, s)?,
+        ValueRef::String(s) if int64 && json_number(s) => out.extend_from_slice(s.as_bytes()),
+        ValueRef::String(s) if !int64 => write_str(out, s)?,
         ValueRef::Bool(true) => out.extend_from_slice(b"true"),
         ValueRef::Bool(false) => out.extend_from_slice(b"false"),
         ValueRef::Empty => out.extend_from_slice(b"null"),
-        // Anything else as `typed_json` turns it.
-        _ => serde_json::to_writer(&mut *out, &super::data::typed_json(&v.to_value(), at))?,
+        // A number `serde_json` rewrites, or not a number: as `typed_json`
+        // (through `value_json`) turns it.
+        ValueRef::Number(s) | ValueRef::String(s) => {
+            let v = serde_json::from_str::<serde_json::Number>(s).map_or_else(|_| Json::String(s.into()), Json::Number);
+            serde_json::to_writer(&mut *out, &v)?;
+        }
     }
     Ok(())
 }
@@ -97,7 +103,7 @@ fn write_value_ref(out: &mut Vec<u8>, v: ValueRef<'_>, at: At<'_>) -> io::Result
 /// backslashes or control characters as it is, anything else escaped by
 /// `serde_json`.
 fn write_str(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if !canopy_core::json::needs_escape(s) {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
@@ -118,15 +124,19 @@ struct Open<'b, 'm> {
     text: Option<&'b str>,
     inline: fragment::Inline,
     at: At<'m>,
+    /// Whether a leaf child may be a 64-bit integer (else no leaf's schema
+    /// node is looked up).
+    int64: bool,
     list: bool,
     /// Whether a member (an entry, for a list) is written in it yet.
     any: bool,
 }
 
 impl<'b, 'm> Open<'b, 'm> {
-    fn node(key: &'b [u8], bytes: &'b [u8], at: At<'m>) -> io::Result<Open<'b, 'm>> {
+    fn node(key: &'b [u8], bytes: &'b [u8], at: At<'m>, int64: &mut Int64Children) -> io::Result<Open<'b, 'm>> {
         let (_, _, inline) = fragment::open(bytes).map_err(store_err)?;
-        Ok(Open { key, bytes, text: std::str::from_utf8(bytes).ok(), inline, at, list: false, any: false })
+        let int64 = int64.of(at);
+        Ok(Open { key, bytes, text: std::str::from_utf8(bytes).ok(), inline, at, int64, list: false, any: false })
     }
 
     /// Writes `"name":`, after a comma when a member came before.
@@ -155,10 +165,14 @@ impl<'b, 'm> Open<'b, 'm> {
                 self.inline = unread;
                 return Ok(());
             }
-            let cat = self.at.child(name);
             self.member(out, name)?;
+            if let fragment::ChildRef::Leaf(v, _) = child {
+                write_value_ref(out, v, self.int64 && self.at.child(name).int64())?;
+                continue;
+            }
+            let cat = self.at.child(name);
             match child {
-                fragment::ChildRef::Leaf(v, _) => write_value_ref(out, v, cat)?,
+                fragment::ChildRef::Leaf(v, _) => write_value_ref(out, v, cat.int64())?,
                 fragment::ChildRef::Other(Node::Leaf { value, .. }) => write_value(out, &value, cat)?,
                 fragment::ChildRef::Other(Node::LeafList(v)) => {
                     out.push(b'[');
@@ -194,17 +208,40 @@ fn store_err(e: canopy_store::StoreError) -> io::Error {
     io::Error::other(e.to_string())
 }
 
+/// Per schema node, whether a leaf child is a 64-bit integer
+/// ([`At::int64_children`]), worked out once per reply: 0 not yet, 1 no, 2 yes.
+#[derive(Default)]
+struct Int64Children(Vec<u8>);
+
+impl Int64Children {
+    fn of(&mut self, at: At<'_>) -> bool {
+        let Some(i) = at.index() else { return at.int64_children() };
+        if self.0.len() <= i {
+            self.0.resize(i + 1, 0);
+        }
+        if self.0[i] == 0 {
+            self.0[i] = if at.int64_children() { 2 } else { 1 };
+        }
+        self.0[i] == 2
+    }
+}
+
 /// Appends one list entry as `serde_json` writes its `data_map` with all
 /// descendants, from the entry's stored
 /// fragments (its own first, then its descendants' in key order) without
 /// decoding them into a tree: `at` is the list's place in the schema.
 /// Only containers and keyed, system-ordered lists may lie below (see
 /// [`streamable`]), whose fragments come in document order.
-fn write_entry(out: &mut Vec<u8>, frags: &canopy::EntryFragments, at: At<'_>) -> io::Result<()> {
+fn write_entry(
+    out: &mut Vec<u8>,
+    frags: &canopy::EntryFragments,
+    at: At<'_>,
+    int64: &mut Int64Children,
+) -> io::Result<()> {
     let mut it = frags.iter();
     let Some((own_key, own)) = it.next() else { return Ok(()) };
     out.push(b'{');
-    let mut stack: Vec<Open<'_, '_>> = vec![Open::node(own_key, own, at)?];
+    let mut stack: Vec<Open<'_, '_>> = vec![Open::node(own_key, own, at, int64)?];
     let damaged = |rel: &[u8]| io::Error::other(format!("a fragment out of place: {}", keys::hex(rel)));
     for (rel, v) in it {
         // Close what `rel` is not inside of; a list stays open for its next entry.
@@ -226,7 +263,7 @@ fn write_entry(out: &mut Vec<u8>, frags: &canopy::EntryFragments, at: At<'_>) ->
             }
             out.push(b'{');
             let at = top.at;
-            stack.push(Open::node(rel, v, at)?);
+            stack.push(Open::node(rel, v, at, int64)?);
             continue;
         }
         let seg = &rel[top.key.len()..];
@@ -247,7 +284,7 @@ fn write_entry(out: &mut Vec<u8>, frags: &canopy::EntryFragments, at: At<'_>) ->
         let cat = top.at.child(&name);
         if pos == seg.len() {
             out.push(b'{');
-            stack.push(Open::node(rel, v, cat)?);
+            stack.push(Open::node(rel, v, cat, int64)?);
             continue;
         }
         // The first entry of a list: open the list, then the entry.
@@ -259,10 +296,11 @@ fn write_entry(out: &mut Vec<u8>, frags: &canopy::EntryFragments, at: At<'_>) ->
             text: None,
             inline: fragment::Inline::empty(),
             at: cat,
+            int64: false,
             list: true,
             any: true,
         });
-        stack.push(Open::node(rel, v, cat)?);
+        stack.push(Open::node(rel, v, cat, int64)?);
     }
     while let Some(top) = stack.pop() {
         top.close(out)?;
@@ -434,6 +472,7 @@ fn write_container(
                 let mut open = false;
                 let mut failed: Option<io::Error> = None;
                 let mut buf = Vec::new();
+                let mut int64 = Int64Children::default();
                 pinned
                     .each_entry_fragments(&child.to_string(), |frags| {
                         let mut put = || -> io::Result<()> {
@@ -445,7 +484,7 @@ fn write_container(
                                 w.write_all(b"[")?;
                             }
                             buf.clear();
-                            write_entry(&mut buf, frags, cat)?;
+                            write_entry(&mut buf, frags, cat, &mut int64)?;
                             w.write_all(&buf)
                         };
                         match put() {
