@@ -147,13 +147,20 @@ impl<'a> Reader<'a> {
         StoreError::corrupted(format!("fragment damaged at byte {}: {what}", self.pos))
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8> {
         let b = *self.b.get(self.pos).ok_or_else(|| self.err("truncated"))?;
         self.pos += 1;
         Ok(b)
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64> {
+        // Most lengths and counts take one byte.
+        if let Some(&b) = self.b.get(self.pos).filter(|&&b| b < 0x80) {
+            self.pos += 1;
+            return Ok(u64::from(b));
+        }
         let mut n = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.byte()?;
@@ -165,6 +172,7 @@ impl<'a> Reader<'a> {
         Err(self.err("varint too long"))
     }
 
+    #[inline]
     fn bytes(&mut self) -> Result<&'a [u8]> {
         let n = self.varint()? as usize;
         let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| self.err("truncated"))?;
@@ -187,6 +195,16 @@ impl<'a> Reader<'a> {
             b'e' => Value::Empty,
             _ => return Err(self.err("unknown value tag")),
         })
+    }
+
+    /// Metadata, `None` when there is none (most nodes: no map to make and drop).
+    #[inline]
+    fn meta_opt(&mut self) -> Result<Option<Meta>> {
+        if self.b.get(self.pos) == Some(&0) {
+            self.pos += 1;
+            return Ok(None);
+        }
+        self.meta().map(Some)
     }
 
     fn meta(&mut self) -> Result<Meta> {
@@ -217,7 +235,7 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
         };
         let Some((name, child)) = next else { break };
         let node = match child {
-            ChildRef::Leaf(value, meta) => Node::Leaf { value: value.to_value(), meta },
+            ChildRef::Leaf(value, meta) => Node::Leaf { value: value.to_value(), meta: meta.unwrap_or_default() },
             ChildRef::Other(node) => node,
         };
         if c.children.insert(name.to_string(), node).is_some() {
@@ -228,6 +246,7 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     fn str_ref(&mut self) -> Result<&'a str> {
         let b = self.bytes()?;
         // A piece of valid text between two character boundaries is text.
@@ -237,6 +256,7 @@ impl<'a> Reader<'a> {
         std::str::from_utf8(b).map_err(|_| self.err("invalid UTF-8"))
     }
 
+    #[inline]
     fn value_ref(&mut self) -> Result<ValueRef<'a>> {
         Ok(match self.byte()? {
             b's' => ValueRef::String(self.str_ref()?),
@@ -273,10 +293,11 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// An inline child read in place: a leaf borrows its value from the bytes;
-/// leaf-lists and anydata (rarer) are decoded.
+/// An inline child read in place: a leaf borrows its value from the bytes
+/// (its metadata `None` when it has none); leaf-lists and anydata (rarer)
+/// are decoded.
 pub enum ChildRef<'a> {
-    Leaf(ValueRef<'a>, Meta),
+    Leaf(ValueRef<'a>, Option<Meta>),
     Other(Node),
 }
 
@@ -344,6 +365,7 @@ impl Inline {
     /// # Errors
     /// `Corrupted` when the bytes are damaged (including trailing bytes after
     /// the last child).
+    #[inline]
     pub fn next<'a>(&mut self, b: &'a [u8]) -> Result<Option<(&'a str, ChildRef<'a>)>> {
         self.take(Reader { b, pos: self.pos, text: None })
     }
@@ -354,10 +376,12 @@ impl Inline {
     ///
     /// # Errors
     /// As [`next`](Self::next).
+    #[inline]
     pub fn next_text<'a>(&mut self, t: &'a str) -> Result<Option<(&'a str, ChildRef<'a>)>> {
         self.take(Reader { b: t.as_bytes(), pos: self.pos, text: Some(t) })
     }
 
+    #[inline]
     fn take<'a>(&mut self, mut r: Reader<'a>) -> Result<Option<(&'a str, ChildRef<'a>)>> {
         if self.left == 0 {
             return Ok(None);
@@ -366,7 +390,7 @@ impl Inline {
         let child = if r.b.get(r.pos) == Some(&1) {
             r.pos += 1;
             let v = r.value_ref()?;
-            ChildRef::Leaf(v, r.meta()?)
+            ChildRef::Leaf(v, r.meta_opt()?)
         } else {
             ChildRef::Other(r.child()?)
         };

@@ -41,6 +41,9 @@ pub struct OrderSource<'s> {
     pub scope: &'s [u8],
 }
 
+/// The metadata of a leaf that has none.
+static NO_META: canopy_core::Meta = canopy_core::Meta::new();
+
 /// Entry keys read from an order index at a time: a read's memory stays one
 /// batch of keys and one entry, not the list.
 const ORDER_BATCH: usize = 256;
@@ -266,7 +269,7 @@ impl<'a, W: Write> JsonStream<'a, W> {
                 break;
             }
             match child {
-                fragment::ChildRef::Leaf(v, meta) => w.leaf_ref(name, v, &meta),
+                fragment::ChildRef::Leaf(v, meta) => w.leaf_ref(name, v, meta.as_ref().unwrap_or(&NO_META)),
                 fragment::ChildRef::Other(Node::LeafList(v)) => w.leaf_list(name, &v),
                 fragment::ChildRef::Other(Node::AnyData { value, meta }) => w.anydata(name, &value, &meta),
                 fragment::ChildRef::Other(Node::Leaf { value, meta }) => w.leaf(name, &value, &meta),
