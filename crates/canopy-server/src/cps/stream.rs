@@ -43,10 +43,11 @@ fn io_err(e: canopy::Error) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-/// Whether the containers from `idx` down (not into list entries) can be
-/// written member by member: every list among them keyed and
-/// system-ordered, and no two children of one container with the same
-/// local name.
+/// Whether the nodes below `idx` (into list entries too) can be written
+/// from their stored fragments in key order: every list among them keyed
+/// and system-ordered (their key order is their document order), and no two
+/// children of one node with the same local name (then `serde_json`'s map
+/// keeps every member, and [`write_entry`] writes what it would).
 fn streamable(model: &Model, idx: usize) -> bool {
     let n = &model.nodes[idx];
     let mut seen = std::collections::HashSet::new();
@@ -57,20 +58,11 @@ fn streamable(model: &Model, idx: usize) -> bool {
         let child = &model.nodes[c];
         match child.kind {
             NodeKind::List if child.keys.is_empty() || child.user_ordered => return false,
-            NodeKind::List if !unique_locals(model, c) => return false,
-            NodeKind::Container if !streamable(model, c) => return false,
+            NodeKind::List | NodeKind::Container if !streamable(model, c) => return false,
             _ => {}
         }
     }
     true
-}
-
-/// Whether no two children of a node at or below `idx` share a local name
-/// (then `serde_json`'s map keeps every member, and [`write_entry`] writes
-/// what it would).
-fn unique_locals(model: &Model, idx: usize) -> bool {
-    let mut seen = std::collections::HashSet::new();
-    model.nodes[idx].children.iter().all(|(name, &c)| seen.insert(local(name)) && unique_locals(model, c))
 }
 
 /// A leaf value as `typed_json` gives it, serialized: numbers (and 64-bit
@@ -338,9 +330,9 @@ fn json_number(s: &str) -> bool {
 }
 
 /// GET `node` with all descendants of a container or of the whole anchor,
-/// as a streamed reply; `None` when the buffered handler should answer (a
-/// list entry, a node not stored, a schema `streamable` refuses, v3 of the
-/// whole anchor).
+/// as a streamed reply, or of one list entry, written from its fragments;
+/// `None` when the buffered handler should answer (a node not stored, a
+/// schema `streamable` refuses, v3 of the whole anchor).
 pub(super) fn get_node(
     anchor: &Arc<Anchor>,
     yang: &Arc<YangSchema>,
@@ -371,6 +363,9 @@ pub(super) fn get_node(
         }
     } else {
         let Some(i) = schema_at(model, at) else { return Ok(None) };
+        if model.nodes[i].kind == NodeKind::List {
+            return entry(anchor, &pinned, model, at, i, version);
+        }
         if model.nodes[i].kind != NodeKind::Container
             || at.segments.iter().any(|s| !matches!(s.selector, Selector::None | Selector::Keys(_)))
             || pinned.stored_node(&at.to_string()).map_err(|e| data_error(anchor, e, true))?.is_none()
@@ -416,6 +411,69 @@ pub(super) fn get_node(
         w.write_all(if array { b"]" } else { b"}" })
     });
     Ok(Some(Reply::Stream(body)))
+}
+
+/// GET `node` of the entry `at` (schema node `i`) of a keyed,
+/// system-ordered list with all descendants, written from its stored
+/// fragments into one reply (an entry's size, not the store's) without
+/// building it; `None` when the buffered handler should answer (the entry
+/// is not stored, or a schema `streamable` refuses).
+fn entry(
+    anchor: &Anchor,
+    pinned: &Pinned,
+    model: &Model,
+    at: &Path,
+    i: usize,
+    version: u8,
+) -> Result<Option<Reply>, CpsError> {
+    let n = &model.nodes[i];
+    let keyed = at.segments.last().is_some_and(|s| matches!(s.selector, Selector::Keys(_)));
+    if !keyed
+        || n.keys.is_empty()
+        || n.user_ordered
+        || !streamable(model, i)
+        || at.segments.iter().any(|s| !matches!(s.selector, Selector::None | Selector::Keys(_)))
+    {
+        return Ok(None);
+    }
+    let text = at.to_string();
+    // The entry's own fragment first: without it, the buffered handler says 404.
+    if pinned.stored_node(&text).map_err(|e| data_error(anchor, e, true))?.is_none() {
+        return Ok(None);
+    }
+    let chain: Vec<&str> = at.segments.iter().map(|s| s.name.as_str()).collect();
+    let list_at = chain.iter().fold(At::top(model), |a, n| a.child(n));
+    let mut data = Vec::new();
+    let mut int64 = Int64Children::default();
+    let mut failed = None;
+    pinned
+        .each_entry_fragments(&text, |frags| {
+            if let Err(e) = write_entry(&mut data, frags, list_at, &mut int64) {
+                failed = Some(e);
+            }
+            // The prefix scan of one entry's key brings that entry only.
+            Ok(false)
+        })
+        .map_err(|e| data_error(anchor, e, true))?;
+    if let Some(e) = failed {
+        return Err(CpsError::internal(e.to_string()));
+    }
+    let module = chain.first().and_then(|t| t.split_once(':')).map_or("", |(m, _)| m);
+    let name = format!("{}:{}", anchor.set.prefix_of(module), local(chain.last().copied().unwrap_or("")));
+    let mut out = Vec::with_capacity(data.len() + name.len() + 8);
+    out.extend_from_slice(if version == 2 { b"[{" } else { b"{" });
+    write_str(&mut out, &name).map_err(|e| CpsError::internal(e.to_string()))?;
+    out.push(b':');
+    if version == 3 {
+        out.push(b'[');
+    }
+    out.extend_from_slice(&data);
+    out.extend_from_slice(match version {
+        2 => b"}]",
+        3 => b"]}",
+        _ => b"}",
+    });
+    Ok(Some(Reply::Stream(axum::body::Body::from(out))))
 }
 
 /// Writes the container or entry at `path` (its stored fragment `own`) as
@@ -612,10 +670,29 @@ mod tests {
 "#;
 
     fn anchor() -> Arc<Anchor> {
+        anchor_of(NET, net_document())
+    }
+
+    /// An anchor on a memory store with module `text` (named `net`) holding `doc`.
+    fn anchor_of(text: &str, doc: Json) -> Arc<Anchor> {
         let backend = canopy_store::memory::MemoryBackend::new();
         let store =
             canopy::Store::from_backend(Box::new(backend), "memory:cps-stream", canopy::Options::default()).unwrap();
-        store.schema_add_texts(&[("net.yang".to_string(), NET.to_string())], &[]).unwrap();
+        store.schema_add_texts(&[("net.yang".to_string(), text.to_string())], &[]).unwrap();
+        store.running().import(doc.to_string().as_bytes(), canopy::Operation::Merge).unwrap();
+        let module = ModuleRef {
+            name: "net".into(),
+            revision: None,
+            namespace: "urn:net".into(),
+            prefix: "nt".into(),
+            text: text.into(),
+        };
+        let set =
+            Arc::new(SchemaSet { name: "s".into(), modules: vec![module], validation: canopy::Validation::Structure });
+        Arc::new(Anchor { dataspace: "ds".into(), name: "a".into(), set, store })
+    }
+
+    fn net_document() -> Json {
         let devs: Vec<Json> = (0..40)
             .map(|i| {
                 serde_json::json!({
@@ -633,17 +710,7 @@ mod tests {
             "net:other": {"a": "x"}
         });
         doc["net:devices"]["device"][1]["flag"] = serde_json::json!([null]);
-        store.running().import(doc.to_string().as_bytes(), canopy::Operation::Merge).unwrap();
-        let module = ModuleRef {
-            name: "net".into(),
-            revision: None,
-            namespace: "urn:net".into(),
-            prefix: "nt".into(),
-            text: NET.into(),
-        };
-        let set =
-            Arc::new(SchemaSet { name: "s".into(), modules: vec![module], validation: canopy::Validation::Structure });
-        Arc::new(Anchor { dataspace: "ds".into(), name: "a".into(), set, store })
+        doc
     }
 
     fn call(params: &[(&str, &str)]) -> Call {
@@ -695,7 +762,9 @@ mod tests {
                 ("/devices", true),
                 ("/devices/settings", true),
                 ("/other", true),
-                ("/devices/device[@id='d07']", false),
+                ("/devices/device[@id='d07']", true),
+                ("/devices/device[@id='d01']", true),
+                ("/devices/device[@id='d01']/port[@p='a']", true),
             ] {
                 let c = call(&[("xpath", xpath), desc]);
                 let (streamed, got) = bytes(super::super::data::get_node(&a, &c, version).unwrap()).await;
@@ -722,5 +791,40 @@ mod tests {
                 assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap(), "{cps_path} {depth}");
             }
         }
+    }
+
+    /// Below a user-ordered list, key order is not document order: such a
+    /// subtree is answered by the buffered handler (the user's order), and
+    /// a missing entry still gets its 404.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn user_ordered_lists_below_are_not_read_in_key_order() {
+        const ORDERED: &str = r#"module net {
+  yang-version 1.1;
+  namespace "urn:net";
+  prefix nt;
+  container devices {
+    list device {
+      key "id";
+      leaf id { type string; }
+      list hop { key "h"; ordered-by user; leaf h { type string; } }
+    }
+  }
+}
+"#;
+        let doc = serde_json::json!({"net:devices": {"device": [
+            {"id": "a", "hop": [{"h": "z"}, {"h": "b"}, {"h": "m"}]},
+            {"id": "b", "hop": [{"h": "y"}, {"h": "a"}]}
+        ]}});
+        let a = anchor_of(ORDERED, doc);
+        for xpath in ["/", "/devices", "/devices/device[@id='a']"] {
+            let c = call(&[("xpath", xpath), ("descendants", "all")]);
+            let (streamed, got) = bytes(super::super::data::get_node(&a, &c, 2).unwrap()).await;
+            assert!(!streamed, "{xpath}");
+            let got = String::from_utf8(got).unwrap();
+            assert!(got.contains(r#"[{"h":"z"},{"h":"b"},{"h":"m"}]"#), "{xpath}: {got}");
+        }
+        let c = call(&[("xpath", "/devices/device[@id='nope']"), ("descendants", "all")]);
+        let e = super::super::data::get_node(&a, &c, 2).err().expect("a missing entry");
+        assert_eq!(e.status, axum::http::StatusCode::NOT_FOUND);
     }
 }
