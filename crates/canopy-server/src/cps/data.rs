@@ -794,6 +794,10 @@ pub fn query(anchor: &std::sync::Arc<Anchor>, call: &Call, version: u8) -> Resul
     // Results inside the entries of one list are written entry by entry.
     let q = cpath::parse(cps_path).map_err(|e| path_error(&e))?;
     let yang = yang_model(anchor)?;
+    // One entry by its keys is written from its fragments.
+    if let Some(reply) = super::stream::query_entry(anchor, &yang, &q, depth)? {
+        return Ok(reply);
+    }
     if let Some(reply) = super::stream::query_reply(anchor, &yang, q, depth)? {
         return Ok(reply);
     }

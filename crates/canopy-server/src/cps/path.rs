@@ -717,6 +717,41 @@ pub fn plan_list(q: &CpsPath, model: &Model) -> Option<Path> {
     }
 }
 
+/// The one list entry `q` selects, when `q` says no more than "the entry at
+/// this instance path": one schema node for its first step (absolute, or
+/// `//` with one node of that name), no `text()`, `ancestor::` or `/@leaf`,
+/// its last step a list, and its predicates exactly the equalities of each
+/// list step's keys to quoted values. Its results are then that entry
+/// alone, when one is stored with those key texts (the caller checks that
+/// the path's key values are canonical, as stored ones are).
+pub fn entry_of(q: &CpsPath, model: &Model) -> Option<Path> {
+    if q.ancestor.is_some() || q.attribute.is_some() || q.text.is_some() || q.steps.is_empty() {
+        return None;
+    }
+    let [start] = starts(q, model)[..] else { return None };
+    let (path, Stop::End) = walk(q, model, start) else { return None };
+    let keys: usize = path
+        .segments
+        .iter()
+        .map(|s| match &s.selector {
+            Selector::Keys(k) => k.len(),
+            _ => 0,
+        })
+        .sum();
+    let mut conds = 0;
+    for step in &q.steps {
+        match step.any.as_slice() {
+            [] => {}
+            [all] if all.iter().all(|c| matches!(c, Cond::Cmp { op: Op::Eq, lit: Lit::Str(_), .. })) => {
+                conds += all.len();
+            }
+            _ => return None,
+        }
+    }
+    let last_is_entry = path.segments.last().is_some_and(|s| matches!(s.selector, Selector::Keys(_)));
+    (conds == keys && last_is_entry).then_some(path)
+}
+
 fn is_list(n: &canopy_yang::model::SNode) -> bool {
     n.kind == canopy_core::schema::NodeKind::List
 }
