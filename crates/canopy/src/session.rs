@@ -104,16 +104,26 @@ impl Session<'_> {
     /// # Errors
     /// [`Error::Data`] for a path that does not parse; backend errors.
     pub fn get_item(&self, path: &str) -> Result<Option<Subtree>> {
-        // One parse on the hot path; the instance-path parser runs again only
+        // One parse on the hot path: a path in the plain canonical spelling
+        // without building a query; the instance-path parser runs again only
         // to name the position of what is not an instance identifier.
-        let q = Query::parse(path)?;
-        let p = match q.to_instance_path() {
-            Some(p) => p,
-            None => Query::parse_instance(path)?,
+        let (q, p) = match Query::plain_instance(path) {
+            Some(p) => (None, p),
+            None => {
+                let q = Query::parse(path)?;
+                match q.to_instance_path() {
+                    Some(p) => (Some(q), p),
+                    None => (None, Query::parse_instance(path)?),
+                }
+            }
         };
         if let Some(found) = self.store.entry_direct(self.ds, self.stored, &p)? {
             return Ok(found.map(Subtree::Entry));
         }
+        let q = match q {
+            Some(q) => q,
+            None => Query::parse(path)?,
+        };
         self.store
             .with_view(self.ds, self.stored, &q, |tree, schema, yang| {
                 let p = crate::yang::check_read_path(yang, &p)?;

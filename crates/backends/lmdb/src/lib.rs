@@ -50,6 +50,10 @@ struct Inner {
     env: Env,
     db: Db,
     lock: fs::File,
+    /// The revision read at the last snapshot, with that snapshot's LMDB
+    /// transaction id: a read of the same committed state (the same id in
+    /// this environment) takes it instead of looking the revision key up.
+    seen: Mutex<(usize, u64)>,
 }
 
 /// The environment of an open store, or an error when a compaction could not
@@ -383,7 +387,7 @@ fn open_env(dir: &Path, sync: SyncMode, map_size: usize) -> Result<Inner> {
     let db: Db = env.create_database(&mut wtxn, None).map_err(|e| lmdb_err(dir, "open the database", e))?;
     wtxn.commit().map_err(|e| lmdb_err(dir, "open", e))?;
     let lock = shrink::open_lock_file(dir)?;
-    Ok(Inner { env, db, lock })
+    Ok(Inner { env, db, lock, seen: Mutex::new((0, 0)) })
 }
 
 /// A file shorter than the pages its meta page claims would make LMDB read past
@@ -528,8 +532,20 @@ impl Shared {
             };
             match inner.env.read_txn() {
                 Ok(txn) => {
-                    let revision = match read_revision(&inner.db, &txn) {
-                        Ok(r) => r,
+                    let id = txn.id();
+                    let known = match inner.seen.lock() {
+                        Ok(seen) if seen.0 == id && id != 0 => Some(seen.1),
+                        _ => None,
+                    };
+                    let revision = match known.map_or_else(|| read_revision(&inner.db, &txn), Ok) {
+                        Ok(r) => {
+                            if known.is_none() {
+                                if let Ok(mut seen) = inner.seen.lock() {
+                                    *seen = (id, r);
+                                }
+                            }
+                            r
+                        }
                         Err(e) => {
                             drop(txn);
                             // SAFETY: as above; nothing borrows the guard any more.
@@ -657,7 +673,7 @@ impl Shared {
             fs::File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::io("compact: sync dir", e))
         });
         // Closing the environment, then the lock file, releases the lock.
-        let Inner { env, db: _, lock } = inner;
+        let Inner { env, db: _, lock, seen: _ } = inner;
         env.prepare_for_closing().wait();
         drop(lock);
         // Reopen whatever is there now: the compacted file, or the old one if

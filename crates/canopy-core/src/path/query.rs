@@ -130,6 +130,16 @@ impl Query {
         })
     }
 
+    /// The path `input` spells when it is an instance identifier written in
+    /// the plain canonical form (`/m:a/b[k1='1'][k2='x']/c`: no whitespace,
+    /// single-quoted keys without quotes inside, each key once), read
+    /// without building a query: what [`Query::parse_instance`] and
+    /// `Query::parse(input)?.to_instance_path()` give for it. `None` for any
+    /// other spelling (then parse it with those).
+    pub fn plain_instance(input: &str) -> Option<Path> {
+        plain_instance(input)
+    }
+
     /// The instance identifier this query is, if it is one: absolute, child axis
     /// only, no `*`, and predicates that are only key equalities on child leaves
     /// (`[k='v']`, `[@k="v"]`, `['v'=k]`, several joined by `and`), `.` equality,
