@@ -303,6 +303,21 @@ pub fn decode_path_key(key: &[u8]) -> Result<Vec<RawSegment>> {
     Ok(out)
 }
 
+/// The node name a key segment starts with, and where the name's part of
+/// the segment ends (the segment's length for a container; its entry key
+/// follows for a list entry). Borrowed from the key unless the name holds
+/// an escaped NUL. `None` when the bytes are not an escaped UTF-8 name.
+pub fn segment_name(seg: &[u8]) -> Option<(std::borrow::Cow<'_, str>, usize)> {
+    match keycode::plain_escaped(seg, 0) {
+        Some(end) => Some((std::str::from_utf8(&seg[..end]).ok()?.into(), end + 2)),
+        None => {
+            let mut pos = 0;
+            let name = keycode::read_escaped(seg, &mut pos)?;
+            Some((String::from_utf8(name).ok()?.into(), pos))
+        }
+    }
+}
+
 /// Length of the first segment of a path key (name and selector), so callers can
 /// walk keys segment by segment.
 ///

@@ -334,15 +334,7 @@ impl<'a, W: Write> JsonStream<'a, W> {
                 treeio::describe_key(rel)
             )));
         }
-        // The name as it is in the key, unless it holds an escaped NUL.
-        let (name, pos): (std::borrow::Cow<'_, str>, usize) = match keycode::plain_escaped(seg, 0) {
-            Some(end) => (std::str::from_utf8(&seg[..end]).map_err(|_| bad(rel))?.into(), end + 2),
-            None => {
-                let mut pos = 0;
-                let name = keycode::read_escaped(seg, &mut pos).ok_or_else(|| bad(rel))?;
-                (String::from_utf8(name).map_err(|_| bad(rel))?.into(), pos)
-            }
-        };
+        let (name, pos) = keys::segment_name(seg).ok_or_else(|| bad(rel))?;
         let before = self.sp.len();
         self.sp.push('/');
         self.sp.push_str(&name);

@@ -26,7 +26,6 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use canopy::{Container, Node, Path, Pinned, ReadOptions, YangSchema};
-use canopy_core::keycode;
 use canopy_core::path::Selector;
 use canopy_core::schema::NodeKind;
 use canopy_core::ValueRef;
@@ -263,14 +262,7 @@ fn write_entry(
         if seg_len != seg.len() {
             return Err(damaged(rel));
         }
-        let (name, pos): (std::borrow::Cow<'_, str>, usize) = match keycode::plain_escaped(seg, 0) {
-            Some(end) => (std::str::from_utf8(&seg[..end]).map_err(|_| damaged(rel))?.into(), end + 2),
-            None => {
-                let mut pos = 0;
-                let name = keycode::read_escaped(seg, &mut pos).ok_or_else(|| damaged(rel))?;
-                (String::from_utf8(name).map_err(|_| damaged(rel))?.into(), pos)
-            }
-        };
+        let (name, pos) = keys::segment_name(seg).ok_or_else(|| damaged(rel))?;
         top.flush(out, Some(&name))?;
         top.member(out, &name)?;
         let cat = top.at.child(&name);
