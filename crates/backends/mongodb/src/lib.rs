@@ -83,6 +83,8 @@ struct Conn {
     stream: TcpStream,
     request: i32,
     lsid: Document,
+    /// The session's id in hex: its record's `_id` in `writers`.
+    session: String,
     txn: i64,
     /// The connection failed on the way: not pooled again.
     broken: bool,
@@ -103,10 +105,12 @@ impl Conn {
                     stream.set_write_timeout(Some(io_timeout))?;
                     let id: [u8; 16] = rand::random();
                     let lsid = doc! { "id": Bson::Binary(Binary { subtype: BinarySubtype::Uuid, bytes: id.to_vec() }) };
+                    let session = hex(&id);
                     return Ok(Conn {
                         stream,
                         request: 0,
                         lsid,
+                        session,
                         txn: 0,
                         broken: false,
                         server_id: 0,
@@ -317,10 +321,10 @@ impl MongoBackend {
         if conn.registered {
             return Ok(());
         }
-        let id = conn.lsid.get_binary_generic("id").map(|b| hex(b)).unwrap_or_default();
-        let w = doc! {"_id": id, "lsid": conn.lsid.clone(), "conn": conn.server_id};
+        // A record per session, under the hex of its id.
+        let w = doc! {"_id": &conn.session, "lsid": conn.lsid.clone(), "conn": conn.server_id};
         let cmd = doc! {
-            "update": "writers", "updates": [{"q": {"_id": w.get_str("_id").unwrap_or("")}, "u": w.clone(), "upsert": true}],
+            "update": "writers", "updates": [{"q": {"_id": &conn.session}, "u": w, "upsert": true}],
             "$db": &self.db,
         };
         conn.command(&cmd).map_err(|f| self.fail("record the writer", f))?;
