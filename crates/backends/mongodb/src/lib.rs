@@ -17,6 +17,11 @@
 //!   conflict with another transaction: `Conflict`), writes the batch
 //!   (updates with `upsert`, deletes of keys and of `_id` ranges, in
 //!   commands of up to 1,000 statements), and commits.
+//! * A client killed mid-transaction leaves it open on the server (closing a
+//!   connection does not end its session). So each connection records its
+//!   session and the server's id of the connection in collection `writers`
+//!   before its first transaction, and opening the store, or a commit that
+//!   conflicts, ends the recorded sessions whose connection is gone.
 //! * `sync=commit`: the commit's write concern is `{w: 1, j: true}`: the
 //!   server acknowledges it once it is in its journal. `sync=off`: `j: false`.
 //! * Authentication and TLS are not built in yet; a single server
@@ -90,7 +95,7 @@ struct Conn {
     broken: bool,
     /// The server's id of the connection (`hello`'s `connectionId`).
     server_id: i64,
-    /// Recorded in `writers` (done before its first commit).
+    /// Recorded in `writers` (done before its first transaction).
     registered: bool,
 }
 
@@ -315,9 +320,13 @@ impl MongoBackend {
     }
 
     /// Records the connection's session in `writers` before its first
-    /// commit, so that another writer finding the session's transaction
-    /// in its way after this connection is gone can end it.
-    fn register(&self, conn: &mut Conn) -> Result<()> {
+    /// transaction, a snapshot's as well as a commit's, so that once this
+    /// connection is gone the next open of the store (or a writer finding
+    /// the transaction in its way) can end it. A snapshot's transaction
+    /// left open holds no document, but it pins the server's old versions
+    /// of every document: SecantusDB then ran statements tens of times
+    /// slower until it expired the transaction.
+    fn register(&self, conn: &mut Conn) -> std::result::Result<(), Failure> {
         if conn.registered {
             return Ok(());
         }
@@ -327,16 +336,16 @@ impl MongoBackend {
             "update": "writers", "updates": [{"q": {"_id": &conn.session}, "u": w, "upsert": true}],
             "$db": &self.db,
         };
-        conn.command(&cmd).map_err(|f| self.fail("record the writer", f))?;
+        conn.command(&cmd)?;
         conn.registered = true;
         Ok(())
     }
 
     /// Ends the sessions of `writers` whose connection the server no longer
     /// has (a client killed, or ended, without ending its transaction):
-    /// their transactions would otherwise hold what they wrote until the
-    /// server expires them (`transactionLifetimeLimitSeconds`). Returns how
-    /// many it ended.
+    /// their transactions would otherwise hold what they wrote, and the
+    /// server's old versions, until the server expires them
+    /// (`transactionLifetimeLimitSeconds`). Returns how many it ended.
     fn reap(&self, conn: &mut Conn) -> Result<usize> {
         let find =
             doc! {"find": "writers", "filter": {}, "batchSize": 100_000i64, "singleBatch": true, "$db": &self.db};
@@ -348,18 +357,7 @@ impl MongoBackend {
         let ops = conn
             .command(&doc! {"currentOp": 1, "$all": true, "$db": "admin"})
             .map_err(|f| self.fail("list the server's connections", f))?;
-        let live: std::collections::HashSet<i64> = ops
-            .get_array("inprog")
-            .map(|a| {
-                a.iter()
-                    .filter_map(|o| match o.as_document()?.get("connectionId")? {
-                        Bson::Int32(n) => Some(i64::from(*n)),
-                        Bson::Int64(n) => Some(*n),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let live = connection_ids(&ops);
         let gone: Vec<&Document> = writers
             .iter()
             .filter(|w| match w.get("conn") {
@@ -450,8 +448,8 @@ impl MongoBackend {
     }
 
     /// A connection in a new transaction whose first statement read the
-    /// revision. A pooled connection the server closed is replaced (with the
-    /// rest of the pool) once.
+    /// revision (its session recorded first). A pooled connection the server
+    /// closed is replaced (with the rest of the pool) once.
     fn begin(&self) -> Result<(Conn, u64)> {
         let mut retried = false;
         loop {
@@ -461,6 +459,16 @@ impl MongoBackend {
                 Some(c) => c,
                 None => self.connect()?,
             };
+            if let Err(f) = self.register(&mut conn) {
+                match f {
+                    Failure::Io(_) if from_pool && !retried => {
+                        self.idle().clear();
+                        retried = true;
+                        continue;
+                    }
+                    f => return Err(self.fail("record the session", f)),
+                }
+            }
             conn.txn += 1;
             let mut find = doc! {
                 "find": "meta", "filter": {"_id": "revision"}, "limit": 1i64, "singleBatch": true,
@@ -646,7 +654,7 @@ impl MongoBackend {
     }
 
     fn commit_on(&self, mut conn: Conn, batch: &Batch, revision: u64) -> Result<u64> {
-        let result = self.register(&mut conn).and_then(|()| self.write(&mut conn, batch, revision));
+        let result = self.write(&mut conn, batch, revision);
         match result {
             Ok(_) => self.give_back(conn),
             Err(_) => self.end(conn),
@@ -689,6 +697,21 @@ impl Writes {
         }
         Ok(())
     }
+}
+
+/// The server's ids of the connections a `currentOp` reply lists.
+fn connection_ids(ops: &Document) -> std::collections::HashSet<i64> {
+    ops.get_array("inprog")
+        .map(|a| {
+            a.iter()
+                .filter_map(|o| match o.as_document()?.get("connectionId")? {
+                    Bson::Int32(n) => Some(i64::from(*n)),
+                    Bson::Int64(n) => Some(*n),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn first_batch(reply: &Document) -> Vec<Document> {
@@ -838,6 +861,52 @@ mod tests {
         }
         assert_eq!(unhex(&hex(b"\x00ab\xff")).unwrap(), b"\x00ab\xff");
         assert_eq!(unhex("abc"), None);
+    }
+
+    /// Clients killed with transactions open leave them on the server (a
+    /// snapshot's too, which pins the server's old versions); the next open
+    /// of the store ends every one of them.
+    #[test]
+    fn killed_clients_transactions_are_ended_at_the_next_open() {
+        let Some(server) = canopy_store::conformance::server_url("CANOPY_MONGODB_URL") else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let mut url = url::Url::parse(&server).unwrap();
+        url.set_path(&canopy_store::conformance::namespace_of("u_", dir.path()));
+        let url = StoreUrl::parse(url.as_str()).unwrap();
+        let b = MongoBackend::open_url(&url).unwrap();
+        // Two snapshots' transactions, on two connections, which then close
+        // without ending them.
+        let (first, _) = b.begin().unwrap();
+        let (second, _) = b.begin().unwrap();
+        let killed: Vec<(Document, i64, i64)> =
+            [first, second].into_iter().map(|c| (c.lsid.clone(), c.txn, c.server_id)).collect();
+        // (Dropping a `Conn` closes its socket and sends nothing.)
+        let mut other = b.connect().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let ops = other
+                .command(&doc! {"currentOp": 1, "$all": true, "$db": "admin"})
+                .unwrap_or_else(|f| panic!("{}", b.fail("list the connections", f)));
+            let live = connection_ids(&ops);
+            if killed.iter().all(|(_, _, id)| !live.contains(id)) {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the server still lists the closed connections");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        MongoBackend::open_url(&url).unwrap();
+        // A statement of each transaction, from another connection (a
+        // session is not bound to one): the server no longer has them.
+        for (i, (lsid, txn, _)) in killed.into_iter().enumerate() {
+            let find = doc! {
+                "find": "meta", "filter": {}, "lsid": lsid, "txnNumber": txn, "autocommit": false, "$db": &b.db,
+            };
+            match other.command(&find) {
+                Err(Failure::Server { code: 251, .. }) => {}
+                Ok(_) => panic!("the transaction of killed client {i} is still open"),
+                Err(f) => panic!("{}", b.fail("read", f)),
+            }
+        }
     }
 
     #[test]
