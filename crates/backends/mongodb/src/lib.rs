@@ -20,8 +20,9 @@
 //! * A client killed mid-transaction leaves it open on the server (closing a
 //!   connection does not end its session). So each connection records its
 //!   session and the server's id of the connection in collection `writers`
-//!   before its first transaction, and opening the store, or a commit that
-//!   conflicts, ends the recorded sessions whose connection is gone.
+//!   before its first transaction, and opening or closing the store, or a
+//!   commit that conflicts, ends the recorded sessions whose connection is
+//!   gone.
 //! * `sync=commit`: the commit's write concern is `{w: 1, j: true}`: the
 //!   server acknowledges it once it is in its journal. `sync=off`: `j: false`.
 //! * Authentication and TLS are not built in yet; a single server
@@ -40,6 +41,8 @@ use canopy_store::StoreUrl;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const IO_TIMEOUT: Duration = Duration::from_secs(60);
+/// Per command of the reap when a store is closed.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_IDLE: usize = 8;
 const FIRST_PAGE: i64 = 64;
 const MAX_PAGE: i64 = 4096;
@@ -824,6 +827,23 @@ impl WriteView for MongoView<'_> {
     }
 }
 
+impl Drop for MongoBackend {
+    /// Ends the sessions of recorded connections that went while the store
+    /// was open: a client killed in the middle of a statement stays listed
+    /// until the server has finished that statement, so the reap at open
+    /// may have passed it over. Best effort, on a pooled connection (none:
+    /// nothing to do), with a short timeout.
+    fn drop(&mut self) {
+        let pooled = self.idle.get_mut().unwrap_or_else(|p| p.into_inner()).pop();
+        if let Some(mut conn) = pooled {
+            let timeout = Some(self.io_timeout.min(CLOSE_TIMEOUT));
+            if conn.stream.set_read_timeout(timeout).is_ok() && conn.stream.set_write_timeout(timeout).is_ok() {
+                let _ = self.reap(&mut conn);
+            }
+        }
+    }
+}
+
 impl Backend for MongoBackend {
     fn kind(&self) -> &'static str {
         "mongodb"
@@ -906,6 +926,44 @@ mod tests {
                 Ok(_) => panic!("the transaction of killed client {i} is still open"),
                 Err(f) => panic!("{}", b.fail("read", f)),
             }
+        }
+    }
+
+    /// A client killed while the store was being opened (still listed then,
+    /// as one killed in the middle of a statement is): closing the store
+    /// ends its transaction.
+    #[test]
+    fn a_client_gone_while_the_store_was_open_is_ended_at_close() {
+        let Some(server) = canopy_store::conformance::server_url("CANOPY_MONGODB_URL") else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let mut url = url::Url::parse(&server).unwrap();
+        url.set_path(&canopy_store::conformance::namespace_of("u_", dir.path()));
+        let url = StoreUrl::parse(url.as_str()).unwrap();
+        let b = MongoBackend::open_url(&url).unwrap();
+        let (killed, _) = b.begin().unwrap();
+        let (lsid, txn, server_id) = (killed.lsid.clone(), killed.txn, killed.server_id);
+        let other = MongoBackend::open_url(&url).unwrap();
+        drop(killed);
+        let mut conn = b.connect().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let ops = conn
+                .command(&doc! {"currentOp": 1, "$all": true, "$db": "admin"})
+                .unwrap_or_else(|f| panic!("{}", b.fail("list the connections", f)));
+            if !connection_ids(&ops).contains(&server_id) {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "the server still lists the closed connection");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(other);
+        let find = doc! {
+            "find": "meta", "filter": {}, "lsid": lsid, "txnNumber": txn, "autocommit": false, "$db": &b.db,
+        };
+        match conn.command(&find) {
+            Err(Failure::Server { code: 251, .. }) => {}
+            Ok(_) => panic!("the killed client's transaction is still open"),
+            Err(f) => panic!("{}", b.fail("read", f)),
         }
     }
 
