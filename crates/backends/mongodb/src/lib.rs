@@ -903,45 +903,46 @@ mod tests {
         assert_eq!(unhex("abc"), None);
     }
 
-    /// Clients killed with transactions open leave them on the server (a
-    /// snapshot's too, which pins the server's old versions); the next open
-    /// of the store ends every one of them.
-    #[test]
-    fn killed_clients_transactions_are_ended_at_the_next_open() {
-        let Some(server) = canopy_store::conformance::server_url("CANOPY_MONGODB_URL") else { return };
+    /// The store of a new database of the server `CANOPY_MONGODB_URL`
+    /// names (`None`: not set), and the directory its name comes from.
+    fn test_store() -> Option<(StoreUrl, tempfile::TempDir)> {
+        let server = canopy_store::conformance::server_url("CANOPY_MONGODB_URL")?;
         let dir = tempfile::tempdir().unwrap();
         let mut url = url::Url::parse(&server).unwrap();
         url.set_path(&canopy_store::conformance::namespace_of("u_", dir.path()));
-        let url = StoreUrl::parse(url.as_str()).unwrap();
-        let b = MongoBackend::open_url(&url).unwrap();
-        // Two snapshots' transactions, on two connections, which then close
-        // without ending them.
-        let (first, _) = b.begin().unwrap();
-        let (second, _) = b.begin().unwrap();
-        let killed: Vec<(Document, i64, i64)> =
-            [first, second].into_iter().map(|c| (c.lsid.clone(), c.txn, c.server_id)).collect();
-        // (Dropping a `Conn` closes its socket and sends nothing.)
-        let mut other = b.connect().unwrap();
+        Some((StoreUrl::parse(url.as_str()).unwrap(), dir))
+    }
+
+    /// A client killed in a transaction: its session, transaction and
+    /// connection, the connection closed (dropping a `Conn` sends nothing).
+    fn kill(conn: Conn) -> (Document, i64, i64) {
+        (conn.lsid.clone(), conn.txn, conn.server_id)
+    }
+
+    /// Waits until the server no longer lists the connections `killed`.
+    fn wait_until_gone(b: &MongoBackend, conn: &mut Conn, killed: &[(Document, i64, i64)]) {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let ops = other
+            let ops = conn
                 .command(&doc! {"currentOp": 1, "$all": true, "$db": "admin"})
                 .unwrap_or_else(|f| panic!("{}", b.fail("list the connections", f)));
             let live = connection_ids(&ops);
             if killed.iter().all(|(_, _, id)| !live.contains(id)) {
-                break;
+                return;
             }
             assert!(std::time::Instant::now() < deadline, "the server still lists the closed connections");
             std::thread::sleep(Duration::from_millis(20));
         }
-        MongoBackend::open_url(&url).unwrap();
-        // A statement of each transaction, from another connection (a
-        // session is not bound to one): the server no longer has them.
+    }
+
+    /// A statement of each transaction `killed`, from `conn` (a session is
+    /// not bound to a connection): the server no longer has them.
+    fn assert_ended(b: &MongoBackend, conn: &mut Conn, killed: Vec<(Document, i64, i64)>) {
         for (i, (lsid, txn, _)) in killed.into_iter().enumerate() {
             let find = doc! {
                 "find": "meta", "filter": {}, "lsid": lsid, "txnNumber": txn, "autocommit": false, "$db": &b.db,
             };
-            match other.command(&find) {
+            match conn.command(&find) {
                 Err(Failure::Server { code: 251, .. }) => {}
                 Ok(_) => panic!("the transaction of killed client {i} is still open"),
                 Err(f) => panic!("{}", b.fail("read", f)),
@@ -949,42 +950,37 @@ mod tests {
         }
     }
 
+    /// Clients killed with transactions open leave them on the server (a
+    /// snapshot's too, which pins the server's old versions); the next open
+    /// of the store ends every one of them.
+    #[test]
+    fn killed_clients_transactions_are_ended_at_the_next_open() {
+        let Some((url, _dir)) = test_store() else { return };
+        let b = MongoBackend::open_url(&url).unwrap();
+        // Two snapshots' transactions, on two connections.
+        let (first, _) = b.begin().unwrap();
+        let (second, _) = b.begin().unwrap();
+        let killed = vec![kill(first), kill(second)];
+        let mut conn = b.connect().unwrap();
+        wait_until_gone(&b, &mut conn, &killed);
+        MongoBackend::open_url(&url).unwrap();
+        assert_ended(&b, &mut conn, killed);
+    }
+
     /// A client killed while the store was being opened (still listed then,
     /// as one killed in the middle of a statement is): closing the store
     /// ends its transaction.
     #[test]
     fn a_client_gone_while_the_store_was_open_is_ended_at_close() {
-        let Some(server) = canopy_store::conformance::server_url("CANOPY_MONGODB_URL") else { return };
-        let dir = tempfile::tempdir().unwrap();
-        let mut url = url::Url::parse(&server).unwrap();
-        url.set_path(&canopy_store::conformance::namespace_of("u_", dir.path()));
-        let url = StoreUrl::parse(url.as_str()).unwrap();
+        let Some((url, _dir)) = test_store() else { return };
         let b = MongoBackend::open_url(&url).unwrap();
-        let (killed, _) = b.begin().unwrap();
-        let (lsid, txn, server_id) = (killed.lsid.clone(), killed.txn, killed.server_id);
+        let (in_txn, _) = b.begin().unwrap();
         let other = MongoBackend::open_url(&url).unwrap();
-        drop(killed);
+        let killed = vec![kill(in_txn)];
         let mut conn = b.connect().unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let ops = conn
-                .command(&doc! {"currentOp": 1, "$all": true, "$db": "admin"})
-                .unwrap_or_else(|f| panic!("{}", b.fail("list the connections", f)));
-            if !connection_ids(&ops).contains(&server_id) {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "the server still lists the closed connection");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_until_gone(&b, &mut conn, &killed);
         drop(other);
-        let find = doc! {
-            "find": "meta", "filter": {}, "lsid": lsid, "txnNumber": txn, "autocommit": false, "$db": &b.db,
-        };
-        match conn.command(&find) {
-            Err(Failure::Server { code: 251, .. }) => {}
-            Ok(_) => panic!("the killed client's transaction is still open"),
-            Err(f) => panic!("{}", b.fail("read", f)),
-        }
+        assert_ended(&b, &mut conn, killed);
     }
 
     #[test]
