@@ -15,8 +15,14 @@
 //!   the first statement reads the revision. A commit updates the revision
 //!   document conditionally on the revision read (no match, or a write
 //!   conflict with another transaction: `Conflict`), writes the batch
-//!   (updates with `upsert`, deletes of keys and of `_id` ranges, in
-//!   commands of up to 1,000 statements), and commits.
+//!   (updates with `upsert`, and deletes by key: a range's keys are read
+//!   first; in commands of up to 250 statements), and commits.
+//! * A client killed mid-transaction leaves it open on the server (closing a
+//!   connection does not end its session). So each connection records its
+//!   session and the server's id of the connection in collection `writers`
+//!   before its first transaction, and opening or closing the store, or a
+//!   commit that conflicts, ends the recorded sessions whose connection is
+//!   gone.
 //! * `sync=commit`: the commit's write concern is `{w: 1, j: true}`: the
 //!   server acknowledges it once it is in its journal. `sync=off`: `j: false`.
 //! * Authentication and TLS are not built in yet; a single server
@@ -35,13 +41,20 @@ use canopy_store::StoreUrl;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const IO_TIMEOUT: Duration = Duration::from_secs(60);
+/// Per command of the reap when a store is closed.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_IDLE: usize = 8;
 const FIRST_PAGE: i64 = 64;
 const MAX_PAGE: i64 = 4096;
 /// Statements per write command. SecantusDB counts a transaction idle from
-/// the start of its last command and aborts it after 60 s: under a loaded
-/// server a command of 10,000 statements took that long.
-const CHUNK: usize = 1_000;
+/// the start of its last command and aborts it after 60 s, and runs one
+/// command at a time: under a loaded server a command of 10,000 statements
+/// took that long, and commands of 1,000 up to 20 s each while another
+/// test's waited. 20,000 upserts in commands of 250 took no longer than in
+/// commands of 1,000.
+const CHUNK: usize = 250;
+/// Keys per batch when a commit lists the keys of a range it deletes.
+const ID_PAGE: i64 = 50_000;
 /// Bytes of a value kept in its document; the rest goes to `kv_parts`.
 const PART: usize = 8 << 20;
 const OP_MSG: i32 = 2013;
@@ -83,12 +96,14 @@ struct Conn {
     stream: TcpStream,
     request: i32,
     lsid: Document,
+    /// The session's id in hex: its record's `_id` in `writers`.
+    session: String,
     txn: i64,
     /// The connection failed on the way: not pooled again.
     broken: bool,
     /// The server's id of the connection (`hello`'s `connectionId`).
     server_id: i64,
-    /// Recorded in `writers` (done before its first commit).
+    /// Recorded in `writers` (done before its first transaction).
     registered: bool,
 }
 
@@ -103,10 +118,12 @@ impl Conn {
                     stream.set_write_timeout(Some(io_timeout))?;
                     let id: [u8; 16] = rand::random();
                     let lsid = doc! { "id": Bson::Binary(Binary { subtype: BinarySubtype::Uuid, bytes: id.to_vec() }) };
+                    let session = hex(&id);
                     return Ok(Conn {
                         stream,
                         request: 0,
                         lsid,
+                        session,
                         txn: 0,
                         broken: false,
                         server_id: 0,
@@ -311,28 +328,32 @@ impl MongoBackend {
     }
 
     /// Records the connection's session in `writers` before its first
-    /// commit, so that another writer finding the session's transaction
-    /// in its way after this connection is gone can end it.
-    fn register(&self, conn: &mut Conn) -> Result<()> {
+    /// transaction, a snapshot's as well as a commit's, so that once this
+    /// connection is gone the next open of the store (or a writer finding
+    /// the transaction in its way) can end it. A snapshot's transaction
+    /// left open holds no document, but it pins the server's old versions
+    /// of every document: SecantusDB then ran statements tens of times
+    /// slower until it expired the transaction.
+    fn register(&self, conn: &mut Conn) -> std::result::Result<(), Failure> {
         if conn.registered {
             return Ok(());
         }
-        let id = conn.lsid.get_binary_generic("id").map(|b| hex(b)).unwrap_or_default();
-        let w = doc! {"_id": id, "lsid": conn.lsid.clone(), "conn": conn.server_id};
+        // A record per session, under the hex of its id.
+        let w = doc! {"_id": &conn.session, "lsid": conn.lsid.clone(), "conn": conn.server_id};
         let cmd = doc! {
-            "update": "writers", "updates": [{"q": {"_id": w.get_str("_id").unwrap_or("")}, "u": w.clone(), "upsert": true}],
+            "update": "writers", "updates": [{"q": {"_id": &conn.session}, "u": w, "upsert": true}],
             "$db": &self.db,
         };
-        conn.command(&cmd).map_err(|f| self.fail("record the writer", f))?;
+        conn.command(&cmd)?;
         conn.registered = true;
         Ok(())
     }
 
     /// Ends the sessions of `writers` whose connection the server no longer
     /// has (a client killed, or ended, without ending its transaction):
-    /// their transactions would otherwise hold what they wrote until the
-    /// server expires them (`transactionLifetimeLimitSeconds`). Returns how
-    /// many it ended.
+    /// their transactions would otherwise hold what they wrote, and the
+    /// server's old versions, until the server expires them
+    /// (`transactionLifetimeLimitSeconds`). Returns how many it ended.
     fn reap(&self, conn: &mut Conn) -> Result<usize> {
         let find =
             doc! {"find": "writers", "filter": {}, "batchSize": 100_000i64, "singleBatch": true, "$db": &self.db};
@@ -344,18 +365,7 @@ impl MongoBackend {
         let ops = conn
             .command(&doc! {"currentOp": 1, "$all": true, "$db": "admin"})
             .map_err(|f| self.fail("list the server's connections", f))?;
-        let live: std::collections::HashSet<i64> = ops
-            .get_array("inprog")
-            .map(|a| {
-                a.iter()
-                    .filter_map(|o| match o.as_document()?.get("connectionId")? {
-                        Bson::Int32(n) => Some(i64::from(*n)),
-                        Bson::Int64(n) => Some(*n),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let live = connection_ids(&ops);
         let gone: Vec<&Document> = writers
             .iter()
             .filter(|w| match w.get("conn") {
@@ -446,8 +456,8 @@ impl MongoBackend {
     }
 
     /// A connection in a new transaction whose first statement read the
-    /// revision. A pooled connection the server closed is replaced (with the
-    /// rest of the pool) once.
+    /// revision (its session recorded first). A pooled connection the server
+    /// closed is replaced (with the rest of the pool) once.
     fn begin(&self) -> Result<(Conn, u64)> {
         let mut retried = false;
         loop {
@@ -457,6 +467,16 @@ impl MongoBackend {
                 Some(c) => c,
                 None => self.connect()?,
             };
+            if let Err(f) = self.register(&mut conn) {
+                match f {
+                    Failure::Io(_) if from_pool && !retried => {
+                        self.idle().clear();
+                        retried = true;
+                        continue;
+                    }
+                    f => return Err(self.fail("record the session", f)),
+                }
+            }
             conn.txn += 1;
             let mut find = doc! {
                 "find": "meta", "filter": {"_id": "revision"}, "limit": 1i64, "singleBatch": true,
@@ -516,6 +536,18 @@ impl MongoBackend {
 
     fn damaged(&self) -> StoreError {
         StoreError::corrupted(format!("{}: a document of kv is not canopy's", self.place))
+    }
+
+    /// Runs a `find` or `getMore` of the connection's transaction: the
+    /// cursor to read on (0: none) and the batch.
+    fn page(&self, conn: &mut Conn, what: &str, cmd: Document) -> Result<(i64, Vec<Document>)> {
+        let reply = self.run(conn, what, cmd)?;
+        let bad = |why: &str| StoreError::new(ErrorKind::Io, format!("{}: {what}: a reply without {why}", self.place));
+        let c = reply.get_document("cursor").map_err(|_| bad("a cursor"))?;
+        let docs = c.get_array("firstBatch").or_else(|_| c.get_array("nextBatch")).map_err(|_| bad("a batch"))?;
+        let docs =
+            docs.iter().map(|d| d.as_document().cloned().ok_or_else(|| self.damaged())).collect::<Result<_>>()?;
+        Ok((c.get_i64("id").unwrap_or(0), docs))
     }
 
     /// The value of a document of `kv`, its parts read when it has some.
@@ -617,13 +649,32 @@ impl MongoBackend {
                     if !w.updates.is_empty() {
                         w.flush(self, conn)?;
                     }
+                    // The range's keys (the batch's puts before included),
+                    // then deletes of them by key in commands of `CHUNK`:
+                    // SecantusDB does all of a range delete in one statement,
+                    // which for 10,000 keys took 23-69 s on a loaded server.
                     let lo = hex(p);
-                    let filter = match prefix_end(p) {
+                    let range = match prefix_end(p) {
                         Some(end) => doc! {"$gte": &lo, "$lt": hex(&end)},
                         None => doc! {"$gte": &lo},
                     };
-                    w.deletes.push(Bson::Document(doc! {"q": {"k": filter.clone()}, "limit": 0}));
-                    w.part_ranges.push(Bson::Document(doc! {"q": {"k": filter}, "limit": 0}));
+                    let mut next = Some(doc! {
+                        "find": "kv", "filter": {"k": range}, "projection": {"_id": 1}, "batchSize": ID_PAGE,
+                    });
+                    while let Some(cmd) = next.take() {
+                        let (cursor, docs) = self.page(conn, "commit", cmd)?;
+                        for d in docs {
+                            let id = d.get_str("_id").map_err(|_| self.damaged())?;
+                            w.deletes.push(Bson::Document(doc! {"q": {"_id": id}, "limit": 1}));
+                            w.part_keys.push(Bson::String(id.to_string()));
+                            if w.deletes.len() >= CHUNK {
+                                w.flush(self, conn)?;
+                            }
+                        }
+                        if cursor != 0 {
+                            next = Some(doc! {"getMore": cursor, "collection": "kv", "batchSize": ID_PAGE});
+                        }
+                    }
                 }
             }
             if w.updates.len() >= CHUNK || w.deletes.len() >= CHUNK {
@@ -642,7 +693,7 @@ impl MongoBackend {
     }
 
     fn commit_on(&self, mut conn: Conn, batch: &Batch, revision: u64) -> Result<u64> {
-        let result = self.register(&mut conn).and_then(|()| self.write(&mut conn, batch, revision));
+        let result = self.write(&mut conn, batch, revision);
         match result {
             Ok(_) => self.give_back(conn),
             Err(_) => self.end(conn),
@@ -658,12 +709,10 @@ impl MongoBackend {
 struct Writes {
     /// Upserts of `kv`.
     updates: Vec<Bson>,
-    /// Deletes of `kv` (keys and ranges of `k`).
+    /// Deletes of `kv`, by key.
     deletes: Vec<Bson>,
     /// The keys deleted, whose parts (if any) go too: one `$in` statement.
     part_keys: Vec<Bson>,
-    /// The ranges deleted, for their keys' parts.
-    part_ranges: Vec<Bson>,
 }
 
 impl Writes {
@@ -675,16 +724,28 @@ impl Writes {
         if !self.deletes.is_empty() {
             let cmd = doc! {"delete": "kv", "deletes": std::mem::take(&mut self.deletes), "ordered": true};
             b.run(conn, "commit", cmd)?;
-            let mut parts = std::mem::take(&mut self.part_ranges);
-            if !self.part_keys.is_empty() {
-                let keys = std::mem::take(&mut self.part_keys);
-                parts.push(Bson::Document(doc! {"q": {"k": {"$in": keys}}, "limit": 0}));
-            }
-            let cmd = doc! {"delete": "kv_parts", "deletes": parts, "ordered": true};
+            let keys = std::mem::take(&mut self.part_keys);
+            let cmd =
+                doc! {"delete": "kv_parts", "deletes": [{"q": {"k": {"$in": keys}}, "limit": 0}], "ordered": true};
             b.run(conn, "commit", cmd)?;
         }
         Ok(())
     }
+}
+
+/// The server's ids of the connections a `currentOp` reply lists.
+fn connection_ids(ops: &Document) -> std::collections::HashSet<i64> {
+    ops.get_array("inprog")
+        .map(|a| {
+            a.iter()
+                .filter_map(|o| match o.as_document()?.get("connectionId")? {
+                    Bson::Int32(n) => Some(i64::from(*n)),
+                    Bson::Int64(n) => Some(*n),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn first_batch(reply: &Document) -> Vec<Document> {
@@ -755,17 +816,9 @@ impl Snapshot for MongoView<'_> {
         let mut batch = FIRST_PAGE;
         while let Some(cmd) = next.take() {
             let (cursor, page) = self.on_conn(|conn| {
-                let reply = b.run(conn, "scan", cmd)?;
-                let c = reply.get_document("cursor").map_err(|_| {
-                    StoreError::new(ErrorKind::Io, format!("{}: scan: a reply without a cursor", b.place))
-                })?;
-                let cursor = c.get_i64("id").unwrap_or(0);
-                let docs = c.get_array("firstBatch").or_else(|_| c.get_array("nextBatch")).map_err(|_| {
-                    StoreError::new(ErrorKind::Io, format!("{}: scan: a reply without a batch", b.place))
-                })?;
+                let (cursor, docs) = b.page(conn, "scan", cmd)?;
                 let mut page = Vec::with_capacity(docs.len());
-                for d in docs {
-                    let d = d.as_document().ok_or_else(|| b.damaged())?;
+                for d in &docs {
                     let k = d.get_str("_id").ok().and_then(unhex).ok_or_else(|| b.damaged())?;
                     page.push((k, b.value_of(conn, d)?));
                 }
@@ -794,6 +847,23 @@ impl WriteView for MongoView<'_> {
     fn commit(self: Box<Self>, batch: &Batch) -> Result<u64> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner()).take().expect("live until committed");
         self.backend.commit_on(conn, batch, self.revision)
+    }
+}
+
+impl Drop for MongoBackend {
+    /// Ends the sessions of recorded connections that went while the store
+    /// was open: a client killed in the middle of a statement stays listed
+    /// until the server has finished that statement, so the reap at open
+    /// may have passed it over. Best effort, on a pooled connection (none:
+    /// nothing to do), with a short timeout.
+    fn drop(&mut self) {
+        let pooled = self.idle.get_mut().unwrap_or_else(|p| p.into_inner()).pop();
+        if let Some(mut conn) = pooled {
+            let timeout = Some(self.io_timeout.min(CLOSE_TIMEOUT));
+            if conn.stream.set_read_timeout(timeout).is_ok() && conn.stream.set_write_timeout(timeout).is_ok() {
+                let _ = self.reap(&mut conn);
+            }
+        }
     }
 }
 
@@ -834,6 +904,86 @@ mod tests {
         }
         assert_eq!(unhex(&hex(b"\x00ab\xff")).unwrap(), b"\x00ab\xff");
         assert_eq!(unhex("abc"), None);
+    }
+
+    /// The store of a new database of the server `CANOPY_MONGODB_URL`
+    /// names (`None`: not set), and the directory its name comes from.
+    fn test_store() -> Option<(StoreUrl, tempfile::TempDir)> {
+        let server = canopy_store::conformance::server_url("CANOPY_MONGODB_URL")?;
+        let dir = tempfile::tempdir().unwrap();
+        let mut url = url::Url::parse(&server).unwrap();
+        url.set_path(&canopy_store::conformance::namespace_of("u_", dir.path()));
+        Some((StoreUrl::parse(url.as_str()).unwrap(), dir))
+    }
+
+    /// A client killed in a transaction: its session, transaction and
+    /// connection, the connection closed (dropping a `Conn` sends nothing).
+    fn kill(conn: Conn) -> (Document, i64, i64) {
+        (conn.lsid.clone(), conn.txn, conn.server_id)
+    }
+
+    /// Waits until the server no longer lists the connections `killed`.
+    fn wait_until_gone(b: &MongoBackend, conn: &mut Conn, killed: &[(Document, i64, i64)]) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let ops = conn
+                .command(&doc! {"currentOp": 1, "$all": true, "$db": "admin"})
+                .unwrap_or_else(|f| panic!("{}", b.fail("list the connections", f)));
+            let live = connection_ids(&ops);
+            if killed.iter().all(|(_, _, id)| !live.contains(id)) {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "the server still lists the closed connections");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A statement of each transaction `killed`, from `conn` (a session is
+    /// not bound to a connection): the server no longer has them.
+    fn assert_ended(b: &MongoBackend, conn: &mut Conn, killed: Vec<(Document, i64, i64)>) {
+        for (i, (lsid, txn, _)) in killed.into_iter().enumerate() {
+            let find = doc! {
+                "find": "meta", "filter": {}, "lsid": lsid, "txnNumber": txn, "autocommit": false, "$db": &b.db,
+            };
+            match conn.command(&find) {
+                Err(Failure::Server { code: 251, .. }) => {}
+                Ok(_) => panic!("the transaction of killed client {i} is still open"),
+                Err(f) => panic!("{}", b.fail("read", f)),
+            }
+        }
+    }
+
+    /// Clients killed with transactions open leave them on the server (a
+    /// snapshot's too, which pins the server's old versions); the next open
+    /// of the store ends every one of them.
+    #[test]
+    fn killed_clients_transactions_are_ended_at_the_next_open() {
+        let Some((url, _dir)) = test_store() else { return };
+        let b = MongoBackend::open_url(&url).unwrap();
+        // Two snapshots' transactions, on two connections.
+        let (first, _) = b.begin().unwrap();
+        let (second, _) = b.begin().unwrap();
+        let killed = vec![kill(first), kill(second)];
+        let mut conn = b.connect().unwrap();
+        wait_until_gone(&b, &mut conn, &killed);
+        MongoBackend::open_url(&url).unwrap();
+        assert_ended(&b, &mut conn, killed);
+    }
+
+    /// A client killed while the store was being opened (still listed then,
+    /// as one killed in the middle of a statement is): closing the store
+    /// ends its transaction.
+    #[test]
+    fn a_client_gone_while_the_store_was_open_is_ended_at_close() {
+        let Some((url, _dir)) = test_store() else { return };
+        let b = MongoBackend::open_url(&url).unwrap();
+        let (in_txn, _) = b.begin().unwrap();
+        let other = MongoBackend::open_url(&url).unwrap();
+        let killed = vec![kill(in_txn)];
+        let mut conn = b.connect().unwrap();
+        wait_until_gone(&b, &mut conn, &killed);
+        drop(other);
+        assert_ended(&b, &mut conn, killed);
     }
 
     #[test]
