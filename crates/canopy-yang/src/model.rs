@@ -60,6 +60,8 @@ pub struct SNode {
     /// RFC 7951 writes as a JSON string; APIs that print it as a number
     /// (ONAP CPS's) need to know.
     pub int64: bool,
+    /// Some leaf or leaf-list child is a 64-bit integer (`int64` of a child).
+    pub int64_children: bool,
     /// The JSON kind RFC 7951 writes a leaf's or leaf-list's values in
     /// (`None` for other nodes and for unions).
     pub(crate) json_kind: Option<crate::values::JsonKind>,
@@ -369,6 +371,7 @@ impl Model {
             watched_below_config: false,
             indexed_below: false,
             int64: matches!(kind, NodeKind::Leaf | NodeKind::LeafList) && ctx.is_int64(node),
+            int64_children: false,
             json_kind: match kind {
                 NodeKind::Leaf | NodeKind::LeafList => ctx.json_base(node).map(crate::values::JsonKind::of),
                 _ => None,
@@ -393,6 +396,8 @@ impl Model {
             for c in node.children() {
                 self.add(ctx, &c, Some(idx), None);
             }
+            let any = self.nodes[idx].children.values().any(|&c| self.nodes[c].int64);
+            self.nodes[idx].int64_children = any;
         }
     }
 

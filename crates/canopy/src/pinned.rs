@@ -112,18 +112,20 @@ impl Pinned<'_> {
     }
 
     /// The stored fragments of each entry of the list at `list` (a path of
-    /// names and keys whose last segment names the list, without keys), in
-    /// key order, one entry at a time: `f` gets the entry's fragments (its
-    /// own first, then its descendants' in document order, keys relative to
-    /// the datastore) and returns whether to go on. Nothing is decoded: a
-    /// reader that writes the entries out does so from the bytes, and the
-    /// read's memory is one entry's. Entries of a user-ordered list come in
-    /// key order, not in their order.
+    /// names and keys whose last segment names the list, without keys; or
+    /// one entry, with its keys), in key order, one entry at a time: `f`
+    /// gets the entry's fragments (its own first, then its descendants' in
+    /// document order, keys relative to the datastore) and returns whether
+    /// to go on. Nothing is decoded: a reader that writes the entries out
+    /// does so from the bytes, and the read's memory is one entry's. Entries
+    /// of a user-ordered list come in key order, not in their order. Nothing
+    /// stored: no call.
     ///
     /// # Errors
     /// [`crate::Error::Data`] for a path that does not parse or is not made
-    /// of names and keys; backend errors; what `f` returns.
-    pub fn each_entry_fragments(&self, list: &str, f: impl FnMut(&EntryFragments) -> Result<bool>) -> Result<()> {
+    /// of names and keys; `Corrupted` for fragments stored below an entry
+    /// whose own fragment is not; backend errors; what `f` returns.
+    pub fn each_entry_fragments(&self, list: &str, mut f: impl FnMut(&EntryFragments) -> Result<bool>) -> Result<()> {
         let p: Path = list.parse()?;
         if !crate::stream::streamable(&p) || p.is_root() {
             let reason = "a list path (names and keys, the list's name last) is needed here".to_string();
@@ -132,6 +134,23 @@ impl Pinned<'_> {
         let p = canopy_core::edit::canonical_path(&Container::default(), &p, &*self.catalog.lists);
         let data = keys::data_prefix(self.catalog.control.read_ds(self.ds));
         let rel = keys::path_key(&p)?;
-        crate::scan::each_raw(&*self.snap, &data, &rel, f)
+        // Where each entry's own key ends its parent's: an entry's first
+        // fragment must be the entry's own, not a descendant's of an entry
+        // that is not stored (a damaged store; `canopy check` reports it).
+        let entry_named = p.last().is_some_and(|s| matches!(s.selector, canopy_core::path::Selector::Keys(_)));
+        let parent = Path { segments: p.segments[..p.segments.len() - 1].to_vec() };
+        let parent_len = keys::path_key(&parent)?.len();
+        crate::scan::each_raw(&*self.snap, &data, &rel, |frags| {
+            let Some((own, _)) = frags.iter().next() else { return Ok(true) };
+            let is_entry = match entry_named {
+                true => own.len() == rel.len(),
+                false => keys::first_segment_len(&own[parent_len..]).is_ok_and(|n| parent_len + n == own.len()),
+            };
+            if !is_entry {
+                let e = canopy_store::StoreError::corrupted("stored below a list entry that is not stored");
+                return Err(in_datastore(&data, corrupt(own, e)).into());
+            }
+            f(frags)
+        })
     }
 }

@@ -104,16 +104,19 @@ impl Session<'_> {
     /// # Errors
     /// [`Error::Data`] for a path that does not parse; backend errors.
     pub fn get_item(&self, path: &str) -> Result<Option<Subtree>> {
-        // One parse on the hot path: a path in the plain canonical spelling
-        // without building a query; the instance-path parser runs again only
-        // to name the position of what is not an instance identifier.
-        let (q, p) = match Query::plain_instance(path) {
+        // One parse on the hot path: an entry path in the plain canonical
+        // spelling (what the direct entry read serves) without building a
+        // query; the instance-path parser runs again only to name the
+        // position of what is not an instance identifier.
+        let plain =
+            Query::plain_instance(path).filter(|p| matches!(p.last().map(|s| &s.selector), Some(Selector::Keys(_))));
+        let (q, p) = match plain {
             Some(p) => (None, p),
             None => {
                 let q = Query::parse(path)?;
                 match q.to_instance_path() {
                     Some(p) => (Some(q), p),
-                    None => (None, Query::parse_instance(path)?),
+                    None => (Some(q), Query::parse_instance(path)?),
                 }
             }
         };

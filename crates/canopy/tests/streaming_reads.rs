@@ -376,10 +376,47 @@ fn entry_fragments_come_entry_by_entry_in_key_order() {
         .unwrap();
     let first = first.expect("stopped after the first entry");
     assert_eq!(first.children.get("a"), Some(&canopy::Node::leaf(canopy::Value::String("1".into()))));
-    // Nothing stored: no call. Not a list path: an error naming the path.
+    // One entry by its keys: that entry alone.
+    let mut one = Vec::new();
+    pinned
+        .each_entry_fragments("/m:c/e[a='10'][b='a']", |frags| {
+            one.push(frags.iter().count());
+            Ok(true)
+        })
+        .unwrap();
+    assert_eq!(one, [2]);
+    // Nothing stored: no call. Not a path of names and keys: refused, naming it.
     pinned.each_entry_fragments("/m:c/missing", |_| panic!("nothing is stored there")).unwrap();
-    for bad in ["/", "/m:c/e[a>'1']", "not a path["] {
+    for bad in ["/", "/m:c/e[1]"] {
         let e = pinned.each_entry_fragments(bad, |_| Ok(true)).unwrap_err().to_string();
-        assert!(e.contains(bad.trim_end_matches('[')) || e.contains("path"), "{bad}: {e}");
+        assert!(e.contains("a list path (names and keys"), "{bad}: {e}");
+    }
+    for bad in ["/m:c/e[", "/m:c/e[a>'1']"] {
+        let e = pinned.each_entry_fragments(bad, |_| Ok(true)).unwrap_err();
+        assert!(matches!(e, canopy::Error::Data(_)) && e.to_string().contains(bad), "{bad}: {e:?}");
+    }
+}
+
+/// An entry whose own fragment is missing while its descendants' are stored
+/// (a damaged store) is reported as damage, not written from a descendant.
+#[test]
+fn entry_fragments_of_an_entry_that_is_not_stored_are_damage() {
+    use canopy_store::keys::{self, Datastore};
+    let store =
+        Store::from_backend(Box::new(MemoryBackend::new()), "memory:damaged", canopy::Options::default()).unwrap();
+    fill(&store);
+    let mut key = keys::data_prefix(Datastore::Running);
+    key.extend(keys::path_key(&"/m:c/e[a='1'][b='z']".parse().unwrap()).unwrap());
+    let mut batch = canopy_store::Batch::default();
+    batch.delete(key);
+    store.backend().apply(&batch).unwrap();
+    let pinned = store.running().pin().unwrap();
+    for path in ["/m:c/e", "/m:c/e[a='1'][b='z']"] {
+        let e = pinned.each_entry_fragments(path, |_| Ok(true)).unwrap_err();
+        assert!(
+            matches!(&e, canopy::Error::Store(s) if s.kind() == canopy_store::ErrorKind::Corrupted),
+            "{path}: {e:?}"
+        );
+        assert!(e.to_string().contains("not stored"), "{path}: {e}");
     }
 }

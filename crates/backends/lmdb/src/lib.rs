@@ -533,19 +533,15 @@ impl Shared {
             match inner.env.read_txn() {
                 Ok(txn) => {
                     let id = txn.id();
-                    let known = match inner.seen.lock() {
-                        Ok(seen) if seen.0 == id && id != 0 => Some(seen.1),
-                        _ => None,
-                    };
-                    let revision = match known.map_or_else(|| read_revision(&inner.db, &txn), Ok) {
-                        Ok(r) => {
-                            if known.is_none() {
-                                if let Ok(mut seen) = inner.seen.lock() {
-                                    *seen = (id, r);
-                                }
-                            }
-                            r
+                    let read = {
+                        let mut seen = inner.seen.lock().unwrap_or_else(|p| p.into_inner());
+                        match *seen {
+                            (known, r) if known == id && id != 0 => Ok(r),
+                            _ => read_revision(&inner.db, &txn).inspect(|&r| *seen = (id, r)),
                         }
+                    };
+                    let revision = match read {
+                        Ok(r) => r,
                         Err(e) => {
                             drop(txn);
                             // SAFETY: as above; nothing borrows the guard any more.

@@ -149,19 +149,13 @@ impl<'m> At<'m> {
         self.idx.is_some_and(|i| self.model.nodes[i].int64)
     }
 
-    /// The schema node, `None` at the top (or off the schema).
-    pub fn index(self) -> Option<usize> {
-        self.idx
-    }
-
     /// Whether a leaf or leaf-list child of this node is a 64-bit integer
     /// (off the schema: none).
     pub fn int64_children(self) -> bool {
-        let children = match self.idx {
-            None => &self.model.top,
-            Some(i) => &self.model.nodes[i].children,
-        };
-        children.values().any(|&c| self.model.nodes[c].int64)
+        match self.idx {
+            None => self.model.top.values().any(|&c| self.model.nodes[c].int64),
+            Some(i) => self.model.nodes[i].int64_children,
+        }
     }
 
     fn of(model: &'m Model, chain: &[Loc<'_>]) -> At<'m> {

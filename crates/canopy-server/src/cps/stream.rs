@@ -124,9 +124,9 @@ struct Open<'b, 'm> {
 }
 
 impl<'b, 'm> Open<'b, 'm> {
-    fn node(key: &'b [u8], bytes: &'b [u8], at: At<'m>, int64: &mut Int64Children) -> io::Result<Open<'b, 'm>> {
+    fn node(key: &'b [u8], bytes: &'b [u8], at: At<'m>) -> io::Result<Open<'b, 'm>> {
         let (_, _, inline) = fragment::open(bytes).map_err(store_err)?;
-        let int64 = int64.of(at);
+        let int64 = at.int64_children();
         Ok(Open { key, bytes, text: std::str::from_utf8(bytes).ok(), inline, at, int64, list: false, any: false })
     }
 
@@ -157,15 +157,18 @@ impl<'b, 'm> Open<'b, 'm> {
                 return Ok(());
             }
             self.member(out, name)?;
-            if let fragment::ChildRef::Leaf(v, _) = child {
-                write_value_ref(out, v, self.int64 && self.at.child(name).int64())?;
-                continue;
-            }
+            let node = match child {
+                // The common case: no schema lookup unless a 64-bit integer can be here.
+                fragment::ChildRef::Leaf(v, _) => {
+                    write_value_ref(out, v, self.int64 && self.at.child(name).int64())?;
+                    continue;
+                }
+                fragment::ChildRef::Other(node) => node,
+            };
             let cat = self.at.child(name);
-            match child {
-                fragment::ChildRef::Leaf(v, _) => write_value_ref(out, v, cat.int64())?,
-                fragment::ChildRef::Other(Node::Leaf { value, .. }) => write_value(out, &value, cat)?,
-                fragment::ChildRef::Other(Node::LeafList(v)) => {
+            match node {
+                Node::Leaf { value, .. } => write_value(out, &value, cat)?,
+                Node::LeafList(v) => {
                     out.push(b'[');
                     for (j, e) in v.iter().enumerate() {
                         if j > 0 {
@@ -175,8 +178,8 @@ impl<'b, 'm> Open<'b, 'm> {
                     }
                     out.push(b']');
                 }
-                fragment::ChildRef::Other(Node::AnyData { value, .. }) => serde_json::to_writer(&mut *out, &*value)?,
-                fragment::ChildRef::Other(Node::Container(_) | Node::List(_)) => {
+                Node::AnyData { value, .. } => serde_json::to_writer(&mut *out, &*value)?,
+                Node::Container(_) | Node::List(_) => {
                     return Err(io::Error::other("a fragment holds a container inline"))
                 }
             }
@@ -199,40 +202,17 @@ fn store_err(e: canopy_store::StoreError) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-/// Per schema node, whether a leaf child is a 64-bit integer
-/// ([`At::int64_children`]), worked out once per reply: 0 not yet, 1 no, 2 yes.
-#[derive(Default)]
-struct Int64Children(Vec<u8>);
-
-impl Int64Children {
-    fn of(&mut self, at: At<'_>) -> bool {
-        let Some(i) = at.index() else { return at.int64_children() };
-        if self.0.len() <= i {
-            self.0.resize(i + 1, 0);
-        }
-        if self.0[i] == 0 {
-            self.0[i] = if at.int64_children() { 2 } else { 1 };
-        }
-        self.0[i] == 2
-    }
-}
-
 /// Appends one list entry as `serde_json` writes its `data_map` with all
 /// descendants, from the entry's stored
 /// fragments (its own first, then its descendants' in key order) without
 /// decoding them into a tree: `at` is the list's place in the schema.
 /// Only containers and keyed, system-ordered lists may lie below (see
 /// [`streamable`]), whose fragments come in document order.
-fn write_entry(
-    out: &mut Vec<u8>,
-    frags: &canopy::EntryFragments,
-    at: At<'_>,
-    int64: &mut Int64Children,
-) -> io::Result<()> {
+fn write_entry(out: &mut Vec<u8>, frags: &canopy::EntryFragments, at: At<'_>) -> io::Result<()> {
     let mut it = frags.iter();
     let Some((own_key, own)) = it.next() else { return Ok(()) };
     out.push(b'{');
-    let mut stack: Vec<Open<'_, '_>> = vec![Open::node(own_key, own, at, int64)?];
+    let mut stack: Vec<Open<'_, '_>> = vec![Open::node(own_key, own, at)?];
     let damaged = |rel: &[u8]| io::Error::other(format!("a fragment out of place: {}", keys::hex(rel)));
     for (rel, v) in it {
         // Close what `rel` is not inside of; a list stays open for its next entry.
@@ -254,7 +234,7 @@ fn write_entry(
             }
             out.push(b'{');
             let at = top.at;
-            stack.push(Open::node(rel, v, at, int64)?);
+            stack.push(Open::node(rel, v, at)?);
             continue;
         }
         let seg = &rel[top.key.len()..];
@@ -268,7 +248,7 @@ fn write_entry(
         let cat = top.at.child(&name);
         if pos == seg.len() {
             out.push(b'{');
-            stack.push(Open::node(rel, v, cat, int64)?);
+            stack.push(Open::node(rel, v, cat)?);
             continue;
         }
         // The first entry of a list: open the list, then the entry.
@@ -284,7 +264,7 @@ fn write_entry(
             list: true,
             any: true,
         });
-        stack.push(Open::node(rel, v, cat, int64)?);
+        stack.push(Open::node(rel, v, cat)?);
     }
     while let Some(top) = stack.pop() {
         top.close(out)?;
@@ -429,18 +409,19 @@ fn entry(
         return Ok(None);
     }
     let text = at.to_string();
-    // The entry's own fragment first: without it, the buffered handler says 404.
-    if pinned.stored_node(&text).map_err(|e| data_error(anchor, e, true))?.is_none() {
-        return Ok(None);
-    }
     let chain: Vec<&str> = at.segments.iter().map(|s| s.name.as_str()).collect();
     let list_at = chain.iter().fold(At::top(model), |a, n| a.child(n));
-    let mut data = Vec::new();
-    let mut int64 = Int64Children::default();
-    let mut failed = None;
+    let module = chain.first().and_then(|t| t.split_once(':')).map_or("", |(m, _)| m);
+    let name = format!("{}:{}", anchor.set.prefix_of(module), local(chain.last().copied().unwrap_or("")));
+    let mut out = Vec::new();
+    out.extend_from_slice(if version == 2 { b"[{" } else { b"{" });
+    write_str(&mut out, &name).map_err(|e| CpsError::internal(e.to_string()))?;
+    out.extend_from_slice(if version == 3 { b":[" } else { b":" });
+    let (mut found, mut failed) = (false, None);
     pinned
         .each_entry_fragments(&text, |frags| {
-            if let Err(e) = write_entry(&mut data, frags, list_at, &mut int64) {
+            found = true;
+            if let Err(e) = write_entry(&mut out, frags, list_at) {
                 failed = Some(e);
             }
             // The prefix scan of one entry's key brings that entry only.
@@ -450,16 +431,10 @@ fn entry(
     if let Some(e) = failed {
         return Err(CpsError::internal(e.to_string()));
     }
-    let module = chain.first().and_then(|t| t.split_once(':')).map_or("", |(m, _)| m);
-    let name = format!("{}:{}", anchor.set.prefix_of(module), local(chain.last().copied().unwrap_or("")));
-    let mut out = Vec::with_capacity(data.len() + name.len() + 8);
-    out.extend_from_slice(if version == 2 { b"[{" } else { b"{" });
-    write_str(&mut out, &name).map_err(|e| CpsError::internal(e.to_string()))?;
-    out.push(b':');
-    if version == 3 {
-        out.push(b'[');
+    if !found {
+        // Not stored: the buffered handler says 404.
+        return Ok(None);
     }
-    out.extend_from_slice(&data);
     out.extend_from_slice(match version {
         2 => b"}]",
         3 => b"]}",
@@ -522,7 +497,6 @@ fn write_container(
                 let mut open = false;
                 let mut failed: Option<io::Error> = None;
                 let mut buf = Vec::new();
-                let mut int64 = Int64Children::default();
                 pinned
                     .each_entry_fragments(&child.to_string(), |frags| {
                         let mut put = || -> io::Result<()> {
@@ -534,7 +508,7 @@ fn write_container(
                                 w.write_all(b"[")?;
                             }
                             buf.clear();
-                            write_entry(&mut buf, frags, cat, &mut int64)?;
+                            write_entry(&mut buf, frags, cat)?;
                             w.write_all(&buf)
                         };
                         match put() {
