@@ -100,14 +100,60 @@ pub fn apply_edit(root: &mut Container, edit: &Edit, schema: &dyn Schema) -> Res
 ///
 /// # Errors
 /// As [`apply_edit`].
-pub fn apply_edit_owned(root: &mut Container, mut edit: Edit, schema: &dyn Schema) -> Result<Vec<Change>> {
+pub fn apply_edit_owned(root: &mut Container, edit: Edit, schema: &dyn Schema) -> Result<Vec<Change>> {
+    apply_edit_with(root, edit, schema, None)
+}
+
+/// [`apply_edit_owned`] for a caller that fills in the created node itself:
+/// when the edit creates the list entry it targets, that entry is not copied
+/// into its [`Change::Created`], which holds an empty entry instead, and the
+/// change's index is returned. The caller fills the change from the tree
+/// ([`fill_created`]) before anything reads the change's node: by a copy
+/// while the tree lives on, or by moving the entry out of a tree it is done
+/// with. A bulk transaction creating thousands of entries so makes one copy
+/// of them instead of two.
+///
+/// # Errors
+/// As [`apply_edit`].
+pub fn apply_edit_deferring(
+    root: &mut Container,
+    edit: Edit,
+    schema: &dyn Schema,
+) -> Result<(Vec<Change>, Option<usize>)> {
+    let mut deferred = None;
+    let changes = apply_edit_with(root, edit, schema, Some(&mut deferred))?;
+    Ok((changes, deferred))
+}
+
+/// Fills the node of `change`, a [`Change::Created`] of a list entry left
+/// empty by [`apply_edit_deferring`], from the entry at its path in `root`:
+/// moved out of `root` with `take` (the tree is left without the entry's
+/// content), else copied.
+///
+/// # Errors
+/// [`Error::NotFound`] when `root` holds no entry at the change's path.
+pub fn fill_created(root: &mut Container, change: &mut Change, take: bool) -> Result<()> {
+    let Change::Created { path, node: Subtree::Entry(slot), .. } = change else {
+        return Err(Error::invalid(change.path(), "not the creation of a list entry"));
+    };
+    let entry = diff::container_mut(root, path)?;
+    *slot = if take { std::mem::take(entry) } else { entry.clone() };
+    Ok(())
+}
+
+fn apply_edit_with(
+    root: &mut Container,
+    mut edit: Edit,
+    schema: &dyn Schema,
+    deferred: Option<&mut Option<usize>>,
+) -> Result<Vec<Change>> {
     let path = match canonical_path_cow(root, &edit.path, schema) {
         std::borrow::Cow::Borrowed(_) => std::mem::take(&mut edit.path),
         std::borrow::Cow::Owned(p) => p,
     };
     let mut out = Vec::new();
     let mut slot = None;
-    match apply_inner(root, edit, &path, schema, &mut out, &mut slot) {
+    match apply_inner(root, edit, &path, schema, &mut out, &mut slot, deferred) {
         Ok(()) => {
             // The change that created the target takes the edit's path
             // instead of a copy of it.
@@ -162,7 +208,9 @@ fn set_path(c: &mut Change, p: Path) {
 
 /// Applies `edit` at `path` (canonical). When it creates the target as one
 /// change, that change's path is left empty and its index put in `slot`, for
-/// the caller, who owns the path, to move it in ([`set_path`]).
+/// the caller, who owns the path, to move it in ([`set_path`]). With
+/// `deferred`, a list entry the edit creates is left out of its change (see
+/// [`apply_edit_deferring`]).
 fn apply_inner(
     root: &mut Container,
     edit: Edit,
@@ -170,6 +218,7 @@ fn apply_inner(
     schema: &dyn Schema,
     out: &mut Vec<Change>,
     slot: &mut Option<usize>,
+    deferred: Option<&mut Option<usize>>,
 ) -> Result<()> {
     match edit.op {
         Operation::Delete | Operation::Remove => {
@@ -203,7 +252,8 @@ fn apply_inner(
             let parent = ensure_container(root, &path.segments[..path.segments.len() - 1], out, schema)?;
             let seg = path.last().expect("not root");
             let replace = edit.op == Operation::Replace;
-            put_child(parent, path, &seg.selector, value, replace, edit.insert.as_ref(), out, schema, Some(slot))?;
+            let insert = edit.insert.as_ref();
+            put_child(parent, path, &seg.selector, value, replace, insert, out, schema, Some(slot), deferred)?;
         }
     }
     Ok(())
@@ -357,7 +407,9 @@ fn place_of_insert(list: &List, at: &Insert) -> Result<Place> {
 
 /// Puts `value` as the child `path` names under `parent` (merge or replace).
 /// With `slot`, a node created as one change leaves that change's path empty
-/// and its index in `slot`: the caller moves its own `path` in.
+/// and its index in `slot`: the caller moves its own `path` in. With
+/// `deferred`, a list entry created is left out of its change, whose index
+/// goes in `deferred` (see [`apply_edit_deferring`]).
 #[allow(clippy::too_many_arguments)]
 fn put_child(
     parent: &mut Container,
@@ -369,6 +421,7 @@ fn put_child(
     out: &mut Vec<Change>,
     schema: &dyn Schema,
     slot: Option<&mut Option<usize>>,
+    deferred: Option<&mut Option<usize>>,
 ) -> Result<()> {
     let name = &path.last().expect("not root").name;
     match sel {
@@ -429,7 +482,7 @@ fn put_child(
                 .ok_or_else(|| Error::invalid(path, format!("the list's keys are {:?}", list.info.keys)))?;
             let entry_path =
                 if list.info.keys.is_empty() { path.clone() } else { canonical_entry_path(path, list, &vals) };
-            put_entry(list, entry_path, &vals, entry, replace, insert, out, schema)
+            put_entry(list, entry_path, &vals, entry, replace, insert, out, schema, deferred)
         }
         Selector::Value(v) => {
             let (typed, meta) = match value {
@@ -451,7 +504,9 @@ fn put_child(
 }
 
 /// Merges or replaces one list entry (by `vals`: keys in key order, or a
-/// position) at `entry_path` (its keys in the list's key order).
+/// position) at `entry_path` (its keys in the list's key order). With
+/// `deferred`, an entry created is left out of its change, whose index goes
+/// in `deferred`.
 #[allow(clippy::too_many_arguments)]
 fn put_entry(
     list: &mut List,
@@ -462,6 +517,7 @@ fn put_entry(
     insert: Option<&Insert>,
     out: &mut Vec<Change>,
     schema: &dyn Schema,
+    deferred: Option<&mut Option<usize>>,
 ) -> Result<()> {
     let path = &entry_path;
     match list.get(vals) {
@@ -471,7 +527,14 @@ fn put_entry(
             }
             let at = insert.cloned().unwrap_or_default();
             let place = if list.info.user_ordered { Some(place_of_insert(list, &at)?) } else { None };
-            out.push(Change::Created { path: entry_path, node: Subtree::Entry(entry.clone()), place });
+            let node = match deferred {
+                Some(d) => {
+                    *d = Some(out.len());
+                    Subtree::Entry(Container::default())
+                }
+                None => Subtree::Entry(entry.clone()),
+            };
+            out.push(Change::Created { path: entry_path, node, place });
             list.insert(entry, &at)?;
         }
         Some(_) => {
@@ -617,7 +680,7 @@ fn merge_node(path: &Path, existing: &mut Node, value: Node, out: &mut Vec<Chang
             for e in v.into_entries() {
                 let vals = l.keys_of(&e).map_err(|_| Error::invalid(path, "an entry lacks a key leaf"))?;
                 let p = canonical_entry_path(path, l, &vals);
-                put_entry(l, p, &vals, e, false, None, out, schema)?;
+                put_entry(l, p, &vals, e, false, None, out, schema, None)?;
             }
             Ok(())
         }
@@ -680,7 +743,7 @@ fn merge_container(
     for (name, child) in value.children {
         let p = path.child(name, Selector::None);
         let mut slot = None;
-        put_child(existing, &p, &Selector::None, child, false, None, out, schema, Some(&mut slot))?;
+        put_child(existing, &p, &Selector::None, child, false, None, out, schema, Some(&mut slot), None)?;
         if let Some(i) = slot {
             set_path(&mut out[i], p);
         }

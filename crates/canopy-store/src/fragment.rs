@@ -62,7 +62,9 @@ fn put_meta(out: &mut Vec<u8>, m: &Meta) {
 /// Encodes the fragment of `c`: its metadata and inline children.
 pub fn encode(c: &Container, order: Option<&[u8]>) -> Vec<u8> {
     let inline = c.children.iter().filter(|(_, n)| n.is_inline());
-    let mut out = header(&c.meta, order, inline.clone().count());
+    // Room for what is written, so the buffer is allocated once.
+    let (count, size) = inline.clone().fold((0, 0), |(n, size), (name, node)| (n + 1, size + inline_size(name, node)));
+    let mut out = header(&c.meta, order, count, size);
     for (name, node) in inline {
         put_child(&mut out, name, node);
     }
@@ -73,7 +75,7 @@ pub fn encode(c: &Container, order: Option<&[u8]>) -> Vec<u8> {
 /// gives for the same node as a [`Container`]).
 pub fn encode_view(v: NodeView<'_>, order: Option<&[u8]>) -> Vec<u8> {
     let inline = v.children().filter(|(_, c)| !matches!(c, ChildView::Other(n) if !n.is_inline()));
-    let mut out = header(v.meta(), order, inline.clone().count());
+    let mut out = header(v.meta(), order, inline.clone().count(), 0);
     for (name, child) in inline {
         match child {
             ChildView::Leaf(value, meta) => put_leaf(&mut out, name, value, meta),
@@ -83,8 +85,22 @@ pub fn encode_view(v: NodeView<'_>, order: Option<&[u8]>) -> Vec<u8> {
     out
 }
 
-fn header(meta: &Meta, order: Option<&[u8]>, children: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
+/// About the bytes an inline child takes (no less for leaves and
+/// leaf-lists without metadata).
+fn inline_size(name: &str, node: &Node) -> usize {
+    let value = |v: &canopy_core::Value| v.as_text().len() + 3;
+    name.len()
+        + 3
+        + match node {
+            Node::Leaf { value: v, .. } => value(v),
+            Node::LeafList(entries) => 3 + entries.iter().map(|e| value(&e.value)).sum::<usize>(),
+            _ => 16,
+        }
+}
+
+/// The fragment's header, in a buffer with room for `body` more bytes.
+fn header(meta: &Meta, order: Option<&[u8]>, children: usize, body: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + body);
     out.push(VERSION);
     out.push(if order.is_some() { HAS_ORDER } else { 0 });
     if let Some(o) = order {

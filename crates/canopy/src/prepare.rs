@@ -177,6 +177,11 @@ pub(crate) fn erasable(
     {
         return out;
     }
+    // An entry placed before or after another reads that one, which may be
+    // an entry deleted before it: such transactions load what they delete.
+    let relative = edits
+        .iter()
+        .any(|o| matches!(o.insert, Some(canopy_core::tree::Insert::Before(_) | canopy_core::tree::Insert::After(_))));
     for (i, e) in edits.iter().enumerate() {
         if !matches!(e.op, Operation::Delete | Operation::Remove) || e.path.is_root() {
             continue;
@@ -205,7 +210,7 @@ pub(crate) fn erasable(
             None => last_keyed || schema.lists.contains_key(&sp),
         };
         let alone = edits.iter().enumerate().all(|(j, o)| j == i || !overlap(&o.path, &e.path));
-        out[i] = fragment_node && alone;
+        out[i] = fragment_node && alone && !relative;
     }
     out
 }

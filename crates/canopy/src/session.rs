@@ -181,6 +181,33 @@ impl Session<'_> {
         }
     }
 
+    /// Applies the edits `build` returns as one transaction, as
+    /// [`Session::apply`] does, taking them by value: their values move into
+    /// the transaction instead of being copied, which matters for big edits
+    /// (a bulk write of thousands of list entries). When another process
+    /// commits first, `build` is called again and the new edits are applied
+    /// to the new state, as [`Session::apply`] retries.
+    ///
+    /// # Errors
+    /// What `build` returns; as [`Session::apply`].
+    pub fn apply_built(&self, mut build: impl FnMut() -> Result<Vec<Edit>>) -> Result<Commit> {
+        if self.pushes() {
+            return self.store.push(build()?);
+        }
+        for attempt in 1..=crate::store::CONFLICT_RETRIES {
+            match self.store.transact_owned(self.ds, build()?) {
+                Err(Error::Store(e)) if e.kind() == canopy_store::ErrorKind::Conflict => {
+                    crate::store::conflict_pause(attempt)
+                }
+                other => return other,
+            }
+        }
+        Err(Error::Store(canopy_store::StoreError::new(
+            canopy_store::ErrorKind::Conflict,
+            "other writers kept committing first; the transaction was not applied",
+        )))
+    }
+
     /// Applies one edit whose value is RFC 7951 JSON text, as one transaction.
     /// `json` is written as [`canopy_core::json::parse_subtree`] takes it (the
     /// RESTCONF form: an object with the node as its only member, a whole

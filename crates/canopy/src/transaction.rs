@@ -3,7 +3,7 @@
 //! another process committed first.
 
 use canopy_core::diff::Change;
-use canopy_core::edit::{apply_edit_owned, Edit};
+use canopy_core::edit::{apply_edit_deferring, apply_edit_owned, fill_created, Edit};
 use canopy_core::tree::Container;
 use canopy_store::keys::{self, Datastore};
 use canopy_store::{Batch, ErrorKind, Snapshot};
@@ -125,6 +125,13 @@ impl Store {
         // (above) but no constraint between nodes is checked.
         let checked = yang.filter(|_| catalog.validation == crate::yang::Validation::Full);
         let erasable = erasable(&edits, ds, &catalog.lists, yang, checked.is_some(), &self.hub);
+        // The list entries edits create are put in their changes once: moved
+        // out of the tree when the batch is built, unless something reads the
+        // changes before (constraint checks, subscribers: then copied).
+        // Edits inside one another keep the copy each edit makes, so that a
+        // change holds its entry as its own edit left it.
+        let defer = checked.is_none() && edits_apart(&edits);
+        let mut deferred: Vec<usize> = Vec::new();
         for (e, erase) in edits.into_iter().zip(erasable) {
             if erase {
                 erase_edit(&mut loader, &mut root, &e, &schema, &mut changes)?;
@@ -132,7 +139,14 @@ impl Store {
             }
             prepare(&mut loader, &mut root, &e, &schema)?;
             learn_edit(&mut schema, &mut learned, &e, &root);
-            changes.extend(apply_edit_owned(&mut root, e, &Typed { lists: &schema, yang })?);
+            let typed = Typed { lists: &schema, yang };
+            if defer {
+                let (c, created) = apply_edit_deferring(&mut root, e, &typed)?;
+                deferred.extend(created.map(|i| changes.len() + i));
+                changes.extend(c);
+            } else {
+                changes.extend(apply_edit_owned(&mut root, e, &typed)?);
+            }
         }
         if changes.is_empty() && learned.is_empty() {
             return Ok(Commit { revision: base, changes, streamed: None });
@@ -149,18 +163,24 @@ impl Store {
             )?;
         }
         // 3. Subscribers validate.
+        // Which subscribers a change concerns depends on what it created.
+        if !deferred.is_empty() && self.hub.subscribers().iter().any(|e| e.ds == ds) {
+            fill_deferred(&mut root, &mut changes, &mut deferred, false)?;
+        }
         let matched = Matched::find(&self.hub, ds, &changes);
         matched.validate(self.conn.id, &changes)?;
         // 4. Batch.
         let batch =
-            batch_for(&changes, &root, &keys::Space::datastore(ds), snap, &schema, &learned, &|k| loader.has_range(k))
-                .and_then(|mut b| {
-                    if let (Some(index), Some(y)) = (&index, checked) {
-                        index.write(y, &changes, snap, &catalog.lists, &mut b)?;
-                    }
-                    self.log_commit(snap, ds, &changes, &mut b)?;
-                    Ok(b)
-                });
+            batch_for(&changes, &root, &keys::Space::datastore(ds), snap, &schema, &learned, &|k| loader.has_range(k));
+        // The tree is done with: its created entries move into their changes.
+        fill_deferred(&mut root, &mut changes, &mut deferred, true)?;
+        let batch = batch.and_then(|mut b| {
+            if let (Some(index), Some(y)) = (&index, checked) {
+                index.write(y, &changes, snap, &catalog.lists, &mut b)?;
+            }
+            self.log_commit(snap, ds, &changes, &mut b)?;
+            Ok(b)
+        });
         drop(loader);
         drop(root);
         // 5. Store.
@@ -220,4 +240,69 @@ impl Store {
             }
         }
     }
+}
+
+/// Whether no edit's path lies inside another's or names the same node, as
+/// paths are written: then no edit changes what another created. A segment
+/// without a selector where another path has one names a whole list, which
+/// holds every entry: such paths are taken for nested.
+fn edits_apart(edits: &[Edit]) -> bool {
+    use canopy_core::path::Selector;
+    use std::cmp::Ordering;
+    if edits.len() < 2 {
+        return true;
+    }
+    // Each path as names and selectors, keys in one order whatever order
+    // the path gives them in.
+    type Seg<'a> = (&'a str, Option<std::borrow::Cow<'a, Selector>>);
+    fn spelled(e: &Edit) -> Vec<Seg<'_>> {
+        e.path
+            .segments
+            .iter()
+            .map(|s| {
+                let sel = match &s.selector {
+                    Selector::None => None,
+                    Selector::Keys(k) if k.len() > 1 => {
+                        let mut k = k.clone();
+                        k.sort();
+                        Some(std::borrow::Cow::Owned(Selector::Keys(k)))
+                    }
+                    sel => Some(std::borrow::Cow::Borrowed(sel)),
+                };
+                (s.name.as_str(), sel)
+            })
+            .collect()
+    }
+    let names = |a: &[Seg<'_>], b: &[Seg<'_>]| -> Ordering { a.iter().map(|s| s.0).cmp(b.iter().map(|s| s.0)) };
+    let mut paths: Vec<Vec<Seg<'_>>> = edits.iter().map(spelled).collect();
+    paths.sort_unstable_by(|a, b| names(a, b).then_with(|| a.cmp(b)));
+    let wild = |p: &[Seg<'_>]| -> Vec<bool> { p.iter().map(|s| s.1.is_none()).collect() };
+    let mut group_wild = wild(&paths[0]);
+    for w in paths.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        if names(a, b) == Ordering::Equal {
+            // The same nodes by name: apart only with different selectors
+            // where they are given, and given at the same places.
+            if a == b || wild(b) != group_wild {
+                return false;
+            }
+        } else {
+            // Sorted by names, a path comes right before the first path
+            // whose names continue its own.
+            if b.len() > a.len() && b.iter().zip(a.iter()).all(|(x, y)| x.0 == y.0) {
+                return false;
+            }
+            group_wild = wild(b);
+        }
+    }
+    true
+}
+
+/// Fills the changes at `deferred` (entries created but not copied, see
+/// [`apply_edit_deferring`]) from `root`: moved out of it with `take`.
+fn fill_deferred(root: &mut Container, changes: &mut [Change], deferred: &mut Vec<usize>, take: bool) -> Result<()> {
+    for i in deferred.drain(..) {
+        fill_created(root, &mut changes[i], take)?;
+    }
+    Ok(())
 }

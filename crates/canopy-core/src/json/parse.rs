@@ -6,6 +6,7 @@
 
 use std::io::Read;
 
+use crate::children::Children;
 use crate::error::{Error, Result};
 use crate::path::{self, Path, Selector};
 use crate::schema::{NodeKind, Schema};
@@ -1202,6 +1203,9 @@ impl<'s, R: Read> Parser<'s, R> {
             emit.begin_list(name, &info);
         }
         let mut list = List::new(info);
+        // Entries of one list have about as many children as the one before:
+        // room for them from the start spares the growing.
+        let mut room = 0;
         loop {
             let first = self.rd.peek()?;
             let at = self.rd.here();
@@ -1227,8 +1231,9 @@ impl<'s, R: Read> Parser<'s, R> {
                 }
                 continue;
             }
-            let mut entry = Container::default();
+            let mut entry = Container { meta: Meta::default(), children: Children::with_capacity(room) };
             self.object_into(&mut entry, module, None)?;
+            room = entry.children.len();
             if let Some(k) = list.info.keys.iter().find(|k| !matches!(entry.children.get(k), Some(Node::Leaf { .. }))) {
                 return Err(self.rd.err_at(at, format!("list entry is missing key leaf `{k}`")));
             }

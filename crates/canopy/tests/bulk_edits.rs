@@ -1,0 +1,254 @@
+//! Transactions of many edits that create list entries: each entry is copied
+//! into its change once (moved out of the transaction's tree when the batch
+//! is built), and the diff is the one the edits make one by one — whole
+//! entries, each as its own edit left it, seen by subscribers below them —
+//! and `Session::apply_built` builds its edits again when another writer
+//! commits first.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use canopy::{Change, ChangeEvent, Container, Datastore, Edit, Node, Path, Store, Subscriber, Subtree, Value};
+
+fn urls(dir: &tempfile::TempDir) -> Vec<String> {
+    let d = dir.path().display();
+    vec![format!("lmdb:{d}/plain?sync=off"), format!("lmdb:{d}/cached?sync=off&cache=on")]
+}
+
+fn leaf(v: &str) -> Node {
+    Node::leaf(Value::String(v.into()))
+}
+
+/// Entry `i` of `/m:top/dev`: its key, a leaf and a nested list of two.
+fn device(i: usize) -> Container {
+    let mut c = Container::default();
+    c.children.insert("id".into(), leaf(&format!("d{i:03}")));
+    c.children.insert("state".into(), leaf("up"));
+    let mut ports = canopy::List::new(canopy::ListInfo::keyed(["name"]));
+    for p in 0..2 {
+        let mut e = Container::default();
+        e.children.insert("name".into(), leaf(&format!("p{p}")));
+        e.children.insert("speed".into(), leaf(&format!("{}", 10 * (i + p))));
+        ports.insert(e, &canopy::Insert::Last).unwrap();
+    }
+    c.children.insert("port".into(), Node::List(Box::new(ports)));
+    c
+}
+
+fn device_path(i: usize) -> Path {
+    format!("/m:top/dev[id='d{i:03}']").parse().unwrap()
+}
+
+fn devices(n: usize) -> Vec<Edit> {
+    let create = |i| Edit {
+        op: canopy::Operation::Create,
+        path: device_path(i),
+        value: Some(Node::Container(device(i))),
+        insert: None,
+    };
+    (0..n).map(create).collect()
+}
+
+/// Entry `i` as stored.
+fn stored(store: &Store, i: usize) -> Option<Container> {
+    let got = store.running().get(&device_path(i).to_string(), Default::default()).unwrap();
+    let Some(Node::Container(top)) = got.children.get("m:top") else { return None };
+    let Some(Node::List(devs)) = top.children.get("dev") else { return None };
+    devs.get(&[format!("d{i:03}")]).cloned()
+}
+
+fn json(c: &Container) -> String {
+    canopy::json::to_string(c, &Default::default())
+}
+
+fn open(url: &str) -> Store {
+    let store = Store::open(url).unwrap();
+    store.declare_list("/m:top/dev", canopy::ListInfo::keyed(["id"])).unwrap();
+    store.declare_list("/m:top/dev/port", canopy::ListInfo::keyed(["name"])).unwrap();
+    store
+}
+
+#[test]
+fn each_created_entry_is_in_the_diff_whole_and_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in urls(&dir) {
+        let store = open(&url);
+        let commit = store.running().apply_built(|| Ok(devices(50))).unwrap();
+        let created: Vec<(&Path, &Container)> = commit
+            .changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::Created { path, node: Subtree::Entry(e), .. } => Some((path, e)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(created.len(), 50, "{url}: {:?}", commit.changes);
+        for (i, (path, entry)) in created.into_iter().enumerate() {
+            assert_eq!(path, &device_path(i), "{url}");
+            assert_eq!(entry, &device(i), "{url}: entry {i}");
+        }
+        for i in [0, 17, 49] {
+            assert_eq!(stored(&store, i), Some(device(i)), "{url}: read back {i}");
+        }
+    }
+}
+
+#[test]
+fn an_edit_inside_an_entry_created_before_it_leaves_that_change_as_its_edit_made_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in urls(&dir) {
+        let store = open(&url);
+        let mut edits = devices(3);
+        edits.push(Edit::merge(format!("{}/note", device_path(1)).parse().unwrap(), leaf("later")));
+        let commit = store.running().apply(&edits).unwrap();
+        let first = commit.changes.iter().find(|c| c.path() == &device_path(1)).expect("entry created");
+        match first {
+            Change::Created { node: Subtree::Entry(e), .. } => assert_eq!(e, &device(1), "{url}"),
+            other => panic!("{url}: {other:?}"),
+        }
+        let note = format!("{}/note", device_path(1));
+        assert!(commit.changes.iter().any(|c| c.path().to_string() == note), "{url}: {:?}", commit.changes);
+        let got = store.running().get(&note, Default::default()).unwrap();
+        assert!(json(&got).contains("later"), "{url}");
+    }
+}
+
+/// Records the paths of the changes and whether a created entry holds `port`.
+struct Seen(Arc<Mutex<Vec<String>>>);
+
+impl Subscriber for Seen {
+    fn apply(&self, ev: &ChangeEvent<'_>) {
+        for c in ev.changes() {
+            let ports = match c {
+                Change::Created { node: Subtree::Entry(e), .. } => e.children.get("port").is_some(),
+                _ => false,
+            };
+            self.0.lock().unwrap().push(format!("{} {ports}", c.path()));
+        }
+    }
+}
+
+#[test]
+fn a_subscriber_below_created_entries_sees_them_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in urls(&dir) {
+        let store = open(&url);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let _s = store.subscribe(Datastore::Running, "/m:top/dev[id='d002']/port", 0, Seen(seen.clone())).unwrap();
+        store.running().apply_built(|| Ok(devices(4))).unwrap();
+        // The subscription lies below one created entry: only what the
+        // entry's content holds tells that it concerns it.
+        assert_eq!(*seen.lock().unwrap(), [format!("{} true", device_path(2))], "{url}");
+    }
+}
+
+/// Commits through another connection of the store once, from inside the
+/// first attempt of a transaction, so that the attempt meets a conflict.
+struct Interloper {
+    other: Store,
+    done: AtomicUsize,
+}
+
+impl Subscriber for Interloper {
+    fn validate(&self, _ev: &ChangeEvent<'_>) -> Result<(), String> {
+        if self.done.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.other.running().set("/m:top/owner", Value::String("other".into())).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn apply_built_builds_its_edits_again_after_another_writer_commits_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("lmdb:{}?sync=off", dir.path().join("s").display());
+    let store = open(&url);
+    let interloper = Interloper { other: Store::open(&url).unwrap(), done: AtomicUsize::new(0) };
+    let _s = store.subscribe(Datastore::Running, "/m:top/dev", 0, interloper).unwrap();
+    let builds = AtomicUsize::new(0);
+    store
+        .running()
+        .apply_built(|| {
+            builds.fetch_add(1, Ordering::SeqCst);
+            Ok(devices(5))
+        })
+        .unwrap();
+    assert_eq!(builds.load(Ordering::SeqCst), 2, "built once more after the conflict");
+    let fresh = Store::open(&url).unwrap();
+    assert_eq!(fresh.running().count("/m:top/dev").unwrap(), 5);
+    let owner = fresh.running().get("/m:top/owner", Default::default()).unwrap();
+    assert!(json(&owner).contains("other"), "{}", json(&owner));
+}
+
+#[test]
+fn apply_built_returns_what_build_refuses_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&format!("lmdb:{}?sync=off", dir.path().join("s").display()));
+    let err = store.running().apply_built(|| Err(canopy::Error::Usage("no body".into()))).unwrap_err();
+    assert!(matches!(&err, canopy::Error::Usage(m) if m == "no body"), "{err:?}");
+    // A create of an entry that is there fails whole: nothing of the batch is stored.
+    store.running().apply_built(|| Ok(devices(2))).unwrap();
+    let err = store
+        .running()
+        .apply_built(|| {
+            let mut e = devices(4);
+            e.rotate_left(2);
+            Ok(e)
+        })
+        .unwrap_err();
+    assert_eq!(err.to_string(), "/m:top/dev[id='d000']: already exists");
+    assert_eq!(store.running().count("/m:top/dev").unwrap(), 2);
+}
+
+#[test]
+fn an_entry_created_then_removed_with_its_whole_list_in_one_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in urls(&dir) {
+        let store = open(&url);
+        let mut edits = devices(3);
+        edits.push(Edit::delete("/m:top/dev".parse().unwrap()));
+        edits.extend(devices(5).into_iter().skip(3));
+        let commit = store.running().apply(&edits).unwrap();
+        let created = commit.changes.iter().find(|c| c.path() == &device_path(0)).expect("created");
+        assert!(matches!(created, Change::Created { node: Subtree::Entry(e), .. } if e == &device(0)), "{url}");
+        assert_eq!(store.running().count("/m:top/dev").unwrap(), 2, "{url}");
+        assert_eq!(stored(&store, 4), Some(device(4)), "{url}");
+        assert_eq!(stored(&store, 0), None, "{url}");
+    }
+}
+
+#[test]
+fn an_entry_named_with_its_keys_in_another_order_is_the_same_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in urls(&dir) {
+        let store = Store::open(&url).unwrap();
+        store.declare_list("/m:top/link", canopy::ListInfo::keyed(["a", "b"])).unwrap();
+        let mk = |a: &str, b: &str| {
+            let mut c = Container::default();
+            c.children.insert("a".into(), leaf(a));
+            c.children.insert("b".into(), leaf(b));
+            c
+        };
+        let create = |a: &str, b: &str| Edit {
+            op: canopy::Operation::Create,
+            path: format!("/m:top/link[a='{a}'][b='{b}']").parse().unwrap(),
+            value: Some(Node::Container(mk(a, b))),
+            insert: None,
+        };
+        let edits = vec![
+            create("1", "2"),
+            create("3", "4"),
+            Edit::merge("/m:top/link[b='2'][a='1']/x".parse().unwrap(), leaf("later")),
+        ];
+        let commit = store.running().apply(&edits).unwrap();
+        let first: Path = "/m:top/link[a='1'][b='2']".parse().unwrap();
+        let created = commit.changes.iter().find(|c| c.path() == &first).expect("created");
+        assert!(
+            matches!(created, Change::Created { node: Subtree::Entry(e), .. } if e == &mk("1", "2")),
+            "{url}: {:?}",
+            commit.changes
+        );
+        assert_eq!(store.running().count("/m:top/link").unwrap(), 2, "{url}");
+        assert_eq!(store.running().count("/m:top/link/x").unwrap(), 1, "{url}");
+    }
+}
