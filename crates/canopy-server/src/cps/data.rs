@@ -455,7 +455,7 @@ pub(super) fn writes(model: &Model, parent: &Path, body: &Json, whole_lists: boo
     Ok(out)
 }
 
-fn xpath_text(p: &Path) -> String {
+pub(super) fn xpath_text(p: &Path) -> String {
     if p.segments.is_empty() {
         return "/".into();
     }
@@ -595,6 +595,14 @@ fn exists(anchor: &Anchor, at: &Path) -> Result<bool, CpsError> {
     if at.segments.is_empty() {
         return Ok(true);
     }
+    // A container or entry as stored is one fragment's lookup; anything else
+    // (a key spelled otherwise than stored, a node that is not there) is
+    // looked for in the tree, which reads only what is below `at`'s nodes
+    // down to one level.
+    let text = at.to_string();
+    if matches!(anchor.store.running().pin().and_then(|p| p.stored_node(&text)), Ok(Some(_))) {
+        return Ok(true);
+    }
     let tree = read(anchor, at, Some(0))?;
     Ok(!locate(&tree, at).is_empty())
 }
@@ -623,13 +631,15 @@ pub(super) fn scratch_of(texts: &[(String, String)]) -> Result<Store, CpsError> 
     Ok(store)
 }
 
+/// Diffs of this many changes or more are freed after the reply.
+const BIG_DIFF: usize = 256;
+
 /// POST/PUT/PATCH/DELETE of `nodes` and `list-nodes`.
 pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError> {
     check_timestamp(call)?;
     let xpath = if list { call.required("xpath")? } else { call.param("xpath").unwrap_or("/") };
     let at = instance(anchor, xpath)?;
     let yang = yang_model(anchor)?;
-    let model = yang.model();
     let method = call.method.as_str();
     if method == "DELETE" {
         let s = anchor.store.running();
@@ -645,7 +655,6 @@ pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError
         s.apply(&edits).map_err(|e| data_error(anchor, e, false))?;
         return Ok(Reply::Status(StatusCode::NO_CONTENT));
     }
-    let body = data_body(call, anchor, &yang, &at)?;
     let dry = call.bool_param("dry-run")?;
     let (op, whole, status) = match (method, list) {
         ("POST", _) => (Operation::Create, false, StatusCode::CREATED),
@@ -660,34 +669,74 @@ pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError
             })
         }
     };
-    let ws = writes(model, &at, &body, whole)?;
-    // The body's JSON values are copied into the writes: let them go before
-    // the edits are built and applied (a 1,000-device POST is 27 MB of JSON
-    // and several times that as values).
-    drop(body);
-    if ws.is_empty() {
-        return Err(CpsError::bad("Data Validation Failed", "the data holds no node"));
-    }
     if dry {
         let store = scratch(anchor)?;
-        let edits = edits_of(&store, &ws, Operation::Merge).map_err(|e| data_error(anchor, e, false))?;
+        let edits = body_edits(anchor, &store, &yang, &at, call, Operation::Merge, whole)?;
         store.running().apply(&edits).map_err(|e| data_error(anchor, e, false))?;
         return Ok(Reply::Status(StatusCode::OK));
     }
+    let edits = body_edits(anchor, &anchor.store, &yang, &at, call, op, whole)?;
     if !exists(anchor, &at)? {
         return Err(not_found(anchor, xpath, false));
     }
     if op == Operation::Merge {
-        for w in &ws {
-            if !exists(anchor, &w.path)? {
-                return Err(not_found(anchor, &xpath_text(&w.path), false));
+        for e in &edits {
+            if !exists(anchor, &e.path)? {
+                return Err(not_found(anchor, &xpath_text(&e.path), false));
             }
         }
     }
-    let edits = edits_of(&anchor.store, &ws, op).map_err(|e| data_error(anchor, e, false))?;
-    drop(ws);
-    anchor.store.running().apply(&edits).map_err(|e| data_error(anchor, e, false))?;
+    // The edits move into the transaction; they are read from the body again
+    // only if another process commits first.
+    let mut first = Some(edits);
+    let commit = anchor
+        .store
+        .running()
+        .apply_built(|| match first.take() {
+            Some(edits) => Ok(edits),
+            None => body_edits(anchor, &anchor.store, &yang, &at, call, op, whole)
+                .map_err(|e| canopy::Error::Usage(format!("{}: {}", e.message, e.details))),
+        })
+        .map_err(|e| data_error(anchor, e, false))?;
+    // A bulk write's diff holds what it created: freed after the reply.
+    if commit.changes.len() >= BIG_DIFF {
+        super::free_later(commit, false);
+    }
     Ok(Reply::Status(status))
+}
+
+/// The edits of a write's body below `at`, built for `store`: a JSON body
+/// read straight into edits, XML (and JSON that reader does not take)
+/// through `serde_json` values.
+fn body_edits(
+    anchor: &Anchor,
+    store: &Store,
+    yang: &canopy::YangSchema,
+    at: &Path,
+    call: &Call,
+    op: Operation,
+    whole: bool,
+) -> Result<Vec<Edit>, CpsError> {
+    let model = yang.model();
+    let direct = match is_xml(call) {
+        true => None,
+        false => super::edits::json_edits(store, model, at, &call.body, op, whole)?,
+    };
+    let edits = match direct {
+        Some(edits) => edits,
+        None => {
+            let body = data_body(call, anchor, yang, at)?;
+            let ws = writes(model, at, &body, whole)?;
+            // The body's JSON values are copied into the writes: let them go
+            // before the edits are built.
+            drop(body);
+            edits_of(store, &ws, op).map_err(|e| data_error(anchor, e, false))?
+        }
+    };
+    if edits.is_empty() {
+        return Err(CpsError::bad("Data Validation Failed", "the data holds no node"));
+    }
+    Ok(edits)
 }
 
 // --- queries --------------------------------------------------------------------

@@ -442,3 +442,52 @@ def test_deep_lists(tmp_path):
         assert all(set(i) == {"name", "mtu", "enabled"} for i in dev["dn:device"]["interface"])
     finally:
         assert srv.stop() == 0
+
+
+def test_bulk_post_of_many_entries_stores_each_whole(tmp_path):
+    """A POST of 300 devices below an existing container (the JSON body read
+    straight into edits) stores every device with its nested lists, as the
+    whole tree read back shows; a POST repeating one of them creates none."""
+    srv = start(tmp_path)
+    try:
+        c = Cps(srv)
+        c.setup("ds", "net", ("deep-network.yang",), ("a",))
+        first = network(2)
+        assert c.create("ds", "a", first).status_code == 201
+        more = network(302)["network"]["device"][2:]
+        r = c.create("ds", "a", {"device": more}, xpath="/network")
+        assert r.status_code == 201, r.text
+        [tree] = c.node("ds", "a", "/network", "all")
+        # Entries come back in key order.
+        want = sorted(network(302)["network"]["device"], key=lambda d: d["id"])
+        assert tree["dn:network"]["device"] == want
+        again = network(305)["network"]["device"][299:]
+        r = c.create("ds", "a", {"device": again}, xpath="/network")
+        assert_cps_error(r, 409, "Already defined exception")
+        assert_cps_error(c.get(NODE, xpath="/network/device[@id='dev-303']"), 404)
+        # Unknown members and malformed JSON are refused as before, nothing stored.
+        r = c.create("ds", "a", {"device": [{"id": "x", "colour": "red"}]}, xpath="/network")
+        assert_cps_error(r, 400)
+        r = c.send("POST", c.nodes("ds", "a"), '{"device": [{"id": "y"}', params={"xpath": "/network"})
+        assert_cps_error(r, 400)
+        assert "malformed JSON" in r.json()["details"]
+        r = c.create("ds", "a", {"gadget": [{"id": "z"}]}, xpath="/network")
+        assert_cps_error(r, 400)
+        assert "no data node `gadget`" in r.json()["details"]
+        assert c.node("ds", "a", "/network", "all") == [tree]
+    finally:
+        assert srv.stop() == 0
+
+
+def test_post_of_a_list_as_one_object_and_below_an_entry(stores):
+    """Bodies the direct reader leaves to the general one: a list entry
+    given as an object instead of an array, and a POST below a list entry."""
+    r = stores.create("ds", "a", {"categories": {"code": 5, "name": "Poetry"}}, xpath="/shops/bookstore")
+    assert r.status_code == 201, r.text
+    got = stores.node("ds", "a", "/shops/bookstore/categories[@code='5']", "all", version="v3")
+    assert got == {"book-store:categories": [{"code": 5, "name": "Poetry"}]}
+    body = {"books": {"book": [{"title": "Odes", "price": 7}]}}
+    r = stores.create("ds", "a", body, xpath="/shops/bookstore/categories[@code='5']")
+    assert r.status_code == 201, r.text
+    [node] = stores.node("ds", "a", "/shops/bookstore/categories[@code='5']/books", "all")
+    assert node == {"book-store:books": {"book": [{"title": "Odes", "price": 7}]}}
