@@ -102,6 +102,14 @@ fn server_stores(dir: &std::path::Path) -> Vec<String> {
             out.push(with_params(&server, &format!("{param}={ns}&lease=4s")));
         }
     }
+    // MongoDB: the namespace is the database, in the URL's path.
+    if let Some(server) = server_url("CANOPY_MONGODB_URL") {
+        let (base, query) = server.split_once('?').unwrap_or((&server, ""));
+        let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
+        let db = namespace_of(&format!("h{}_", std::process::id()), dir);
+        let url = if query.is_empty() { format!("{base}/{db}") } else { format!("{base}/{db}?{query}") };
+        out.push(with_params(&url, "lease=4s"));
+    }
     out
 }
 
@@ -234,7 +242,7 @@ fn a_live_holder_on_another_host_keeps_its_records_and_a_killed_one_loses_them_w
         assert_a_holds(&b, std::process::id(), &tag, &url);
 
         // A killed: its lease ends (at once on PostgreSQL, whose session
-        // closes; within the lease's 4 s on Redis and etcd), and with it
+        // closes; within the lease's 4 s on Redis, etcd and MongoDB), and with it
         // its lock and pushed state, for B too.
         a.kill();
         eventually(&format!("{url}: A's lock ends"), || b.locks().unwrap().is_empty());
