@@ -71,7 +71,7 @@ impl MongoBackend {
             addr: self.addr.clone(),
             place: self.place.clone(),
             db: self.db.clone(),
-            connect_timeout: self.connect_timeout,
+            connect_timeout: self.connect_timeout.min(every),
             timeout: every,
         };
         let (renew_conn, renew_dial) = (shared.clone(), dial.clone());
@@ -124,6 +124,7 @@ struct Dial {
     addr: String,
     place: String,
     db: String,
+    /// At most a third of the lease's time, as is each command's.
     connect_timeout: std::time::Duration,
     /// Per command: a third of the lease's time.
     timeout: std::time::Duration,
