@@ -6,9 +6,10 @@
 //! the server's clock: a renewal matches only such a document (so a lease
 //! that expired stays ended), and so does the query that asks which leases
 //! are held. Every time is the server's, so the hosts' clocks do not matter.
-//! A TTL index on `expires` deletes the documents of expired leases (in the
-//! server's own time: MongoDB's TTL monitor runs every 60 s), a backstop
-//! that keeps the collection small, not what ends a lease.
+//! A TTL index on `expires`, created with the store's first lease, deletes
+//! the documents of expired leases (in the server's own time: MongoDB's TTL
+//! monitor runs every 60 s), a backstop that keeps the collection small, not
+//! what ends a lease.
 //!
 //! Dates are compared as numbers (`$toLong`): SecantusDB 0.7.0b3 compares
 //! `$$NOW` equal to every date.
@@ -37,6 +38,14 @@ impl MongoBackend {
         let ms = self.lease_time.as_millis().max(1) as i64;
         let every = self.lease_time / 3;
         let mut conn = self.connect()?;
+        // Created by the first lease of the store (nothing when it exists),
+        // not at every open: a store whose processes never lock or push
+        // keeps no `leases` collection for the server's TTL sweep to visit.
+        let ttl = doc! {
+            "createIndexes": "leases", "indexes": [{"key": {"expires": 1}, "name": "expires", "expireAfterSeconds": 0}],
+            "$db": &self.db,
+        };
+        conn.command(&ttl).map_err(|f| self.fail("take a lease: create the index of `leases`", f))?;
         let mut taken = None;
         for _ in 0..8 {
             let id = random_id() as i64;

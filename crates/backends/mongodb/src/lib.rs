@@ -465,14 +465,6 @@ impl MongoBackend {
             };
             conn.command(&create).map_err(|f| self.fail("create the store's indexes", f))?;
         }
-        // The server deletes a lease document once it expired: a backstop,
-        // since a lease is held only while `expires` is ahead of the
-        // server's clock (see the `lease` module).
-        let ttl = doc! {
-            "createIndexes": "leases", "indexes": [{"key": {"expires": 1}, "name": "expires", "expireAfterSeconds": 0}],
-            "$db": &self.db,
-        };
-        conn.command(&ttl).map_err(|f| self.fail("create the store's indexes", f))?;
         let find = doc! {"find": "meta", "filter": {}, "$db": &self.db};
         let reply = conn.command(&find).map_err(|f| self.fail("read the store's format", f))?;
         let meta = first_batch(&reply);

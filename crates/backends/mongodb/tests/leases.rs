@@ -50,7 +50,16 @@ fn leases_follow_the_contract() {
     let db = url::Url::parse(&url).unwrap().path().trim_start_matches('/').to_string();
     let open = || MongoBackend::open_url(&StoreUrl::parse(&url).unwrap()).unwrap();
     let (a, b) = (open(), open());
+    let indexes = |db: &str| {
+        let reply = command(&server, &doc! {"listIndexes": "leases", "cursor": {}, "$db": db});
+        reply.get_document("cursor").unwrap().get_array("firstBatch").unwrap().clone()
+    };
     check_leases(&a, &b, &|id| {
+        // The backstop: the server deletes expired lease documents.
+        let ttl = indexes(&db).iter().filter_map(|i| i.as_document()).any(|i| {
+            i.get_document("key").is_ok_and(|k| k.contains_key("expires")) && i.get("expireAfterSeconds").is_some()
+        });
+        assert!(ttl, "a TTL index on `expires` in {:?}", indexes(&db));
         let delete = doc! {"delete": "leases", "deletes": [{"q": {"_id": id as i64}, "limit": 1}], "$db": &db};
         assert_eq!(command(&server, &delete).get_i32("n").unwrap(), 1, "the document of lease {id}");
     });
