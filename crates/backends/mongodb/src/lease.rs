@@ -72,7 +72,9 @@ impl MongoBackend {
                 format!("{}: take a lease: every lease id tried was taken", self.place),
             ));
         };
-        // Renewals that hang are given up before the lease ends.
+        // One connection for the renewals and for the release at the end (a
+        // new one when it broke); renewals that hang are given up before
+        // the lease ends.
         let timeouts =
             conn.stream.set_read_timeout(Some(every)).and_then(|()| conn.stream.set_write_timeout(Some(every)));
         let shared = Arc::new(Mutex::new(timeouts.is_ok().then_some(conn)));
@@ -84,8 +86,6 @@ impl MongoBackend {
             timeout: every,
         };
         let (renew_conn, renew_dial) = (shared.clone(), dial.clone());
-        // One connection for the renewals and for the release at the end
-        // (a new one when it broke).
         let mut live = unexpired();
         live.insert("_id", id);
         let renewal = doc! {"update": "leases", "updates": [{"q": live, "u": extend(ms)}], "$db": &self.db};
