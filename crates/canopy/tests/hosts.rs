@@ -102,7 +102,23 @@ fn server_stores(dir: &std::path::Path) -> Vec<String> {
             out.push(with_params(&server, &format!("{param}={ns}&lease=4s")));
         }
     }
+    if let Some(server) = server_url("CANOPY_MONGODB_URL") {
+        let db = namespace_of(&format!("h{}_", std::process::id()), dir);
+        out.push(with_params(&mongodb_store(&server, &db), "lease=4s"));
+    }
     out
+}
+
+/// The MongoDB store of database `db` on the server of `server` (the
+/// namespace is the database, in the URL's path).
+fn mongodb_store(server: &str, db: &str) -> String {
+    let (base, query) = server.split_once('?').unwrap_or((server, ""));
+    let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
+    if query.is_empty() {
+        format!("{base}/{db}")
+    } else {
+        format!("{base}/{db}?{query}")
+    }
 }
 
 /// The connection records (lock values, pusher keys) in the store.
@@ -234,7 +250,7 @@ fn a_live_holder_on_another_host_keeps_its_records_and_a_killed_one_loses_them_w
         assert_a_holds(&b, std::process::id(), &tag, &url);
 
         // A killed: its lease ends (at once on PostgreSQL, whose session
-        // closes; within the lease's 4 s on Redis and etcd), and with it
+        // closes; within the lease's 4 s on Redis, etcd and MongoDB), and with it
         // its lock and pushed state, for B too.
         a.kill();
         eventually(&format!("{url}: A's lock ends"), || b.locks().unwrap().is_empty());
@@ -335,33 +351,96 @@ fn etcd_revoke(server: &str, id: u64) {
 /// process, itself included; its next push takes a new lease.
 #[test]
 fn a_lost_lease_takes_its_lock_and_state_with_it() {
-    let Some(server) = server_url("CANOPY_ETCD_URL") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let url = with_params(&server, &format!("prefix={}&lease=3s", namespace_of("lost_", dir.path())));
-    let a = Store::open(&url).unwrap();
-    let other = Store::open(&url).unwrap();
+    let ns = namespace_of("lost_", dir.path());
+    if let Some(server) = server_url("CANOPY_ETCD_URL") {
+        let url = with_params(&server, &format!("prefix={ns}&lease=3s"));
+        a_lost_lease_on(&url, &|id| etcd_revoke(&server, id));
+    }
+    if let Some(server) = server_url("CANOPY_MONGODB_URL") {
+        let url = with_params(&mongodb_store(&server, &ns), "lease=3s");
+        a_lost_lease_on(&url, &|id| mongodb_end_lease(&server, &ns, id));
+    }
+}
+
+/// The test above on the store of `url`, whose server `end` makes drop a lease.
+fn a_lost_lease_on(url: &str, end: &dyn Fn(u64)) {
+    let a = Store::open(url).unwrap();
+    let other = Store::open(url).unwrap();
     a.lock(Datastore::Running).unwrap();
     a.session(Datastore::Operational).set("/m:sys/owner", s("a")).unwrap();
-    assert!(matches!(other.lock(Datastore::Running), Err(Error::Locked(_))));
+    assert!(matches!(other.lock(Datastore::Running), Err(Error::Locked(_))), "{url}");
     let record = records(&a).0[0].clone();
     let lease = u64::from_be_bytes(record[9..17].try_into().unwrap());
     assert!(lease > 0);
 
-    etcd_revoke(&server, lease);
-    eventually("the lost lease's lock ends", || a.locks().unwrap().is_empty());
-    assert_eq!(owner_count(&a), 0, "its pushed state is gone for its own process too");
-    assert_eq!(owner_count(&other), 0);
+    end(lease);
+    eventually(&format!("{url}: the lost lease's lock ends"), || a.locks().unwrap().is_empty());
+    assert_eq!(owner_count(&a), 0, "{url}: its pushed state is gone for its own process too");
+    assert_eq!(owner_count(&other), 0, "{url}");
     other.lock(Datastore::Running).unwrap();
     match a.lock(Datastore::Running) {
-        Err(Error::Locked(m)) => assert!(m.contains("another connection of this process"), "{m}"),
-        r => panic!("{r:?}"),
+        Err(Error::Locked(m)) => assert!(m.contains("another connection of this process"), "{url}: {m}"),
+        r => panic!("{url}: {r:?}"),
     }
     // A push after the loss: a new lease, and only what was pushed since.
     a.session(Datastore::Operational).set("/m:sys/load", s("1")).unwrap();
-    assert_eq!(owner_count(&other), 0);
-    assert_eq!(other.session(Datastore::Operational).count("/m:sys/load").unwrap(), 1);
+    assert_eq!(owner_count(&other), 0, "{url}");
+    assert_eq!(other.session(Datastore::Operational).count("/m:sys/load").unwrap(), 1, "{url}");
     let (_, pushers) = records(&a);
-    assert_eq!(pushers.len(), 1, "the lost lease's pusher record was collected");
+    assert_eq!(pushers.len(), 1, "{url}: the lost lease's pusher record was collected");
     let new = u64::from_be_bytes(pushers[0][9..17].try_into().unwrap());
-    assert!(new != lease && new > 0);
+    assert!(new != lease && new > 0, "{url}");
+}
+
+/// Deletes lease `id`'s document in database `db` of the MongoDB server of
+/// `server` (`mongodb://HOST:PORT/...`): what the server's TTL sweep does to
+/// the document of a lease its holder stopped renewing. One `OP_MSG` of
+/// `{delete: "leases", deletes: [{q: {_id: id}, limit: 1}], $db: db}`, its
+/// BSON written here, and the reply checked for `n: 1` (one deleted).
+fn mongodb_end_lease(server: &str, db: &str, id: u64) {
+    use std::io::Read;
+    fn document(elements: &[Vec<u8>]) -> Vec<u8> {
+        let body: Vec<u8> = elements.concat();
+        let mut d = ((body.len() + 5) as i32).to_le_bytes().to_vec();
+        d.extend(body);
+        d.push(0);
+        d
+    }
+    fn element(kind: u8, name: &str, value: &[u8]) -> Vec<u8> {
+        let mut e = vec![kind];
+        e.extend(name.as_bytes());
+        e.push(0);
+        e.extend(value);
+        e
+    }
+    fn string(v: &str) -> Vec<u8> {
+        let mut s = ((v.len() + 1) as i32).to_le_bytes().to_vec();
+        s.extend(v.as_bytes());
+        s.push(0);
+        s
+    }
+    let query = document(&[element(0x12, "_id", &(id as i64).to_le_bytes())]);
+    let statement = document(&[element(0x03, "q", &query), element(0x10, "limit", &1i32.to_le_bytes())]);
+    let cmd = document(&[
+        element(0x02, "delete", &string("leases")),
+        element(0x04, "deletes", &document(&[element(0x03, "0", &statement)])),
+        element(0x02, "$db", &string(db)),
+    ]);
+    let mut msg = Vec::new();
+    for field in [(16 + 4 + 1 + cmd.len()) as i32, 1, 0, 2013, 0] {
+        msg.extend(field.to_le_bytes());
+    }
+    msg.push(0);
+    msg.extend(&cmd);
+    let addr = server.trim_start_matches("mongodb://").split(['/', '?']).next().unwrap();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.write_all(&msg).unwrap();
+    let mut header = [0u8; 16];
+    conn.read_exact(&mut header).unwrap();
+    let mut reply = vec![0u8; i32::from_le_bytes(header[..4].try_into().unwrap()) as usize - 16];
+    conn.read_exact(&mut reply).unwrap();
+    // The reply's `n`: an int32 element named `n`.
+    let deleted = element(0x10, "n", &1i32.to_le_bytes());
+    assert!(reply.windows(deleted.len()).any(|w| w == deleted), "lease {id}'s document was not deleted: {reply:?}");
 }

@@ -3,8 +3,8 @@
 //! backend's announcement of the commit), cached reads in another process
 //! see it, and writers of one leaf in two processes each get revisions of
 //! their own. Run on every server backend whose `CANOPY_*_URL` names a
-//! server (`scripts/servers.sh start`), and on LMDB and MongoDB with
-//! `?changelog=` (their listeners poll the revision).
+//! server (`scripts/servers.sh start`), and on LMDB with `?changelog=` (its
+//! listeners poll the revision).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -113,15 +113,22 @@ fn stores(dir: &Path) -> Vec<(&'static str, String)> {
             out.push((name, with_params(&server, &format!("{param}={ns}"))));
         }
     }
-    // MongoDB: the namespace is the database, in the URL's path; it does not
-    // announce commits, so its listeners poll the revision (`changelog=`).
+    // MongoDB: the namespace is the database, in the URL's path.
     if let Some(server) = server_url("CANOPY_MONGODB_URL") {
-        let (base, query) = server.split_once('?').unwrap_or((&server, ""));
-        let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
-        let ns = namespace_of(&format!("p{}_", std::process::id()), dir);
-        out.push(("mongodb", format!("{base}/{ns}?{query}&changelog=100")));
+        out.push(("mongodb", mongodb_store(&server, &namespace_of(&format!("p{}_", std::process::id()), dir))));
     }
     out
+}
+
+/// The MongoDB store of database `db` on the server of `server`.
+fn mongodb_store(server: &str, db: &str) -> String {
+    let (base, query) = server.split_once('?').unwrap_or((server, ""));
+    let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
+    if query.is_empty() {
+        format!("{base}/{db}")
+    } else {
+        format!("{base}/{db}?{query}")
+    }
 }
 
 /// What `apply` was called with: (revision, path, value created or set).

@@ -23,10 +23,17 @@
 //!   before its first transaction, and opening or closing the store, or a
 //!   commit that conflicts, ends the recorded sessions whose connection is
 //!   gone.
+//! * Leases (`lease=10s`): a document per lease in collection `leases`,
+//!   whose expiry, by the server's clock, a thread of the holder renews (see
+//!   the `lease` module). Commits are announced by a change stream of the
+//!   revision document (see the `listen` module).
 //! * `sync=commit`: the commit's write concern is `{w: 1, j: true}`: the
 //!   server acknowledges it once it is in its journal. `sync=off`: `j: false`.
 //! * Authentication and TLS are not built in yet; a single server
 //!   (`directConnection=true`), no replica-set discovery.
+
+mod lease;
+mod listen;
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -35,7 +42,7 @@ use std::time::Duration;
 
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document};
-use canopy_store::backend::{prefix_end, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit, WriteView};
+use canopy_store::backend::{prefix_end, Announcements, Backend, Batch, BatchOp, Snapshot, SyncMode, Visit, WriteView};
 use canopy_store::error::{ErrorKind, Result, StoreError};
 use canopy_store::StoreUrl;
 
@@ -89,6 +96,36 @@ enum Failure {
     Io(std::io::Error),
     Server { code: i32, name: String, message: String, transient: bool },
     Protocol(String),
+}
+
+/// The error a failed command gives, naming the server (`place`) and what
+/// was being done.
+fn failure(place: &str, what: &str, f: Failure) -> StoreError {
+    match f {
+        Failure::Io(e) => {
+            let why = match e.kind() {
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => "timed out",
+                _ => "unreachable",
+            };
+            StoreError::new(ErrorKind::Unavailable, format!("{place}: {what}: {why} ({e})"))
+        }
+        Failure::Protocol(why) => StoreError::new(
+            ErrorKind::Unavailable,
+            format!("{place}: {what}: the server does not answer as MongoDB does: {why}"),
+        ),
+        Failure::Server { code, name, message, transient } => {
+            let kind = match code {
+                112 | 251 | 244 | 246 => ErrorKind::Conflict,
+                _ if transient => ErrorKind::Conflict,
+                13 | 18 | 91 | 189 | 10107 | 11600 | 11602 | 13435 => ErrorKind::Unavailable,
+                14031 => ErrorKind::NoSpace,
+                10334 | 17419 | 17420 => ErrorKind::Unsupported,
+                _ => ErrorKind::Io,
+            };
+            let name = if name.is_empty() { String::new() } else { format!(" {name}") };
+            StoreError::new(kind, format!("{place}: {what}: {message} (code {code}{name})"))
+        }
+    }
 }
 
 /// A connection with its logical session and transaction number.
@@ -221,20 +258,23 @@ pub struct MongoBackend {
     sync: SyncMode,
     connect_timeout: Duration,
     io_timeout: Duration,
+    /// How long this process's lease outlives its last renewal (`lease`).
+    lease_time: Duration,
     idle: Mutex<Vec<Conn>>,
 }
 
 impl MongoBackend {
     /// Opens the store a URL names:
     /// `mongodb://HOST:PORT/DB?directConnection=true&sync=commit|off`
-    /// (`connect_timeout=5s`, `timeout=60s` per command).
+    /// (`connect_timeout=5s`, `timeout=60s` per command, `lease=10s`: the
+    /// time of this process's lease, see [`Backend::lease`]).
     ///
     /// # Errors
     /// `InvalidUrl` for a URL that does not parse, several hosts or unknown
     /// parameters; `Unsupported` for credentials or TLS; `Unavailable` when
     /// the server cannot be reached or does not speak the protocol.
     pub fn open_url(url: &StoreUrl) -> Result<MongoBackend> {
-        url.check_params(&["sync", "directConnection", "connect_timeout", "timeout", "tls", "ssl"])?;
+        url.check_params(&["sync", "directConnection", "connect_timeout", "timeout", "tls", "ssl", "lease"])?;
         let bad = |why: String| {
             StoreError::new(ErrorKind::InvalidUrl, format!("invalid store URL `{}`: {why}", url.redacted()))
         };
@@ -278,6 +318,7 @@ impl MongoBackend {
             sync: url.sync_mode()?,
             connect_timeout: url.duration("connect_timeout", CONNECT_TIMEOUT)?,
             io_timeout: url.duration("timeout", IO_TIMEOUT)?,
+            lease_time: canopy_store::lease::lease_time(url)?,
             idle: Mutex::new(Vec::new()),
         };
         backend.init()?;
@@ -285,36 +326,17 @@ impl MongoBackend {
     }
 
     fn fail(&self, what: &str, f: Failure) -> StoreError {
-        match f {
-            Failure::Io(e) => {
-                let why = match e.kind() {
-                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => "timed out",
-                    _ => "unreachable",
-                };
-                StoreError::new(ErrorKind::Unavailable, format!("{}: {what}: {why} ({e})", self.place))
-            }
-            Failure::Protocol(why) => StoreError::new(
-                ErrorKind::Unavailable,
-                format!("{}: {what}: the server does not answer as MongoDB does: {why}", self.place),
-            ),
-            Failure::Server { code, name, message, transient } => {
-                let kind = match code {
-                    112 | 251 | 244 | 246 => ErrorKind::Conflict,
-                    _ if transient => ErrorKind::Conflict,
-                    13 | 18 | 91 | 189 | 10107 | 11600 | 11602 | 13435 => ErrorKind::Unavailable,
-                    14031 => ErrorKind::NoSpace,
-                    10334 | 17419 | 17420 => ErrorKind::Unsupported,
-                    _ => ErrorKind::Io,
-                };
-                let name = if name.is_empty() { String::new() } else { format!(" {name}") };
-                StoreError::new(kind, format!("{}: {what}: {message} (code {code}{name})", self.place))
-            }
-        }
+        failure(&self.place, what, f)
     }
 
     /// A new connection, its server id learnt from the handshake.
     fn connect(&self) -> Result<Conn> {
-        let mut conn = Conn::open(&self.addr, self.connect_timeout, self.io_timeout).map_err(|e| {
+        self.connect_with(self.io_timeout)
+    }
+
+    /// A new connection whose commands time out after `io_timeout`.
+    fn connect_with(&self, io_timeout: Duration) -> Result<Conn> {
+        let mut conn = Conn::open(&self.addr, self.connect_timeout, io_timeout).map_err(|e| {
             let why = if e.kind() == std::io::ErrorKind::TimedOut { "timed out" } else { "unreachable" };
             StoreError::new(ErrorKind::Unavailable, format!("{}: {why} (cannot connect: {e})", self.place))
         })?;
@@ -398,6 +420,35 @@ impl MongoBackend {
         let mut idle = self.idle();
         if idle.len() < MAX_IDLE {
             idle.push(conn);
+        }
+    }
+
+    /// Runs one command outside any transaction (its `$db` added) on a pooled
+    /// connection; a pooled connection the server closed is replaced once.
+    fn outside(&self, what: &str, mut cmd: Document) -> Result<Document> {
+        cmd.insert("$db", self.db.clone());
+        let mut retried = false;
+        loop {
+            let pooled = self.idle().pop();
+            let from_pool = pooled.is_some();
+            let mut conn = match pooled {
+                Some(c) => c,
+                None => self.connect()?,
+            };
+            match conn.command(&cmd) {
+                Ok(reply) => {
+                    self.give_back(conn);
+                    return Ok(reply);
+                }
+                Err(Failure::Io(_)) if from_pool && !retried => {
+                    self.idle().clear();
+                    retried = true;
+                }
+                Err(f) => {
+                    self.give_back(conn);
+                    return Err(self.fail(what, f));
+                }
+            }
         }
     }
 
@@ -605,7 +656,7 @@ impl MongoBackend {
                 return Err(e);
             }
         };
-        if reply.get_i32("n").unwrap_or(0) != 1 {
+        if count(&reply) != 1 {
             return Err(StoreError::new(
                 ErrorKind::Conflict,
                 format!("{}: another writer committed first (the revision is no longer {revision})", self.place),
@@ -746,6 +797,15 @@ fn connection_ids(ops: &Document) -> std::collections::HashSet<i64> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The number of documents a write command matched (`n`).
+fn count(reply: &Document) -> i64 {
+    match reply.get("n") {
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        _ => 0,
+    }
 }
 
 fn first_batch(reply: &Document) -> Vec<Document> {
@@ -889,6 +949,30 @@ impl Backend for MongoBackend {
 
     fn sync_mode(&self) -> SyncMode {
         self.sync
+    }
+
+    fn announces(&self) -> bool {
+        true
+    }
+
+    /// A change stream of the revision document on a connection of its
+    /// own, read by a thread that hands the revisions on (see the `listen`
+    /// module).
+    fn announcements(&self) -> Result<Box<dyn Announcements>> {
+        self.listen()
+    }
+
+    fn leases(&self) -> bool {
+        true
+    }
+
+    /// A document whose expiry a thread renews (see the `lease` module).
+    fn lease(&self) -> Result<Box<dyn canopy_store::lease::Lease>> {
+        self.take_lease()
+    }
+
+    fn leases_held(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        self.held_leases(ids)
     }
 }
 

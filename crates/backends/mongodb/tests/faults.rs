@@ -1,7 +1,8 @@
 //! Faults against a MongoDB-wire server of the test's own (the program
 //! `CANOPY_MONGODB_BIN` names, as `scripts/servers.sh start mongodb` prints
 //! it): the server killed (SIGKILL) during a stream of commits and started
-//! again on the same data; a server that cannot be reached.
+//! again on the same data; a server that cannot be reached; the change
+//! stream and a lease when the server is killed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -152,4 +153,54 @@ fn an_unreachable_server_is_unavailable() {
     let e = MongoBackend::open_url(&StoreUrl::parse(&url).unwrap()).err().unwrap();
     assert_eq!(e.kind(), ErrorKind::Unavailable, "{e}");
     assert!(e.to_string().contains(&format!("127.0.0.1:{port}")) && e.to_string().contains("timed out"), "{e}");
+}
+
+/// The server killed: the change stream reports `Unavailable` naming the
+/// server, and a lease whose renewals fail for its whole time is lost. Once
+/// the server is back, the same backend listens again, hears commits and
+/// takes a new lease; the lost one stays ended.
+#[test]
+fn a_killed_server_breaks_the_change_stream_and_ends_the_lease() {
+    let Some(program) = program() else { return };
+    let mut server = OwnServer::start(program);
+    let url = format!(
+        "mongodb://127.0.0.1:{}/faults?directConnection=true&timeout=5s&connect_timeout=1s&lease=1s",
+        server.port
+    );
+    let b = MongoBackend::open_url(&StoreUrl::parse(&url).unwrap()).unwrap();
+    let lease = b.lease().unwrap();
+    let mut heard = b.announcements().unwrap();
+    server.kill();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let broken = loop {
+        match heard.next(Duration::from_secs(1)) {
+            Err(e) => break e,
+            Ok(_) => assert!(Instant::now() < deadline, "the change stream still runs without its server"),
+        }
+    };
+    assert_eq!(broken.kind(), ErrorKind::Unavailable, "{broken}");
+    assert!(broken.to_string().contains(&format!("127.0.0.1:{}", server.port)), "{broken}");
+    while !lease.lost() {
+        assert!(Instant::now() < deadline, "the lease outlived a minute without its server");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.restart();
+    let mut heard = b.announcements().unwrap();
+    let mut batch = Batch::default();
+    batch.put(b"\x10after".to_vec(), b"1".to_vec());
+    let revision = b.apply(&batch).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match heard.next(Duration::from_secs(1)).unwrap() {
+            Some(r) if r == revision => break,
+            _ => assert!(Instant::now() < deadline, "the commit after the restart was not heard"),
+        }
+    }
+    let new = b.lease().unwrap();
+    // The lost lease's document expires within its time of its last renewal.
+    while b.leases_held(&[new.id(), lease.id()]).unwrap() != vec![true, false] {
+        assert!(Instant::now() < deadline, "the lost lease is still held, or the new one is not");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!new.lost());
 }
