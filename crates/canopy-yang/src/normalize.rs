@@ -78,6 +78,21 @@ impl YangSchema {
         }
     }
 
+    /// [`YangSchema::check_value`] in place: `value` becomes its canonical
+    /// form where that differs; whether it did. A string of a string type is
+    /// left as it is, without a copy.
+    fn check_value_mut(&self, idx: usize, value: &mut Value) -> Result<bool, String> {
+        if let (crate::values::Fast::String, Value::String(_)) = (self.model.nodes[idx].fast, &*value) {
+            return Ok(false);
+        }
+        let v = self.check_value(idx, value)?;
+        if *value == v {
+            return Ok(false);
+        }
+        *value = v;
+        Ok(true)
+    }
+
     /// The typed value of a key (`key` of the entry at `at`) or leaf-list
     /// entry (`at` itself) given as path text; a string when the schema does
     /// not know the node or the text does not fit (edits are checked before).
@@ -455,12 +470,11 @@ impl YangSchema {
             }
             if let (NodeKind::Leaf, Node::Leaf { value, .. }) = (n.kind, &mut *child) {
                 // The common case, without extending the path.
-                match self.check_value(ci, value) {
-                    Ok(v) => {
-                        if !keys.is_empty() && keys.contains(&n.name) && *value != v {
+                match self.check_value_mut(ci, value) {
+                    Ok(changed) => {
+                        if changed && !keys.is_empty() && keys.contains(&n.name) {
                             key_changed = true;
                         }
-                        *value = v;
                     }
                     Err(r) => errs.push(Violation {
                         path: path.child(n.name.clone(), Selector::None).to_string(),

@@ -2,17 +2,19 @@
 //!
 //! A bulk POST of a thousand devices is 27 MB of JSON. Read as `serde_json`
 //! values, copied entry by entry into JSON text and parsed again into trees,
-//! it was held in memory three times over and parsed twice. Here the body is
-//! parsed once, by canopy's RFC 7951 parser, below the node it is written to;
-//! the parsed nodes become the edits by value (a list's entries one edit
-//! each, as [`super::data::writes`] makes them).
+//! it was held in memory three times over and parsed twice. Here the body's
+//! members are found without being parsed (`serde_json`'s `RawValue`) and
+//! each is parsed once, by canopy's RFC 7951 parser, below the node it is
+//! written to: a list's entries one by one, each one edit, by value (as
+//! [`super::data::writes`] makes them), on two threads for a big body.
 //!
 //! What this reader does not take — an entry as the parent, a list given as
-//! one object, anything the parser refuses — is left to the `serde_json`
-//! reading (`None`), whose checks and messages are CPS's.
+//! one object, a member named twice, anything the parser refuses — is left
+//! to the `serde_json` reading (`None`), whose checks and messages are CPS's.
 
-use canopy::{Container, Edit, Node, Operation, Path, Store};
+use canopy::{Edit, Node, Operation, Path, Store};
 use canopy_core::path::Selector;
+use canopy_core::Schemaless;
 use canopy_yang::model::Model;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -36,64 +38,96 @@ pub(super) fn json_edits(
     whole_lists: bool,
 ) -> Result<Option<Vec<Edit>>, CpsError> {
     let lists = store.known_lists().map_err(|e| CpsError::internal(e.to_string()))?;
+    if at.last().is_some_and(|last| last.selector != Selector::None) {
+        return Ok(None);
+    }
     let pidx = schema_at(model, at);
-    // (the member's name in the schema model, its node)
-    let mut members: Vec<(String, Node)> = Vec::new();
-    match at.last() {
-        None => {
-            // The top-level members are named without their module: each is
-            // parsed alone under its qualified name.
-            let Some(raw) = top_members(body) else { return Ok(None) };
-            for (name, value) in raw {
-                let canon = schema_name(model, pidx, at, &name)?;
-                let path = Path::root().child(canon.clone(), Selector::None);
-                let text = format!("{{\"{canon}\":{}}}", value.get());
-                match canopy_core::json::parse_subtree_str(&text, &*lists, &path) {
-                    Ok(node) => members.push((canon, node)),
-                    Err(_) => return Ok(None),
-                }
-            }
-        }
-        Some(last) if last.selector == Selector::None => {
-            let head = format!("{{\"{}\":", last.name);
-            let input = std::io::Read::chain(std::io::Read::chain(head.as_bytes(), body), &b"}"[..]);
-            let container = match canopy_core::json::parse_subtree(input, &*lists, at) {
-                Ok(Node::Container(c)) => c,
-                _ => return Ok(None),
-            };
-            let Container { meta, children } = container;
-            if !meta.is_empty() {
-                return Ok(None);
-            }
-            for (name, node) in children {
-                members.push((schema_name(model, pidx, at, &name)?, node));
-            }
-        }
-        Some(_) => return Ok(None),
+    // The members, named as CPS names them (top-level ones without their
+    // module): each is parsed alone under its name in the schema.
+    let Some(members) = top_members(body) else { return Ok(None) };
+    if (1..members.len()).any(|i| members[..i].iter().any(|(n, _)| *n == members[i].0)) {
+        return Ok(None);
     }
     let mut edits = Vec::new();
-    for (canon, node) in members {
+    for (name, value) in members {
+        let canon = schema_name(model, pidx, at, &name)?;
         let idx = child_schema(model, pidx, &canon).expect("the member was found in the schema");
-        let is_list = model.nodes[idx].kind == canopy_core::schema::NodeKind::List;
-        match node {
-            Node::List(list) if is_list && !whole_lists => {
-                let info = list.info.clone();
-                for entry in list.into_entries() {
-                    let Some(values) = entry.key_values(&info) else { return Ok(None) };
-                    let keys = info.keys.iter().cloned().zip(values).collect();
-                    let path = at.child(canon.clone(), Selector::Keys(keys));
-                    edits.push(Edit { op, path, value: Some(Node::Container(entry)), insert: None });
+        let path = at.child(canon.clone(), Selector::None);
+        if model.nodes[idx].kind == canopy_core::schema::NodeKind::List && !whole_lists {
+            // A list's entries, one edit each, parsed one by one (on two
+            // threads for a big body: the other core is idle meanwhile).
+            let Ok(entries) = serde_json::from_str::<Vec<&RawValue>>(value.get()) else { return Ok(None) };
+            let parse = |raws: &[&RawValue]| entry_edits(raws, &lists, &path, &canon, op);
+            let parsed = match body.len() >= PARALLEL_FROM && entries.len() > 1 && two_cores() {
+                false => parse(&entries),
+                true => {
+                    let (a, b) = entries.split_at(entries.len() / 2);
+                    std::thread::scope(|s| {
+                        let second = s.spawn(|| parse(b));
+                        let first = parse(a);
+                        match (first, second.join()) {
+                            (Some(mut first), Ok(Some(second))) => {
+                                first.extend(second);
+                                Some(first)
+                            }
+                            _ => None,
+                        }
+                    })
                 }
+            };
+            match parsed {
+                Some(e) => edits.extend(e),
+                None => return Ok(None),
             }
-            // A list given otherwise than as an array of entries.
-            _ if is_list && !whole_lists => return Ok(None),
-            node => {
-                let path = at.child(canon, Selector::None);
-                edits.push(Edit { op, path, value: Some(node), insert: None });
-            }
+            continue;
+        }
+        let text = format!("{{\"{canon}\":{}}}", value.get());
+        match canopy_core::json::parse_subtree_str(&text, &*lists, &path) {
+            Ok(node) => edits.push(Edit { op, path, value: Some(node), insert: None }),
+            Err(_) => return Ok(None),
         }
     }
     Ok(Some(edits))
+}
+
+/// Bodies of this size or more have their list entries parsed on two threads.
+const PARALLEL_FROM: usize = 1 << 20;
+
+fn two_cores() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+}
+
+/// The edits creating (or merging, replacing) the entries `raws` of the list
+/// at `list` (named `canon`); `None` when one of them does not parse.
+fn entry_edits(raws: &[&RawValue], lists: &Schemaless, list: &Path, canon: &str, op: Operation) -> Option<Vec<Edit>> {
+    let mut out = Vec::with_capacity(raws.len());
+    let mut text = String::new();
+    for raw in raws {
+        text.clear();
+        text.push_str("{\"");
+        text.push_str(canon);
+        text.push_str("\":[");
+        text.push_str(raw.get());
+        text.push_str("]}");
+        let Ok(Node::List(parsed)) = canopy_core::json::parse_subtree_str(&text, lists, list) else { return None };
+        let info = parsed.info.clone();
+        for entry in parsed.into_entries() {
+            let values = entry.key_values(&info)?;
+            let keys = info.keys.iter().cloned().zip(values).collect();
+            let path = with_keys(list, keys);
+            out.push(Edit { op, path, value: Some(Node::Container(entry)), insert: None });
+        }
+    }
+    Some(out)
+}
+
+/// The entry path of list path `list` with `keys`.
+fn with_keys(list: &Path, keys: Vec<(String, String)>) -> Path {
+    let mut p = list.clone();
+    if let Some(last) = p.segments.last_mut() {
+        last.selector = Selector::Keys(keys);
+    }
+    p
 }
 
 /// The name of the schema node `name` (with or without its module) below

@@ -5,6 +5,7 @@ dry-run, observed-timestamp, and the errors CPS gives."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -445,26 +446,28 @@ def test_deep_lists(tmp_path):
 
 
 def test_bulk_post_of_many_entries_stores_each_whole(tmp_path):
-    """A POST of 300 devices below an existing container (the JSON body read
-    straight into edits) stores every device with its nested lists, as the
-    whole tree read back shows; a POST repeating one of them creates none."""
+    """A POST of 648 devices (1.2 MB: its entries parsed on two threads)
+    below an existing container stores every device with its nested lists,
+    as the whole tree read back shows; a POST repeating one of them creates
+    none."""
     srv = start(tmp_path)
     try:
         c = Cps(srv)
         c.setup("ds", "net", ("deep-network.yang",), ("a",))
-        first = network(2)
+        first = network(2, 5, 4)
         assert c.create("ds", "a", first).status_code == 201
-        more = network(302)["network"]["device"][2:]
+        more = network(650, 5, 4)["network"]["device"][2:]
+        assert len(json.dumps({"device": more})) > 1 << 20
         r = c.create("ds", "a", {"device": more}, xpath="/network")
         assert r.status_code == 201, r.text
         [tree] = c.node("ds", "a", "/network", "all")
         # Entries come back in key order.
-        want = sorted(network(302)["network"]["device"], key=lambda d: d["id"])
+        want = sorted(network(650, 5, 4)["network"]["device"], key=lambda d: d["id"])
         assert tree["dn:network"]["device"] == want
-        again = network(305)["network"]["device"][299:]
+        again = network(653, 5, 4)["network"]["device"][647:]
         r = c.create("ds", "a", {"device": again}, xpath="/network")
         assert_cps_error(r, 409, "Already defined exception")
-        assert_cps_error(c.get(NODE, xpath="/network/device[@id='dev-303']"), 404)
+        assert_cps_error(c.get(NODE, xpath="/network/device[@id='dev-651']"), 404)
         # Unknown members and malformed JSON are refused as before, nothing stored.
         r = c.create("ds", "a", {"device": [{"id": "x", "colour": "red"}]}, xpath="/network")
         assert_cps_error(r, 400)
