@@ -130,7 +130,7 @@ impl Store {
         // changes before (constraint checks, subscribers: then copied).
         // Edits inside one another keep the copy each edit makes, so that a
         // change holds its entry as its own edit left it.
-        let defer = checked.is_none() && edits_apart(&edits);
+        let defer = checked.is_none() && edits.iter().any(creates_entry) && edits_apart(&edits);
         let mut deferred: Vec<usize> = Vec::new();
         for (e, erase) in edits.into_iter().zip(erasable) {
             if erase {
@@ -240,6 +240,12 @@ impl Store {
             }
         }
     }
+}
+
+/// Whether `e` may create the list entry its path names (the one kind of
+/// change [`apply_edit_deferring`] defers).
+fn creates_entry(e: &Edit) -> bool {
+    e.value.is_some() && matches!(e.path.last().map(|s| &s.selector), Some(canopy_core::path::Selector::Keys(_)))
 }
 
 /// Whether no edit's path lies inside another's or names the same node, as
