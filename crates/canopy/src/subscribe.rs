@@ -118,7 +118,11 @@ pub(crate) struct Matched {
 
 impl Matched {
     pub fn find(hub: &Hub, ds: Datastore, changes: &[Change]) -> Matched {
-        let all = hub.subscribers();
+        Matched::find_among(&hub.subscribers(), ds, changes)
+    }
+
+    /// [`Matched::find`] among the subscribers `all` (the hub's at one moment).
+    pub fn find_among(all: &[Arc<Entry>], ds: Datastore, changes: &[Change]) -> Matched {
         let mut m = Matched { subs: Vec::new(), picks: Vec::new() };
         if all.is_empty() {
             return m;

@@ -58,8 +58,9 @@ impl Store {
     }
 
     /// Runs `edits`, taken by value (their values move into the tree), as one
-    /// transaction. Not retried: a conflict with another process's commit is
-    /// reported as [`ErrorKind::Conflict`] and nothing is stored.
+    /// transaction, once: a conflict with another process's commit is
+    /// reported as [`ErrorKind::Conflict`] and nothing is stored (callers that
+    /// can build the edits again retry, as `Session::apply_built` does).
     pub(crate) fn transact_owned(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
@@ -130,7 +131,7 @@ impl Store {
         // changes before (constraint checks, subscribers: then copied).
         // Edits inside one another keep the copy each edit makes, so that a
         // change holds its entry as its own edit left it.
-        let defer = checked.is_none() && edits.iter().any(creates_entry) && edits_apart(&edits);
+        let defer = checked.is_none() && edits.iter().any(creates_entry) && edits_apart(&edits, &schema);
         let mut deferred: Vec<usize> = Vec::new();
         for (e, erase) in edits.into_iter().zip(erasable) {
             if erase {
@@ -163,11 +164,13 @@ impl Store {
             )?;
         }
         // 3. Subscribers validate.
-        // Which subscribers a change concerns depends on what it created.
-        if !deferred.is_empty() && self.hub.subscribers().iter().any(|e| e.ds == ds) {
+        // Which subscribers a change concerns depends on what it created:
+        // the ones of this moment see whole entries.
+        let subscribers = self.hub.subscribers();
+        if !deferred.is_empty() && subscribers.iter().any(|e| e.ds == ds) {
             fill_deferred(&mut root, &mut changes, &mut deferred, false)?;
         }
-        let matched = Matched::find(&self.hub, ds, &changes);
+        let matched = Matched::find_among(&subscribers, ds, &changes);
         matched.validate(self.conn.id, &changes)?;
         // 4. Batch.
         let batch =
@@ -252,22 +255,28 @@ fn creates_entry(e: &Edit) -> bool {
 /// paths are written: then no edit changes what another created. A segment
 /// without a selector where another path has one names a whole list, which
 /// holds every entry: such paths are taken for nested.
-fn edits_apart(edits: &[Edit]) -> bool {
+fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
     use canopy_core::path::Selector;
     use std::cmp::Ordering;
     if edits.len() < 2 {
         return true;
     }
     // Each path as names and selectors, keys in one order whatever order
-    // the path gives them in.
+    // the path gives them in. A position, or keys of a list not known as
+    // keyed (read as a position or a search), may name any entry: wild.
     type Seg<'a> = (&'a str, Option<std::borrow::Cow<'a, Selector>>);
-    fn spelled(e: &Edit) -> Vec<Seg<'_>> {
+    fn spelled<'a>(e: &'a Edit, lists: &canopy_core::Schemaless) -> Vec<Seg<'a>> {
+        let mut sp = String::new();
         e.path
             .segments
             .iter()
             .map(|s| {
+                sp.push('/');
+                sp.push_str(&s.name);
+                let keyed = || lists.lists.get(&sp).is_some_and(|l| !l.keys.is_empty());
                 let sel = match &s.selector {
-                    Selector::None => None,
+                    Selector::None | Selector::Position(_) => None,
+                    Selector::Keys(_) if !keyed() => None,
                     Selector::Keys(k) if k.len() > 1 => {
                         let mut k = k.clone();
                         k.sort();
@@ -280,7 +289,7 @@ fn edits_apart(edits: &[Edit]) -> bool {
             .collect()
     }
     let names = |a: &[Seg<'_>], b: &[Seg<'_>]| -> Ordering { a.iter().map(|s| s.0).cmp(b.iter().map(|s| s.0)) };
-    let mut paths: Vec<Vec<Seg<'_>>> = edits.iter().map(spelled).collect();
+    let mut paths: Vec<Vec<Seg<'_>>> = edits.iter().map(|e| spelled(e, lists)).collect();
     paths.sort_unstable_by(|a, b| names(a, b).then_with(|| a.cmp(b)));
     let wild = |p: &[Seg<'_>]| -> Vec<bool> { p.iter().map(|s| s.1.is_none()).collect() };
     let mut group_wild = wild(&paths[0]);

@@ -252,3 +252,32 @@ fn an_entry_named_with_its_keys_in_another_order_is_the_same_entry() {
         assert_eq!(store.running().count("/m:top/link/x").unwrap(), 1, "{url}");
     }
 }
+
+#[test]
+fn an_entry_named_by_its_position_is_the_same_entry_as_by_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in urls(&dir) {
+        let store = Store::open(&url).unwrap();
+        store.declare_list("/m:top/n", canopy::ListInfo::keyed(["k"])).unwrap();
+        let entry = |k: &str| {
+            let mut c = Container::default();
+            c.children.insert("k".into(), leaf(k));
+            c.children.insert("v".into(), leaf("a"));
+            c
+        };
+        let create = |k: &str| Edit {
+            op: canopy::Operation::Create,
+            path: format!("/m:top/n[k='{k}']").parse().unwrap(),
+            value: Some(Node::Container(entry(k))),
+            insert: None,
+        };
+        // `n[1]` names the entry whose key is 1: deleted in the transaction
+        // that creates it, it is not stored and the diff says both.
+        let edits = vec![create("1"), create("2"), Edit::delete("/m:top/n[1]".parse().unwrap())];
+        let commit = store.running().apply(&edits).unwrap();
+        let first: Path = "/m:top/n[k='1']".parse().unwrap();
+        let created = commit.changes.iter().find(|c| c.path() == &first).expect("created");
+        assert!(matches!(created, Change::Created { node: Subtree::Entry(e), .. } if e == &entry("1")), "{url}");
+        assert_eq!(store.running().count("/m:top/n").unwrap(), 1, "{url}: {:?}", commit.changes);
+    }
+}

@@ -37,10 +37,10 @@ pub(super) fn json_edits(
     op: Operation,
     whole_lists: bool,
 ) -> Result<Option<Vec<Edit>>, CpsError> {
-    let lists = store.known_lists().map_err(|e| CpsError::internal(e.to_string()))?;
     if at.last().is_some_and(|last| last.selector != Selector::None) {
         return Ok(None);
     }
+    let lists = store.known_lists().map_err(|e| CpsError::internal(e.to_string()))?;
     let pidx = schema_at(model, at);
     // The members, named as CPS names them (top-level ones without their
     // module): each is parsed alone under its name in the schema.
@@ -50,8 +50,7 @@ pub(super) fn json_edits(
     }
     let mut edits = Vec::new();
     for (name, value) in members {
-        let canon = schema_name(model, pidx, at, &name)?;
-        let idx = child_schema(model, pidx, &canon).expect("the member was found in the schema");
+        let (canon, idx) = schema_name(model, pidx, at, &name)?;
         let path = at.child(canon.clone(), Selector::None);
         if model.nodes[idx].kind == canopy_core::schema::NodeKind::List && !whole_lists {
             // A list's entries, one edit each, parsed one by one (on two
@@ -63,7 +62,10 @@ pub(super) fn json_edits(
                 true => {
                     let (a, b) = entries.split_at(entries.len() / 2);
                     std::thread::scope(|s| {
-                        let second = s.spawn(|| parse(b));
+                        // No thread to be had: one does it all.
+                        let Ok(second) = std::thread::Builder::new().spawn_scoped(s, || parse(b)) else {
+                            return parse(&entries);
+                        };
                         let first = parse(a);
                         match (first, second.join()) {
                             (Some(mut first), Ok(Some(second))) => {
@@ -131,12 +133,12 @@ fn with_keys(list: &Path, keys: Vec<(String, String)>) -> Path {
 }
 
 /// The name of the schema node `name` (with or without its module) below
-/// `at` (schema node `pidx`), as paths name it.
-fn schema_name(model: &Model, pidx: Option<usize>, at: &Path, name: &str) -> Result<String, CpsError> {
+/// `at` (schema node `pidx`), as paths name it, and its index in `model`.
+fn schema_name(model: &Model, pidx: Option<usize>, at: &Path, name: &str) -> Result<(String, usize), CpsError> {
     let idx = child_schema(model, pidx, name).ok_or_else(|| {
         CpsError::bad("Data Validation Failed", format!("no data node `{name}` under {}", xpath_text(at)))
     })?;
-    Ok(model.nodes[idx].name.clone())
+    Ok((model.nodes[idx].name.clone(), idx))
 }
 
 /// The members of a JSON object, in order, their values as unparsed text;

@@ -217,12 +217,15 @@ const RELEASE_AFTER: usize = 1 << 20;
 /// what big requests leave (a 1,000-device POST's body, edits and diff:
 /// hundreds of MB in millions of allocations, a quarter of a second to free)
 /// in the order it is handed over; with `trim`, then hands the freed memory
-/// back to the system ([`release_freed_memory`]).
+/// back to the system ([`release_freed_memory`]). At most two pieces wait:
+/// a request handing over more waits for the thread, so bulk writes faster
+/// than their freeing do not pile up memory.
 pub(super) fn free_later<T: Send + 'static>(garbage: T, trim: bool) {
     type Garbage = (Box<dyn Send>, bool);
-    static REAPER: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::Sender<Garbage>>> = std::sync::OnceLock::new();
+    static REAPER: std::sync::OnceLock<std::sync::Mutex<std::sync::mpsc::SyncSender<Garbage>>> =
+        std::sync::OnceLock::new();
     let reaper = REAPER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<Garbage>();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Garbage>(2);
         let spawned = std::thread::Builder::new().name("cps-free".into()).spawn(move || {
             for (garbage, trim) in rx {
                 drop(garbage);
