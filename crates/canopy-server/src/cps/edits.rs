@@ -12,8 +12,9 @@
 //! one object, a member named twice, anything the parser refuses — is left
 //! to the `serde_json` reading (`None`), whose checks and messages are CPS's.
 
-use canopy::{Edit, Node, Operation, Path, Store};
+use canopy::{Container, Edit, Insert, List, ListInfo, Node, Operation, Path, Store};
 use canopy_core::path::Selector;
+use canopy_core::schema::{NodeKind, Schema};
 use canopy_core::Schemaless;
 use canopy_yang::model::Model;
 use serde::de::{Deserializer, MapAccess, Visitor};
@@ -48,45 +49,26 @@ pub(super) fn json_edits(
     if (1..members.len()).any(|i| members[..i].iter().any(|(n, _)| *n == members[i].0)) {
         return Ok(None);
     }
+    let big = body.len() >= PARALLEL_FROM && two_cores();
     let mut edits = Vec::new();
     for (name, value) in members {
         let (canon, idx) = schema_name(model, pidx, at, &name)?;
         let path = at.child(canon.clone(), Selector::None);
-        if model.nodes[idx].kind == canopy_core::schema::NodeKind::List && !whole_lists {
-            // A list's entries, one edit each, parsed one by one (on two
-            // threads for a big body: the other core is idle meanwhile).
-            let Ok(entries) = serde_json::from_str::<Vec<&RawValue>>(value.get()) else { return Ok(None) };
-            let parse = |raws: &[&RawValue]| entry_edits(raws, &lists, &path, &canon, op);
-            let parsed = match body.len() >= PARALLEL_FROM && entries.len() > 1 && two_cores() {
-                false => parse(&entries),
-                true => {
-                    let (a, b) = entries.split_at(entries.len() / 2);
-                    std::thread::scope(|s| {
-                        // No thread to be had: one does it all.
-                        let Ok(second) = std::thread::Builder::new().spawn_scoped(s, || parse(b)) else {
-                            return parse(&entries);
-                        };
-                        let first = parse(a);
-                        match (first, second.join()) {
-                            (Some(mut first), Ok(Some(second))) => {
-                                first.extend(second);
-                                Some(first)
-                            }
-                            _ => None,
-                        }
-                    })
-                }
-            };
-            match parsed {
-                Some(e) => edits.extend(e),
-                None => return Ok(None),
+        if model.nodes[idx].kind == NodeKind::List && !whole_lists {
+            // A list's entries, one edit each.
+            let Ok(raws) = serde_json::from_str::<Vec<&RawValue>>(value.get()) else { return Ok(None) };
+            let Some((info, entries)) = parse_entries(&raws, &lists, &path, &canon, big) else { return Ok(None) };
+            for entry in entries {
+                let Some(values) = entry.key_values(&info) else { return Ok(None) };
+                let keys = info.keys.iter().cloned().zip(values).collect();
+                let path = with_keys(&path, keys);
+                edits.push(Edit { op, path, value: Some(Node::Container(entry)), insert: None });
             }
             continue;
         }
-        let text = format!("{{\"{canon}\":{}}}", value.get());
-        match canopy_core::json::parse_subtree_str(&text, &*lists, &path) {
-            Ok(node) => edits.push(Edit { op, path, value: Some(node), insert: None }),
-            Err(_) => return Ok(None),
+        match parse_node(&lists, model, idx, &path, &canon, value, big) {
+            Some(node) => edits.push(Edit { op, path, value: Some(node), insert: None }),
+            None => return Ok(None),
         }
     }
     Ok(Some(edits))
@@ -99,9 +81,89 @@ fn two_cores() -> bool {
     std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
 }
 
-/// The edits creating (or merging, replacing) the entries `raws` of the list
-/// at `list` (named `canon`); `None` when one of them does not parse.
-fn entry_edits(raws: &[&RawValue], lists: &Schemaless, list: &Path, canon: &str, op: Operation) -> Option<Vec<Edit>> {
+/// The node at `path` (schema node `idx`, named `canon`) whose JSON is
+/// `raw`. With `big`, a container is put together from its members, so that
+/// the entries of its lists are parsed on two threads; otherwise it is
+/// parsed whole. `None` when it does not parse, or holds what only the
+/// whole-node parser takes (annotations, members named twice).
+fn parse_node(
+    lists: &Schemaless,
+    model: &Model,
+    idx: usize,
+    path: &Path,
+    canon: &str,
+    raw: &RawValue,
+    big: bool,
+) -> Option<Node> {
+    if !big || model.nodes[idx].kind != NodeKind::Container {
+        let text = format!("{{\"{canon}\":{}}}", raw.get());
+        return canopy_core::json::parse_subtree_str(&text, lists, path).ok();
+    }
+    let members = top_members(raw.get().as_bytes())?;
+    if (1..members.len()).any(|i| members[..i].iter().any(|(n, _)| *n == members[i].0)) {
+        return None;
+    }
+    let mut c = Container::default();
+    for (name, value) in members {
+        let (sub_canon, sub_idx) = schema_name(model, Some(idx), path, &name).ok()?;
+        let sub = path.child(sub_canon.clone(), Selector::None);
+        let node = match model.nodes[sub_idx].kind {
+            NodeKind::List => {
+                let raws = serde_json::from_str::<Vec<&RawValue>>(value.get()).ok()?;
+                let (info, entries) = parse_entries(&raws, lists, &sub, &sub_canon, big)?;
+                let mut list = List::new(info);
+                for e in entries {
+                    // A key repeated: the whole-node parser says so.
+                    list.insert(e, &Insert::Last).ok()?;
+                }
+                Node::List(Box::new(list))
+            }
+            _ => parse_node(lists, model, sub_idx, &sub, &sub_canon, value, big)?,
+        };
+        if c.children.insert(sub_canon, node).is_some() {
+            return None;
+        }
+    }
+    Some(Node::Container(c))
+}
+
+/// The entries `raws` of the list at `list` (named `canon`), parsed one by
+/// one (with `big`, on two threads: the other core is idle meanwhile), with
+/// the list's keys and ordering; `None` when one of them does not parse.
+fn parse_entries(
+    raws: &[&RawValue],
+    lists: &Schemaless,
+    list: &Path,
+    canon: &str,
+    big: bool,
+) -> Option<(ListInfo, Vec<Container>)> {
+    let info = lists.list_info(&list.schema_path()).unwrap_or_else(ListInfo::keyless);
+    let parse = |raws: &[&RawValue]| entries_of(raws, lists, list, canon);
+    let entries = match big && raws.len() > 1 {
+        false => parse(raws)?,
+        true => {
+            let (a, b) = raws.split_at(raws.len() / 2);
+            std::thread::scope(|s| {
+                // No thread to be had: one does it all.
+                let Ok(second) = std::thread::Builder::new().spawn_scoped(s, || parse(b)) else {
+                    return parse(raws);
+                };
+                let first = parse(a);
+                match (first, second.join()) {
+                    (Some(mut first), Ok(Some(second))) => {
+                        first.extend(second);
+                        Some(first)
+                    }
+                    _ => None,
+                }
+            })?
+        }
+    };
+    Some((info, entries))
+}
+
+/// [`parse_entries`] on this thread.
+fn entries_of(raws: &[&RawValue], lists: &Schemaless, list: &Path, canon: &str) -> Option<Vec<Container>> {
     let mut out = Vec::with_capacity(raws.len());
     let mut text = String::new();
     for raw in raws {
@@ -112,13 +174,7 @@ fn entry_edits(raws: &[&RawValue], lists: &Schemaless, list: &Path, canon: &str,
         text.push_str(raw.get());
         text.push_str("]}");
         let Ok(Node::List(parsed)) = canopy_core::json::parse_subtree_str(&text, lists, list) else { return None };
-        let info = parsed.info.clone();
-        for entry in parsed.into_entries() {
-            let values = entry.key_values(&info)?;
-            let keys = info.keys.iter().cloned().zip(values).collect();
-            let path = with_keys(list, keys);
-            out.push(Edit { op, path, value: Some(Node::Container(entry)), insert: None });
-        }
+        out.extend(parsed.into_entries());
     }
     Some(out)
 }

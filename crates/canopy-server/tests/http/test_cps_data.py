@@ -478,6 +478,20 @@ def test_bulk_post_of_many_entries_stores_each_whole(tmp_path):
         assert_cps_error(r, 400)
         assert "no data node `gadget`" in r.json()["details"]
         assert c.node("ds", "a", "/network", "all") == [tree]
+        # The same devices in one POST at the root: the container is put
+        # together from its members, the devices parsed on two threads.
+        c.req("POST", "/v2/dataspaces/ds/anchors", params={"schema-set-name": "net", "anchor-name": "b"})
+        whole = network(650, 5, 4)
+        assert len(json.dumps(whole)) > 1 << 20
+        assert c.create("ds", "b", whole).status_code == 201
+        assert c.node("ds", "b", "/network", "all") == [tree]
+        assert_cps_error(c.create("ds", "b", whole), 409, "Already defined exception")
+        # A device named twice in a big body is refused whole.
+        twice = network(650, 5, 4)
+        twice["network"]["device"].append(twice["network"]["device"][0])
+        c.req("POST", "/v2/dataspaces/ds/anchors", params={"schema-set-name": "net", "anchor-name": "c"})
+        assert_cps_error(c.create("ds", "c", twice), 400)
+        assert_cps_error(c.get("/v2/dataspaces/ds/anchors/c/node", xpath="/network"), 404)
     finally:
         assert srv.stop() == 0
 
