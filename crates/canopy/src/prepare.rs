@@ -221,10 +221,20 @@ pub(crate) fn erasable(
 pub(crate) fn overlap(a: &Path, b: &Path) -> bool {
     a.segments.iter().zip(&b.segments).all(|(x, y)| {
         x.name == y.name
-            && (x.selector == y.selector
-                || matches!(x.selector, Selector::None)
-                || matches!(y.selector, Selector::None))
+            && (matches!(x.selector, Selector::None)
+                || matches!(y.selector, Selector::None)
+                || may_be_same_entry(&x.selector, &y.selector))
     })
+}
+
+/// Whether two selectors may name the same entry: keys given in another
+/// order name the same one, and a position may name any.
+fn may_be_same_entry(x: &Selector, y: &Selector) -> bool {
+    match (x, y) {
+        (Selector::Keys(a), Selector::Keys(b)) => a.len() == b.len() && a.iter().all(|kv| b.contains(kv)),
+        (Selector::Position(_), _) | (_, Selector::Position(_)) => true,
+        _ => x == y,
+    }
 }
 
 /// Applies an edit [`erasable`] chose: checks that the node is stored (a

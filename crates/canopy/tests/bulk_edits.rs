@@ -281,3 +281,26 @@ fn an_entry_named_by_its_position_is_the_same_entry_as_by_its_key() {
         assert_eq!(store.running().count("/m:top/n").unwrap(), 1, "{url}: {:?}", commit.changes);
     }
 }
+
+#[test]
+fn an_entry_created_and_deleted_by_its_keys_in_another_order_in_one_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in urls(&dir) {
+        let store = Store::open(&url).unwrap();
+        store.declare_list("/m:top/link", canopy::ListInfo::keyed(["a", "b"])).unwrap();
+        let mut c = Container::default();
+        c.children.insert("a".into(), leaf("1"));
+        c.children.insert("b".into(), leaf("2"));
+        let create = Edit {
+            op: canopy::Operation::Create,
+            path: "/m:top/link[a='1'][b='2']".parse().unwrap(),
+            value: Some(Node::Container(c)),
+            insert: None,
+        };
+        // The delete names the entry the create made (not a stored one).
+        let delete = Edit::delete("/m:top/link[b='2'][a='1']".parse().unwrap());
+        let commit = store.running().apply(&[create, delete]).unwrap();
+        assert!(matches!(commit.changes.last(), Some(Change::Deleted { .. })), "{url}: {:?}", commit.changes);
+        assert_eq!(store.running().count("/m:top/link").unwrap(), 0, "{url}");
+    }
+}
