@@ -39,6 +39,17 @@ pub fn with_params(url: &str, params: &str) -> String {
     format!("{url}{sep}{params}")
 }
 
+/// The URL of a server whose namespace is the database in the URL's path
+/// (MongoDB), naming database `db` instead, its query kept.
+pub fn with_database(url: &str, db: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap_or((url, ""));
+    let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
+    match query {
+        "" => format!("{base}/{db}"),
+        q => format!("{base}/{db}?{q}"),
+    }
+}
+
 /// A name for a namespace (schema, key prefix) of the test directory `dir`:
 /// `prefix` and the directory name's letters and digits, lower case.
 pub fn namespace_of(prefix: &str, dir: &Path) -> String {

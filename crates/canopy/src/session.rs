@@ -191,21 +191,10 @@ impl Session<'_> {
     /// # Errors
     /// What `build` returns; as [`Session::apply`].
     pub fn apply_built(&self, mut build: impl FnMut() -> Result<Vec<Edit>>) -> Result<Commit> {
-        if self.pushes() {
-            return self.store.push(build()?);
+        match self.pushes() {
+            true => self.store.push(build()?),
+            false => self.store.transact_built(self.ds, build),
         }
-        for attempt in 1..=crate::store::CONFLICT_RETRIES {
-            match self.store.transact_owned(self.ds, build()?) {
-                Err(Error::Store(e)) if e.kind() == canopy_store::ErrorKind::Conflict => {
-                    crate::store::conflict_pause(attempt)
-                }
-                other => return other,
-            }
-        }
-        Err(Error::Store(canopy_store::StoreError::new(
-            canopy_store::ErrorKind::Conflict,
-            "other writers kept committing first; the transaction was not applied",
-        )))
     }
 
     /// Applies one edit whose value is RFC 7951 JSON text, as one transaction.

@@ -43,10 +43,17 @@ impl Store {
     /// Runs `edits` as one transaction on `ds`. When another process commits
     /// first, the transaction is rebuilt on the new state and tried again.
     pub(crate) fn transact(&self, ds: Datastore, edits: &[Edit]) -> Result<Commit> {
+        self.transact_built(ds, || Ok(edits.to_vec()))
+    }
+
+    /// Runs the edits `build` returns as one transaction on `ds`, taking
+    /// them by value; when another process commits first, `build` is called
+    /// again and the new edits run on the new state.
+    pub(crate) fn transact_built(&self, ds: Datastore, mut build: impl FnMut() -> Result<Vec<Edit>>) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
         for attempt in 1..=CONFLICT_RETRIES {
-            match self.transact_once(ds, edits.to_vec()) {
+            match self.transact_once(ds, build()?) {
                 Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => conflict_pause(attempt),
                 other => return other,
             }
@@ -60,7 +67,7 @@ impl Store {
     /// Runs `edits`, taken by value (their values move into the tree), as one
     /// transaction, once: a conflict with another process's commit is
     /// reported as [`ErrorKind::Conflict`] and nothing is stored (callers that
-    /// can build the edits again retry, as `Session::apply_built` does).
+    /// can build the edits again use [`Store::transact_built`]).
     pub(crate) fn transact_owned(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;

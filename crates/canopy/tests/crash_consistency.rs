@@ -306,10 +306,11 @@ fn store_url(kind: Kind, dir: &Path, cache: bool) -> String {
         Kind::Mongodb => {
             // The namespace is the database, in the URL's path.
             let server = std::env::var("CANOPY_MONGODB_URL").expect("checked by the test");
-            let (base, query) = server.split_once('?').unwrap_or((&server, ""));
-            let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
             let ns = canopy_store::conformance::namespace_of(&format!("c{}_", std::process::id()), dir);
-            format!("{base}/{ns}?{query}&sync=commit{cache}")
+            canopy_store::conformance::with_params(
+                &canopy_store::conformance::with_database(&server, &ns),
+                &format!("sync=commit{cache}"),
+            )
         }
     }
 }

@@ -104,21 +104,9 @@ fn server_stores(dir: &std::path::Path) -> Vec<String> {
     }
     if let Some(server) = server_url("CANOPY_MONGODB_URL") {
         let db = namespace_of(&format!("h{}_", std::process::id()), dir);
-        out.push(with_params(&mongodb_store(&server, &db), "lease=4s"));
+        out.push(with_params(&canopy_store::conformance::with_database(&server, &db), "lease=4s"));
     }
     out
-}
-
-/// The MongoDB store of database `db` on the server of `server` (the
-/// namespace is the database, in the URL's path).
-fn mongodb_store(server: &str, db: &str) -> String {
-    let (base, query) = server.split_once('?').unwrap_or((server, ""));
-    let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
-    if query.is_empty() {
-        format!("{base}/{db}")
-    } else {
-        format!("{base}/{db}?{query}")
-    }
 }
 
 /// The connection records (lock values, pusher keys) in the store.
@@ -358,7 +346,7 @@ fn a_lost_lease_takes_its_lock_and_state_with_it() {
         a_lost_lease_on(&url, &|id| etcd_revoke(&server, id));
     }
     if let Some(server) = server_url("CANOPY_MONGODB_URL") {
-        let url = with_params(&mongodb_store(&server, &ns), "lease=3s");
+        let url = with_params(&canopy_store::conformance::with_database(&server, &ns), "lease=3s");
         a_lost_lease_on(&url, &|id| mongodb_end_lease(&server, &ns, id));
     }
 }

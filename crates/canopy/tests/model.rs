@@ -292,9 +292,10 @@ proptest! {
     fn mongodb_uncached_then_reopened(t in txs()) {
         let Some(server) = canopy_store::conformance::server_url("CANOPY_MONGODB_URL") else { return Ok(()) };
         // The namespace is the database, in the URL's path.
-        let (base, query) = server.split_once('?').unwrap_or((&server, ""));
-        let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
-        let url = format!("{base}/{}?{query}&sync=off", fresh_namespace());
+        let url = canopy_store::conformance::with_params(
+            &canopy_store::conformance::with_database(&server, &fresh_namespace()),
+            "sync=off",
+        );
         uncached_then_reopened(&url, t)?;
     }
 }

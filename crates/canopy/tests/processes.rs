@@ -115,20 +115,12 @@ fn stores(dir: &Path) -> Vec<(&'static str, String)> {
     }
     // MongoDB: the namespace is the database, in the URL's path.
     if let Some(server) = server_url("CANOPY_MONGODB_URL") {
-        out.push(("mongodb", mongodb_store(&server, &namespace_of(&format!("p{}_", std::process::id()), dir))));
+        out.push((
+            "mongodb",
+            canopy_store::conformance::with_database(&server, &namespace_of(&format!("p{}_", std::process::id()), dir)),
+        ));
     }
     out
-}
-
-/// The MongoDB store of database `db` on the server of `server`.
-fn mongodb_store(server: &str, db: &str) -> String {
-    let (base, query) = server.split_once('?').unwrap_or((server, ""));
-    let base = base.rsplit_once('/').map_or(base, |(b, _)| b);
-    if query.is_empty() {
-        format!("{base}/{db}")
-    } else {
-        format!("{base}/{db}?{query}")
-    }
 }
 
 /// What `apply` was called with: (revision, path, value created or set).

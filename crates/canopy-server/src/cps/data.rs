@@ -592,6 +592,12 @@ fn check_timestamp(call: &Call) -> Result<(), CpsError> {
 }
 
 fn exists(anchor: &Anchor, at: &Path) -> Result<bool, CpsError> {
+    exists_in(anchor, anchor.store.running().pin().ok().as_ref(), at)
+}
+
+/// [`exists`] reading through `pinned` where it can (one snapshot for the
+/// nodes of a whole PATCH).
+fn exists_in(anchor: &Anchor, pinned: Option<&canopy::Pinned<'_>>, at: &Path) -> Result<bool, CpsError> {
     if at.segments.is_empty() {
         return Ok(true);
     }
@@ -599,8 +605,7 @@ fn exists(anchor: &Anchor, at: &Path) -> Result<bool, CpsError> {
     // (a key spelled otherwise than stored, a node that is not there) is
     // looked for in the tree, which reads only what is below `at`'s nodes
     // down to one level.
-    let text = at.to_string();
-    if matches!(anchor.store.running().pin().and_then(|p| p.stored_node(&text)), Ok(Some(_))) {
+    if matches!(pinned.map(|p| p.stored_node(&at.to_string())), Some(Ok(Some(_)))) {
         return Ok(true);
     }
     let tree = read(anchor, at, Some(0))?;
@@ -680,8 +685,9 @@ pub fn nodes(anchor: &Anchor, call: &Call, list: bool) -> Result<Reply, CpsError
         return Err(not_found(anchor, xpath, false));
     }
     if op == Operation::Merge {
+        let pinned = anchor.store.running().pin().ok();
         for e in &edits {
-            if !exists(anchor, &e.path)? {
+            if !exists_in(anchor, pinned.as_ref(), &e.path)? {
                 return Err(not_found(anchor, &xpath_text(&e.path), false));
             }
         }

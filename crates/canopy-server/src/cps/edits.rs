@@ -46,9 +46,6 @@ pub(super) fn json_edits(
     // The members, named as CPS names them (top-level ones without their
     // module): each is parsed alone under its name in the schema.
     let Some(members) = top_members(body) else { return Ok(None) };
-    if (1..members.len()).any(|i| members[..i].iter().any(|(n, _)| *n == members[i].0)) {
-        return Ok(None);
-    }
     let big = body.len() >= PARALLEL_FROM && two_cores();
     let mut edits = Vec::new();
     for (name, value) in members {
@@ -100,9 +97,6 @@ fn parse_node(
         return canopy_core::json::parse_subtree_str(&text, lists, path).ok();
     }
     let members = top_members(raw.get().as_bytes())?;
-    if (1..members.len()).any(|i| members[..i].iter().any(|(n, _)| *n == members[i].0)) {
-        return None;
-    }
     let mut c = Container::default();
     for (name, value) in members {
         let (sub_canon, sub_idx) = schema_name(model, Some(idx), path, &name).ok()?;
@@ -198,7 +192,8 @@ fn schema_name(model: &Model, pidx: Option<usize>, at: &Path, name: &str) -> Res
 }
 
 /// The members of a JSON object, in order, their values as unparsed text;
-/// `None` when `body` is not one JSON object.
+/// `None` when `body` is not one JSON object or names a member twice (the
+/// whole-body readers say how they take that).
 fn top_members(body: &[u8]) -> Option<Vec<(String, &RawValue)>> {
     struct Members;
     impl<'de> Visitor<'de> for Members {
@@ -217,5 +212,6 @@ fn top_members(body: &[u8]) -> Option<Vec<(String, &RawValue)>> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let members = de.deserialize_map(Members).ok()?;
     de.end().ok()?;
-    Some(members)
+    let twice = (1..members.len()).any(|i| members[..i].iter().any(|(n, _)| *n == members[i].0));
+    (!twice).then_some(members)
 }
