@@ -37,9 +37,16 @@ wanted=()
 [ -n "${CANOPY_MONGODB_URL:-}" ] || wanted+=(mongodb)
 if [ ${#wanted[@]} -gt 0 ]; then
     step "scripts/servers.sh start ${wanted[*]}"
-    eval "$(scripts/servers.sh start "${wanted[@]}")"
+    # Assigned first, so that a server that does not start stops this script
+    # (an `eval` of a failed substitution would go on without it).
     trap 'scripts/servers.sh stop' EXIT
+    exports=$(scripts/servers.sh start "${wanted[@]}")
+    eval "$exports"
 fi
+# Every server backend's suites run against a server: none is skipped.
+for var in CANOPY_POSTGRES_URL CANOPY_REDIS_URL CANOPY_ETCD_URL CANOPY_MONGODB_URL; do
+    [ -n "${!var:-}" ] || { echo "test.sh: $var is not set: its backend's suites would not run" >&2; exit 1; }
+done
 
 step "cargo test --workspace"
 cargo test --workspace
