@@ -117,7 +117,10 @@ impl Pinned<'_> {
     /// gets the entry's fragments (its own first, then its descendants' in
     /// document order, keys relative to the datastore) and returns whether
     /// to go on. Nothing is decoded: a reader that writes the entries out
-    /// does so from the bytes, and the read's memory is one entry's. Entries
+    /// does so from the bytes, and the read's memory is one entry's. `f` may
+    /// take the fragments (swap in a buffer of its own, which is cleared and
+    /// scanned into next): a reader that writes entries on another thread
+    /// moves them there without a copy. Entries
     /// of a user-ordered list come in key order, not in their order. Nothing
     /// stored: no call.
     ///
@@ -125,7 +128,11 @@ impl Pinned<'_> {
     /// [`crate::Error::Data`] for a path that does not parse or is not made
     /// of names and keys; `Corrupted` for fragments stored below an entry
     /// whose own fragment is not; backend errors; what `f` returns.
-    pub fn each_entry_fragments(&self, list: &str, mut f: impl FnMut(&EntryFragments) -> Result<bool>) -> Result<()> {
+    pub fn each_entry_fragments(
+        &self,
+        list: &str,
+        mut f: impl FnMut(&mut EntryFragments) -> Result<bool>,
+    ) -> Result<()> {
         let p: Path = list.parse()?;
         if !crate::stream::streamable(&p) || p.is_root() {
             let reason = "a list path (names and keys, the list's name last) is needed here".to_string();

@@ -299,7 +299,7 @@ pub(crate) fn each_raw(
     snap: &dyn Snapshot,
     data: &[u8],
     list_rel: &[u8],
-    mut f: impl FnMut(&EntryFragments) -> Result<bool>,
+    mut f: impl FnMut(&mut EntryFragments) -> Result<bool>,
 ) -> Result<()> {
     let dl = data.len();
     let mut list_key = data.to_vec();
@@ -313,7 +313,7 @@ pub(crate) fn each_raw(
         let rel = &k[dl..];
         if entry.is_empty() || !rel.starts_with(&entry_key) {
             if !entry.is_empty() {
-                match f(&entry) {
+                match f(&mut entry) {
                     Ok(true) => {}
                     Ok(false) => {
                         stopped = true;
@@ -337,7 +337,7 @@ pub(crate) fn each_raw(
         return Err(e);
     }
     if !stopped && !entry.is_empty() {
-        f(&entry)?;
+        f(&mut entry)?;
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ mod data;
 mod delta;
 mod edits;
 mod files;
+mod parallel;
 pub mod path;
 pub mod registry;
 mod stream;

@@ -104,6 +104,36 @@ fn write_str(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
     serde_json::to_writer(&mut *out, s).map_err(io::Error::from)
 }
 
+/// Writes `"name":` with the local part of `name` (after a comma when
+/// `comma`), as `write_str` would: the local part is found and checked for
+/// characters JSON escapes in one pass over the name.
+fn write_member(out: &mut Vec<u8>, name: &str, comma: bool) -> io::Result<()> {
+    let mut start = 0;
+    let mut plain = true;
+    for (i, &c) in name.as_bytes().iter().enumerate() {
+        match c {
+            b':' => start = i + 1,
+            b'"' | b'\\' | 0..=0x1F => plain = false,
+            _ => {}
+        }
+    }
+    if comma {
+        out.push(b',');
+    }
+    // A colon is one byte: the local part starts at a character boundary.
+    let local = &name[start..];
+    if !plain {
+        write_str(out, local)?;
+        out.push(b':');
+        return Ok(());
+    }
+    out.reserve(local.len() + 3);
+    out.push(b'"');
+    out.extend_from_slice(local.as_bytes());
+    out.extend_from_slice(b"\":");
+    Ok(())
+}
+
 /// One node open while an entry is written from its fragments: a
 /// container or entry with its fragment's inline children not written yet,
 /// or a list whose entries are being written.
@@ -132,12 +162,8 @@ impl<'b, 'm> Open<'b, 'm> {
 
     /// Writes `"name":`, after a comma when a member came before.
     fn member(&mut self, out: &mut Vec<u8>, name: &str) -> io::Result<()> {
-        if std::mem::replace(&mut self.any, true) {
-            out.push(b',');
-        }
-        write_str(out, local(name))?;
-        out.push(b':');
-        Ok(())
+        let comma = std::mem::replace(&mut self.any, true);
+        write_member(out, name, comma)
     }
 
     /// Writes the inline children whose names sort before `before` (all of
@@ -145,6 +171,19 @@ impl<'b, 'm> Open<'b, 'm> {
     /// anydata.
     fn flush(&mut self, out: &mut Vec<u8>, before: Option<&str>) -> io::Result<()> {
         loop {
+            // Most children: leaves without metadata, read the short way.
+            if let Some(t) = self.text {
+                let unread = self.inline;
+                if let Some((name, v)) = self.inline.next_plain_leaf(t) {
+                    if before.is_some_and(|b| name >= b) {
+                        self.inline = unread;
+                        return Ok(());
+                    }
+                    self.member(out, name)?;
+                    write_value_ref(out, v, self.int64 && self.at.child(name).int64())?;
+                    continue;
+                }
+            }
             let unread = self.inline;
             let next = match self.text {
                 Some(t) => self.inline.next_text(t),
@@ -494,36 +533,17 @@ fn write_container(
                     }
                     continue;
                 }
-                let mut open = false;
-                let mut failed: Option<io::Error> = None;
-                let mut buf = Vec::new();
-                pinned
-                    .each_entry_fragments(&child.to_string(), |frags| {
-                        let mut put = || -> io::Result<()> {
-                            match open {
-                                false => key(w, name, &mut first)?,
-                                true => w.write_all(b",")?,
-                            }
-                            if !std::mem::replace(&mut open, true) {
-                                w.write_all(b"[")?;
-                            }
-                            buf.clear();
-                            write_entry(&mut buf, frags, cat)?;
-                            w.write_all(&buf)
-                        };
-                        match put() {
-                            Ok(()) => Ok(true),
-                            Err(e) => {
-                                failed = Some(e);
-                                Ok(false)
-                            }
-                        }
-                    })
-                    .map_err(io_err)?;
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                if open {
+                let list = child.to_string();
+                let written = super::parallel::write_list(
+                    w,
+                    |f| pinned.each_entry_fragments(&list, |frags| Ok(f(frags))).map_err(io_err),
+                    &|out, frags| write_entry(out, frags, cat),
+                    &mut |w| {
+                        key(w, name, &mut first)?;
+                        w.write_all(b"[")
+                    },
+                )?;
+                if written {
                     w.write_all(b"]")?;
                 }
             }
@@ -687,7 +707,7 @@ mod tests {
     }
 
     fn net_document() -> Json {
-        let devs: Vec<Json> = (0..40)
+        let devs: Vec<Json> = (0..90)
             .map(|i| {
                 serde_json::json!({
                     "id": format!("d{i:02}"), "big": (i as i64) * 1_000_000_007, "small": i, "ratio": "1.50",
@@ -699,7 +719,7 @@ mod tests {
             })
             .collect();
         let mut doc = serde_json::json!({
-            "net:devices": {"b-count": 40, "device": devs, "settings": {"mode": "m", "deep": {"x": -5}}, "z-last": "z"},
+            "net:devices": {"b-count": 90, "device": devs, "settings": {"mode": "m", "deep": {"x": -5}}, "z-last": "z"},
             "net:empty-top": {},
             "net:other": {"a": "x"}
         });
