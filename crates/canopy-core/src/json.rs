@@ -78,20 +78,54 @@ fn escape_pieces(s: &str, mut emit: impl FnMut(&str)) {
 /// backslash or a control character), checked eight bytes at a time: most
 /// names and values hold none, and are then copied as they are.
 pub fn needs_escape(s: &str) -> bool {
+    any_special(s.as_bytes(), false)
+}
+
+/// [`needs_escape`], or `s` holds a colon: a name that is written as it is
+/// when it has no module prefix.
+pub fn needs_escape_or_colon(s: &str) -> bool {
+    any_special(s.as_bytes(), true)
+}
+
+/// Bytes a JSON string escapes, and (in the second table) the colon too.
+static SPECIAL: [[bool; 256]; 2] = {
+    let mut t = [[false; 256]; 2];
+    let mut b = 0;
+    while b < 256 {
+        let escaped = b < 0x20 || b == b'"' as usize || b == b'\\' as usize;
+        t[0][b] = escaped;
+        t[1][b] = escaped || b == b':' as usize;
+        b += 1;
+    }
+    t
+};
+
+#[inline]
+fn any_special(b: &[u8], colon: bool) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // Nonzero when some byte of `x` is zero (exact as a yes/no answer).
     let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let mut chunks = s.as_bytes().chunks_exact(8);
-    for c in &mut chunks {
+    let hit = |c: &[u8]| {
         let x = u64::from_le_bytes(c.try_into().expect("eight bytes"));
         // Some byte below 0x20 (exact for bounds up to 0x80), a quote, a backslash.
         let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        if control | zero_byte(x ^ (ONES * u64::from(b'"'))) | zero_byte(x ^ (ONES * u64::from(b'\\'))) != 0 {
-            return true;
+        let mut h = control | zero_byte(x ^ (ONES * u64::from(b'"'))) | zero_byte(x ^ (ONES * u64::from(b'\\')));
+        if colon {
+            h |= zero_byte(x ^ (ONES * u64::from(b':')));
         }
+        h != 0
+    };
+    if b.len() < 8 {
+        let t = &SPECIAL[usize::from(colon)];
+        return b.iter().any(|&c| t[usize::from(c)]);
     }
-    chunks.remainder().iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    let mut chunks = b.chunks_exact(8);
+    if (&mut chunks).any(hit) {
+        return true;
+    }
+    // The last bytes as the last eight, which overlap the chunks before.
+    !chunks.remainder().is_empty() && hit(&b[b.len() - 8..])
 }
 
 /// Appends `s` as a JSON string literal.

@@ -834,15 +834,18 @@ fn many_annotations_in_one_object_are_checked_for_duplicates() {
 }
 
 /// The eight-bytes-at-a-time check finds every character that needs an
-/// escape, at every position, and nothing else (UTF-8 above ASCII included).
+/// escape (and the colon, when asked), at every position, and nothing else
+/// (UTF-8 above ASCII included).
 #[test]
 fn needs_escape_finds_exactly_what_needs_escaping() {
     let naive = |s: &str| s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\');
+    let naive_colon = |s: &str| naive(s) || s.contains(':');
     let fillers = ["a", "é", "~", "\u{7f}", "€", " "];
     for len in 0..20 {
         for filler in fillers {
             let base: String = filler.repeat(len);
             assert!(!super::needs_escape(&base), "{base:?}");
+            assert!(!super::needs_escape_or_colon(&base), "{base:?}");
             for at in 0..=base.len() {
                 if !base.is_char_boundary(at) {
                     continue;
@@ -851,6 +854,7 @@ fn needs_escape_finds_exactly_what_needs_escaping() {
                     let mut s = base.clone();
                     s.insert(at, c);
                     assert_eq!(super::needs_escape(&s), naive(&s), "{s:?}");
+                    assert_eq!(super::needs_escape_or_colon(&s), naive_colon(&s), "{s:?}");
                 }
             }
         }

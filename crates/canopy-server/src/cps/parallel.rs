@@ -20,7 +20,7 @@ use std::thread::Scope;
 /// Entries turned into JSON as one piece.
 const BATCH: usize = 16;
 /// Batches the second thread holds at most (queued or being written).
-const AHEAD: usize = 2;
+const AHEAD: usize = 4;
 /// Pieces on their way at most before the scan waits for the oldest.
 const PENDING: usize = AHEAD + 2;
 

@@ -105,32 +105,21 @@ fn write_str(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
 }
 
 /// Writes `"name":` with the local part of `name` (after a comma when
-/// `comma`), as `write_str` would: the local part is found and checked for
-/// characters JSON escapes in one pass over the name.
+/// `comma`), as `write_str` would.
 fn write_member(out: &mut Vec<u8>, name: &str, comma: bool) -> io::Result<()> {
-    let mut start = 0;
-    let mut plain = true;
-    for (i, &c) in name.as_bytes().iter().enumerate() {
-        match c {
-            b':' => start = i + 1,
-            b'"' | b'\\' | 0..=0x1F => plain = false,
-            _ => {}
-        }
-    }
     if comma {
         out.push(b',');
     }
-    // A colon is one byte: the local part starts at a character boundary.
-    let local = &name[start..];
-    if !plain {
-        write_str(out, local)?;
-        out.push(b':');
+    // Most names: no module prefix, nothing to escape.
+    if !canopy_core::json::needs_escape_or_colon(name) {
+        out.reserve(name.len() + 3);
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\":");
         return Ok(());
     }
-    out.reserve(local.len() + 3);
-    out.push(b'"');
-    out.extend_from_slice(local.as_bytes());
-    out.extend_from_slice(b"\":");
+    write_str(out, local(name))?;
+    out.push(b':');
     Ok(())
 }
 
