@@ -121,7 +121,7 @@ fn any_special(b: &[u8], colon: bool) -> bool {
         return b.iter().any(|&c| t[usize::from(c)]);
     }
     let mut chunks = b.chunks_exact(8);
-    if (&mut chunks).any(hit) {
+    if chunks.any(hit) {
         return true;
     }
     // The last bytes as the last eight, which overlap the chunks before.
