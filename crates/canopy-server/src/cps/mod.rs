@@ -17,6 +17,7 @@ mod parallel;
 pub mod path;
 pub mod registry;
 mod stream;
+mod subscriptions;
 mod xml;
 
 use std::sync::Arc;
@@ -436,6 +437,7 @@ fn route(reg: &registry::Registry, call: &Call) -> Result<Reply, CpsError> {
         ("POST", ["dataspaces", ds, "anchors", a, "applyChangesInDeltaReport"]) => {
             delta::apply(&*reg.anchor(ds, a)?, call)
         }
+        (_, ["notification-subscription"]) if v == 2 => subscriptions::handle(reg, call),
         _ => Err(no_such(call)),
     }
 }

@@ -1,0 +1,126 @@
+//! CPS's notification subscriptions (`/v2/notification-subscription`): which
+//! dataspaces, anchors and xpaths a client wants data-updated events for,
+//! kept as CPS keeps them, as data of the anchor `cps-notification-subscriptions`
+//! in the dataspace `CPS-Admin`, under the module of the same name (its
+//! structure is CPS's interface: clients post and read documents of it).
+//!
+//! - POST adds the body's list entries below `xpath` (as POST `list-nodes`
+//!   does): 201, or 409 for an entry that is there already;
+//! - GET answers the node at `xpath` with all its descendants (as GET
+//!   `node` v2 does): 200, or 404;
+//! - DELETE deletes the node at `xpath`: 204, or 404.
+//!
+//! The admin dataspace, its schema set, its anchor and the `dataspaces`
+//! container are made on the first call of any of the three, and are then
+//! ordinary CPS data: readable and writable through the data endpoints too.
+//! CPS publishes its data-updated events to Kafka; canopy has no Kafka
+//! client, and announces changes on its own change streams instead.
+
+use std::sync::Arc;
+
+use super::registry::{header, Anchor, ModuleRef, Registry};
+use super::{data, Call, CpsError, Reply};
+
+/// The dataspace, schema set and anchor CPS keeps the subscriptions in.
+pub const ADMIN_DATASPACE: &str = "CPS-Admin";
+pub const SUBSCRIPTIONS: &str = "cps-notification-subscriptions";
+
+/// The module: its name, namespace and tree are CPS's, for clients of it.
+const MODULE: &str = r#"module cps-notification-subscriptions {
+  yang-version 1.1;
+  namespace "org:onap:cps";
+  prefix cps-notification-subscriptions;
+
+  revision "2024-08-05" {
+    description "The notification subscriptions of a CPS service.";
+  }
+
+  container dataspaces {
+    list dataspace {
+      key "name";
+      leaf name { type string; }
+      container anchors {
+        list anchor {
+          key "name";
+          leaf name { type string; }
+          container xpaths {
+            list xpath {
+              key "path";
+              leaf path { type string; }
+            }
+          }
+        }
+      }
+      leaf-list subscriptionIds { type string; }
+      leaf topic { type string; }
+    }
+  }
+}
+"#;
+
+/// Answers a call of `/v2/notification-subscription`.
+///
+/// # Errors
+/// As the data endpoints: 400 without `xpath` or with a bad one or a bad
+/// body, 404 for a node that is not there, 409 for an entry that is.
+pub fn handle(reg: &Registry, call: &Call) -> Result<Reply, CpsError> {
+    call.required("xpath")?;
+    let anchor = admin_anchor(reg)?;
+    match call.method.as_str() {
+        "POST" => data::nodes(&anchor, call, true),
+        "DELETE" => data::nodes(&anchor, call, false),
+        "GET" => {
+            let mut all = Call {
+                method: call.method.clone(),
+                segments: call.segments.clone(),
+                query: call.query.iter().filter(|(k, _)| k == "xpath").cloned().collect(),
+                headers: call.headers.clone(),
+                body: Vec::new(),
+            };
+            all.query.push(("descendants".into(), "all".into()));
+            data::get_node_buffered(&anchor, &all, 2)
+        }
+        m => Err(CpsError {
+            status: axum::http::StatusCode::METHOD_NOT_ALLOWED,
+            message: "Method not allowed".into(),
+            details: format!("{m} is not supported here"),
+        }),
+    }
+}
+
+/// The subscriptions' anchor, made (with its dataspace, schema set and top
+/// container) when it is not there. Two first calls at once both find what
+/// the other made.
+fn admin_anchor(reg: &Registry) -> Result<Arc<Anchor>, CpsError> {
+    if let Ok(a) = reg.anchor(ADMIN_DATASPACE, SUBSCRIPTIONS) {
+        return Ok(a);
+    }
+    let made = |r: Result<(), CpsError>| match r {
+        Err(e) if e.status != axum::http::StatusCode::CONFLICT => Err(e),
+        _ => Ok(()),
+    };
+    made(reg.create_dataspace(ADMIN_DATASPACE))?;
+    if reg.schema_set(ADMIN_DATASPACE, SUBSCRIPTIONS).is_err() {
+        let (namespace, prefix) = header(MODULE);
+        let module = ModuleRef {
+            name: SUBSCRIPTIONS.into(),
+            revision: Some("2024-08-05".into()),
+            namespace,
+            prefix,
+            text: MODULE.into(),
+        };
+        made(reg.create_schema_set(ADMIN_DATASPACE, SUBSCRIPTIONS, vec![module], canopy::Validation::Structure))?;
+    }
+    made(reg.create_anchor(ADMIN_DATASPACE, SUBSCRIPTIONS, SUBSCRIPTIONS))?;
+    let anchor = reg.anchor(ADMIN_DATASPACE, SUBSCRIPTIONS)?;
+    let top = format!("/{SUBSCRIPTIONS}:dataspaces");
+    let s = anchor.store.running();
+    if s.get_item(&top).map_err(|e| CpsError::internal(e.to_string()))?.is_none() {
+        let edit = canopy::Edit::merge(
+            top.parse().map_err(|e: canopy_core::Error| CpsError::internal(e.to_string()))?,
+            canopy::Node::Container(canopy::Container::default()),
+        );
+        s.apply(&[edit]).map_err(|e| CpsError::internal(e.to_string()))?;
+    }
+    Ok(anchor)
+}
