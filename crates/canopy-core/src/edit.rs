@@ -105,9 +105,9 @@ pub fn apply_edit_owned(root: &mut Container, edit: Edit, schema: &dyn Schema) -
 }
 
 /// [`apply_edit_owned`] for a caller that fills in the created node itself:
-/// when the edit creates the list entry it targets, that entry is not copied
-/// into its [`Change::Created`], which holds an empty entry instead, and the
-/// change's index is returned. The caller fills the change from the tree
+/// when the edit creates the list entry or container it targets, that node
+/// is not copied into its [`Change::Created`], which holds an empty one
+/// instead, and the change's index is returned. The caller fills the change from the tree
 /// ([`fill_created`]) before anything reads the change's node: by a copy
 /// while the tree lives on, or by moving the entry out of a tree it is done
 /// with. A bulk transaction creating thousands of entries so makes one copy
@@ -125,16 +125,19 @@ pub fn apply_edit_deferring(
     Ok((changes, deferred))
 }
 
-/// Fills the node of `change`, a [`Change::Created`] of a list entry left
-/// empty by [`apply_edit_deferring`], from the entry at its path in `root`:
+/// Fills the node of `change`, a [`Change::Created`] of a list entry or
+/// container left empty by [`apply_edit_deferring`], from the node at its
+/// path in `root`:
 /// moved out of `root` with `take` (the tree is left without the entry's
 /// content), else copied.
 ///
 /// # Errors
 /// [`Error::NotFound`] when `root` holds no entry at the change's path.
 pub fn fill_created(root: &mut Container, change: &mut Change, take: bool) -> Result<()> {
-    let Change::Created { path, node: Subtree::Entry(slot), .. } = change else {
-        return Err(Error::invalid(change.path(), "not the creation of a list entry"));
+    let (Change::Created { path, node: Subtree::Entry(slot), .. }
+    | Change::Created { path, node: Subtree::Node(Node::Container(slot)), .. }) = change
+    else {
+        return Err(Error::invalid(change.path(), "not the creation of a list entry or container"));
     };
     let entry = diff::container_mut(root, path)?;
     *slot = if take { std::mem::take(entry) } else { entry.clone() };
@@ -430,6 +433,18 @@ fn put_child(
                 None => {
                     let value = normalise_new(path, value, schema)?;
                     match (slot, &value) {
+                        // A container the edit creates, its copy deferred (as a list entry's).
+                        (Some(slot), Node::Container(_)) if deferred.is_some() => {
+                            *slot = Some(out.len());
+                            if let Some(d) = deferred {
+                                *d = Some(out.len());
+                            }
+                            out.push(Change::Created {
+                                path: Path::root(),
+                                node: Subtree::Node(Node::Container(Container::default())),
+                                place: None,
+                            });
+                        }
                         (Some(slot), Node::Leaf { .. } | Node::Container(_) | Node::AnyData { .. }) => {
                             *slot = Some(out.len());
                             out.push(Change::Created {

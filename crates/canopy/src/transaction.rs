@@ -133,7 +133,7 @@ impl Store {
         // (above) but no constraint between nodes is checked.
         let checked = yang.filter(|_| catalog.validation == crate::yang::Validation::Full);
         let erasable = erasable(&edits, ds, &catalog.lists, yang, checked.is_some(), &self.hub);
-        // The list entries edits create are put in their changes once: moved
+        // The list entries and containers edits create are put in their changes once: moved
         // out of the tree when the batch is built, unless something reads the
         // changes before (constraint checks, subscribers: then copied).
         // Edits inside one another keep the copy each edit makes, so that a
@@ -252,10 +252,15 @@ impl Store {
     }
 }
 
-/// Whether `e` may create the list entry its path names (the one kind of
-/// change [`apply_edit_deferring`] defers).
+/// Whether `e` may create the list entry or container its path names (the
+/// kinds of change [`apply_edit_deferring`] defers).
 fn creates_entry(e: &Edit) -> bool {
-    e.value.is_some() && matches!(e.path.last().map(|s| &s.selector), Some(canopy_core::path::Selector::Keys(_)))
+    use canopy_core::path::Selector;
+    match (&e.value, e.path.last().map(|s| &s.selector)) {
+        (Some(_), Some(Selector::Keys(_))) => true,
+        (Some(canopy_core::tree::Node::Container(_)), Some(Selector::None)) => true,
+        _ => false,
+    }
 }
 
 /// Whether no edit's path lies inside another's or names the same node, as

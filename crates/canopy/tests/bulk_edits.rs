@@ -142,6 +142,57 @@ fn a_subscriber_below_created_entries_sees_them_whole() {
     }
 }
 
+/// `/m:top` holding devices `0..n`, as one container.
+fn top_of(n: usize) -> Container {
+    let mut devs = canopy::List::new(canopy::ListInfo::keyed(["id"]));
+    for i in 0..n {
+        devs.insert(device(i), &canopy::Insert::Last).unwrap();
+    }
+    let mut top = Container::default();
+    top.children.insert("dev".into(), Node::List(Box::new(devs)));
+    top
+}
+
+/// A container an edit creates is copied into its change once too: the
+/// change holds it whole (with a subscriber below it or without), and it
+/// is stored.
+#[test]
+fn a_created_container_is_in_the_diff_whole_and_stored() {
+    for watched in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        for url in urls(&dir) {
+            let store = open(&url);
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let _s = watched.then(|| {
+                store.subscribe(Datastore::Running, "/m:top/dev[id='d003']/port", 0, Seen(seen.clone())).unwrap()
+            });
+            let edit = Edit {
+                op: canopy::Operation::Create,
+                path: "/m:top".parse().unwrap(),
+                value: Some(Node::Container(top_of(5))),
+                insert: None,
+            };
+            let commit = store.running().apply_built(|| Ok(vec![edit.clone()])).unwrap();
+            match commit.changes.as_slice() {
+                [Change::Created { path, node: Subtree::Node(Node::Container(c)), .. }] => {
+                    assert_eq!(path.to_string(), "/m:top", "{url}");
+                    assert_eq!(c, &top_of(5), "{url} watched={watched}");
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+            for i in [0, 4] {
+                assert_eq!(stored(&store, i), Some(device(i)), "{url}: read back {i}");
+            }
+            if watched {
+                assert_eq!(seen.lock().unwrap().len(), 1, "{url}: {:?}", seen.lock().unwrap());
+            }
+            // Created once: a second create of it is refused, and nothing changed.
+            assert!(store.running().apply(&[edit]).is_err(), "{url}");
+            assert_eq!(stored(&store, 2), Some(device(2)), "{url}");
+        }
+    }
+}
+
 /// Commits through another connection of the store once, from inside the
 /// first attempt of a transaction, so that the attempt meets a conflict.
 struct Interloper {
