@@ -256,11 +256,10 @@ impl Store {
 /// kinds of change [`apply_edit_deferring`] defers).
 fn creates_entry(e: &Edit) -> bool {
     use canopy_core::path::Selector;
-    match (&e.value, e.path.last().map(|s| &s.selector)) {
-        (Some(_), Some(Selector::Keys(_))) => true,
-        (Some(canopy_core::tree::Node::Container(_)), Some(Selector::None)) => true,
-        _ => false,
-    }
+    matches!(
+        (&e.value, e.path.last().map(|s| &s.selector)),
+        (Some(_), Some(Selector::Keys(_))) | (Some(canopy_core::tree::Node::Container(_)), Some(Selector::None))
+    )
 }
 
 /// Whether no edit's path lies inside another's or names the same node, as
