@@ -30,7 +30,7 @@ use canopy_core::ListInfo;
 pub use canopy_core::schema::Violation;
 pub use leafrefs::{IndexChange, LeafrefUse};
 pub use normalize::WithDefaults;
-pub use relax::Relaxation;
+pub use relax::{Relaxation, Relaxed};
 pub use validate::DataAccess;
 
 use ly::{Ctx, Importer, LyError};
@@ -163,6 +163,9 @@ impl std::fmt::Debug for YangSchema {
 /// search directories (recorded, so that they can be stored).
 struct Sources<'a> {
     stored: &'a [Module],
+    /// The texts being added (name, revision, text): an import among them
+    /// is served from them, as given, before the search directories.
+    added: Vec<(String, Option<String>, &'a str)>,
     dirs: &'a [PathBuf],
     /// The files under `dirs`, listed on the first search.
     files: Option<search::Files>,
@@ -176,7 +179,15 @@ struct Sources<'a> {
 
 impl<'a> Sources<'a> {
     fn new(stored: &'a [Module], dirs: &'a [PathBuf]) -> Sources<'a> {
-        Sources { stored, dirs, files: None, read: Vec::new(), parsing: String::new(), missing: Vec::new() }
+        Sources {
+            stored,
+            added: Vec::new(),
+            dirs,
+            files: None,
+            read: Vec::new(),
+            parsing: String::new(),
+            missing: Vec::new(),
+        }
     }
 }
 
@@ -248,6 +259,10 @@ fn compile(
 ) -> Result<(Ctx, Vec<Module>, Vec<Conflict>), Error> {
     let ctx = Ctx::new().map_err(Error::Internal)?;
     let mut src = Sources::new(kept, search);
+    src.added = texts
+        .iter()
+        .filter_map(|(_, t)| search::header(t).map(|h| (h.name.clone(), h.revision().map(str::to_string), t.as_str())))
+        .collect();
     for m in kept.iter().filter(|m| m.implemented) {
         src.parsing = format!("module {}", m.name);
         ctx.parse_module(&m.text, &mut src).map_err(|e| module_errors(&src.parsing, &m.text, e, &src))?;
@@ -343,6 +358,9 @@ impl Importer for Sources<'_> {
         let fits = |rev: Option<&str>| revision.is_none_or(|r| rev == Some(r));
         if let Some(m) = self.stored.iter().find(|m| m.name == name && fits(stored_revision(m).as_deref())) {
             return Some(m.text.clone());
+        }
+        if let Some((_, _, text)) = self.added.iter().find(|(n, r, _)| n == name && fits(r.as_deref())) {
+            return Some((*text).to_string());
         }
         if let Some(r) = self.read.iter().find(|r| r.name == name && fits(r.found.revision.as_deref())) {
             return Some(r.found.text.clone());

@@ -7,7 +7,13 @@
 //! resolves them lazily and loads such sets. [`YangSchema::add_texts_relaxed`]
 //! loads them too: each leafref whose path does not resolve becomes a string
 //! leaf (its values are kept as given, its target is not checked), and every
-//! such change is reported as a [`Relaxation`]. Nothing else is relaxed.
+//! such change is reported as a [`Relaxation`].
+//!
+//! libyang also always holds its own `ietf-inet-types` and `ietf-yang-types`
+//! (revision 2013-07-15) and refuses another module of the same namespace
+//! and revision: a set bringing a renamed copy of them (ONAP CPS's own
+//! tests upload `ietf-inet-types-test`) gets that module's namespace made
+//! unique, reported too. Nothing else is relaxed.
 
 use std::path::PathBuf;
 
@@ -16,29 +22,56 @@ use crate::{Error, Module, YangSchema};
 /// At most this many leafrefs are relaxed in one module set.
 const MAX_RELAXED: usize = 64;
 
-/// One leafref made a string leaf so that a module set compiles.
+/// One change to a module's text so that a module set compiles.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Relaxation {
     /// The file (as given) whose text was changed.
     pub file: String,
-    /// The line of the leaf's statement in that file.
+    /// The line of the changed statement in that file.
     pub line: usize,
-    /// The leaf's name.
-    pub leaf: String,
-    /// The leafref's path as written.
-    pub path: String,
-    /// Why libyang refused it, with the schema node where it did.
+    /// What was changed.
+    pub what: Relaxed,
+    /// Why libyang refused it.
     pub reason: String,
+}
+
+/// What a [`Relaxation`] changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Relaxed {
+    /// A leafref leaf (or leaf-list) made a string one.
+    Leafref {
+        /// The leaf's name.
+        leaf: String,
+        /// The leafref's path as written.
+        path: String,
+    },
+    /// A module's namespace, which one of libyang's own modules holds at
+    /// the same revision, made unique.
+    Namespace {
+        module: String,
+        /// The namespace as written.
+        namespace: String,
+        /// The namespace given instead.
+        now: String,
+    },
 }
 
 impl std::fmt::Display for Relaxation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}:{}: leafref `{}` (path \"{}\") does not resolve: {}; it is loaded as a string leaf whose target is not \
-             checked",
-            self.file, self.line, self.leaf, self.path, self.reason
-        )
+        match &self.what {
+            Relaxed::Leafref { leaf, path } => write!(
+                f,
+                "{}:{}: leafref `{leaf}` (path \"{path}\") does not resolve: {}; it is loaded as a string leaf whose \
+                 target is not checked",
+                self.file, self.line, self.reason
+            ),
+            Relaxed::Namespace { module, namespace, now } => write!(
+                f,
+                "{}:{}: module `{module}` has the namespace \"{namespace}\" of a module the YANG library always holds \
+                 ({}); it is loaded with the namespace \"{now}\" (its data, in JSON, is named by the module as before)",
+                self.file, self.line, self.reason
+            ),
+        }
     }
 }
 
@@ -64,7 +97,26 @@ impl YangSchema {
                 Err(e) => e,
             };
             let Error::Module { reason, .. } = &e else { return Err(e) };
-            if done.len() >= MAX_RELAXED || !leafref_path_error(reason) {
+            if done.len() >= MAX_RELAXED {
+                return Err(e);
+            }
+            if let Some((module, namespace)) = builtin_namespace_taken(reason) {
+                let Some((i, at)) = texts.iter().enumerate().find_map(|(i, (_, t))| {
+                    namespace_statement(t, &module).filter(|a| a.namespace == namespace).map(|a| (i, a))
+                }) else {
+                    return Err(e);
+                };
+                let now = format!("{namespace}:canopy-relaxed:{module}");
+                texts[i].1 = at.replaced(&texts[i].1, &now);
+                done.push(Relaxation {
+                    file: texts[i].0.clone(),
+                    line: at.line,
+                    what: Relaxed::Namespace { module, namespace, now },
+                    reason: reason.clone(),
+                });
+                continue 'compile;
+            }
+            if !leafref_path_error(reason) {
                 return Err(e);
             }
             let Some(leaf) = failing_leaf(reason) else { return Err(e) };
@@ -88,8 +140,7 @@ impl YangSchema {
                         done.push(Relaxation {
                             file: file.clone(),
                             line: c.line,
-                            leaf: leaf.clone(),
-                            path: c.path.clone(),
+                            what: Relaxed::Leafref { leaf: leaf.clone(), path: c.path.clone() },
                             reason: reason.clone(),
                         });
                         texts = trial;
@@ -100,6 +151,71 @@ impl YangSchema {
             return Err(e);
         }
     }
+}
+
+/// libyang's own modules whose namespace another module of the same
+/// revision cannot have.
+const BUILTIN: [&str; 2] = ["ietf-inet-types", "ietf-yang-types"];
+
+/// From `Two different modules ("ietf-inet-types" and "x") have the same
+/// namespace "N".`, where the first is one of libyang's own: the other
+/// module's name and the namespace.
+fn builtin_namespace_taken(reason: &str) -> Option<(String, String)> {
+    let rest = reason.strip_prefix("Two different modules (\"")?;
+    let (a, rest) = rest.split_once("\" and \"")?;
+    let (b, rest) = rest.split_once("\") have the same namespace \"")?;
+    let (ns, _) = rest.split_once('"')?;
+    let other = match (BUILTIN.contains(&a), BUILTIN.contains(&b)) {
+        (true, false) => b,
+        (false, true) => a,
+        _ => return None,
+    };
+    Some((other.to_string(), ns.to_string()))
+}
+
+/// The `namespace` statement of the module `module` in `text`.
+struct NamespaceAt {
+    /// Byte range from `namespace` to its semicolon.
+    start: usize,
+    end: usize,
+    line: usize,
+    namespace: String,
+}
+
+impl NamespaceAt {
+    /// `text` with the statement giving `now`, its lines kept.
+    fn replaced(&self, text: &str, now: &str) -> String {
+        let old = &text[self.start..self.end];
+        let mut new = format!("namespace \"{now}\";");
+        new.extend(std::iter::repeat_n('\n', old.matches('\n').count()));
+        format!("{}{new}{}", &text[..self.start], &text[self.end..])
+    }
+}
+
+fn namespace_statement(text: &str, module: &str) -> Option<NamespaceAt> {
+    let toks = tokens(text);
+    let word = |i: usize| match toks.get(i) {
+        Some((Tok::Word(w), _, _)) => Some(w.as_str()),
+        _ => None,
+    };
+    if word(0) != Some("module") || word(1) != Some(module) {
+        return None;
+    }
+    // The statement among the module's own (depth one).
+    let mut depth = 0;
+    for (i, (t, at, line)) in toks.iter().enumerate() {
+        match t {
+            Tok::Open => depth += 1,
+            Tok::Close => depth -= 1,
+            Tok::Word(w) if depth == 1 && w == "namespace" => {
+                let namespace = word(i + 1)?.to_string();
+                let (Tok::Semi, semi, _) = toks.get(i + 2)? else { return None };
+                return Some(NamespaceAt { start: *at, end: semi + 1, line: *line, namespace });
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Whether libyang's message is about a leafref path that does not resolve.
@@ -353,16 +469,71 @@ mod tests {
         let (schema, relaxed) = YangSchema::add_texts_relaxed(&[], &texts, &[]).unwrap();
         assert_eq!(relaxed.len(), 1, "{relaxed:?}");
         let r = &relaxed[0];
-        assert_eq!(
-            (r.file.as_str(), r.line, r.leaf.as_str(), r.path.as_str()),
-            ("g.yang", 7, "port", "../../port/name")
-        );
+        assert_eq!((r.file.as_str(), r.line), ("g.yang", 7));
+        assert_eq!(r.what, Relaxed::Leafref { leaf: "port".into(), path: "../../port/name".into() });
         assert!(
             r.to_string().starts_with("g.yang:7: leafref `port` (path \"../../port/name\") does not resolve"),
             "{r}"
         );
         assert!(schema.modules()[0].text.contains("relaxed from a leafref"));
         assert!(schema.lists().contains_key("/g:devices/device/port"));
+    }
+
+    /// A renamed copy of a module libyang always holds, at its revision.
+    const TYPES_COPY: &str = r#"module my-inet-types {
+  namespace "urn:ietf:params:xml:ns:yang:ietf-inet-types";
+  prefix mit;
+  revision 2013-07-15 { description "a copy under another name"; }
+  typedef port-number { type uint16 { range "0..65535"; } }
+}
+"#;
+
+    const USES_COPY: &str = r#"module svc {
+  yang-version 1.1;
+  namespace "urn:svc";
+  prefix s;
+  import my-inet-types { prefix mit; }
+  container svc { leaf port { type mit:port-number; } }
+}
+"#;
+
+    #[test]
+    fn a_copy_of_a_builtin_module_loads_with_its_own_namespace() {
+        let texts = [
+            ("svc.yang".to_string(), USES_COPY.to_string()),
+            ("my-inet-types.yang".to_string(), TYPES_COPY.to_string()),
+        ];
+        let Err(Error::Module { reason, .. }) = YangSchema::add_texts(&[], &texts, &[]) else {
+            panic!("libyang refuses the set as written")
+        };
+        assert!(builtin_namespace_taken(&reason).is_some(), "{reason}");
+        let (schema, relaxed) = YangSchema::add_texts_relaxed(&[], &texts, &[]).unwrap();
+        assert_eq!(relaxed.len(), 1, "{relaxed:?}");
+        let r = &relaxed[0];
+        assert_eq!((r.file.as_str(), r.line), ("my-inet-types.yang", 2));
+        let now = "urn:ietf:params:xml:ns:yang:ietf-inet-types:canopy-relaxed:my-inet-types";
+        assert_eq!(
+            r.what,
+            Relaxed::Namespace {
+                module: "my-inet-types".into(),
+                namespace: "urn:ietf:params:xml:ns:yang:ietf-inet-types".into(),
+                now: now.into()
+            }
+        );
+        assert!(r.to_string().starts_with("my-inet-types.yang:2: module `my-inet-types` has the namespace"), "{r}");
+        let copy = schema.modules().iter().find(|m| m.name == "my-inet-types").expect("loaded");
+        assert!(copy.text.contains(&format!("namespace \"{now}\";")), "{}", copy.text);
+        assert_eq!(copy.text.lines().count(), TYPES_COPY.lines().count(), "lines kept");
+        // The type still holds: a port out of range is refused.
+        assert!(schema.modules().iter().any(|m| m.name == "svc"));
+    }
+
+    #[test]
+    fn reads_the_namespace_message() {
+        let m = "Two different modules (\"ietf-inet-types\" and \"x-types\") have the same namespace \"urn:n\".";
+        assert_eq!(builtin_namespace_taken(m), Some(("x-types".into(), "urn:n".into())));
+        let m = "Two different modules (\"a\" and \"b\") have the same namespace \"urn:n\".";
+        assert_eq!(builtin_namespace_taken(m), None, "two modules of the set: not relaxed");
     }
 
     #[test]

@@ -98,8 +98,11 @@ pub(super) fn upload_parts(
         return Err(CpsError::bad("Missing file", format!("Required part '{field}' is not present.")));
     }
     let dir = super::registry::module_dir(&texts).map_err(|e| CpsError::internal(e.to_string()))?;
+    // A module read from the upload's directory is named by its file there:
+    // the message names the file as uploaded, not the server's directory.
+    let within = format!("{}/", dir.path().display());
     let (schema, relaxed) = canopy::YangSchema::add_texts_relaxed(&[], &texts, &[dir.path().to_path_buf()])
-        .map_err(|e| CpsError::bad("Model validation failed", e.to_string()))?;
+        .map_err(|e| CpsError::bad("Model validation failed", e.to_string().replace(&within, "")))?;
     let modules = schema
         .modules()
         .iter()

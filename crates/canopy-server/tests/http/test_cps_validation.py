@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+import io
+import zipfile
+
 from cps_support import CPS_MODULES, Cps, assert_cps_error, start
 
 NODES = "/v2/dataspaces/ds/anchors/a/nodes"
@@ -146,3 +149,48 @@ def test_other_schema_errors_are_not_relaxed(server):
     body = assert_cps_error(r, 400, "Model validation failed")
     assert "bad.yang:2" in body["details"], body
     assert "Warning" not in r.headers
+
+
+def zip_bytes(files: list) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for _, (name, data) in files:
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_a_copy_of_a_builtin_types_module_is_relaxed_with_a_warning(server):
+    """A module with the namespace and revision of ietf-inet-types under
+    another name: libyang, which always holds ietf-inet-types, refuses it;
+    CPS's YANG parser loads the set. canopy loads it with a namespace of its
+    own, says so, and its types still check values."""
+    cps = Cps(server)
+    cps.dataspace("ds")
+    files = [("file", (f, (CPS_MODULES / f).read_bytes())) for f in ("svc.yang", "svc-types.yang")]
+    r = cps.req("POST", "/v2/dataspaces/ds/schema-sets", params={"schema-set-name": "ss"},
+                files=[("file", ("svc.zip", zip_bytes(files)))])
+    assert r.status_code == 201, r.text
+    warning = r.headers.get("Warning", "")
+    assert warning.startswith('299 canopy "svc-types.yang:2: module `svc-types` has the namespace'), warning
+    cps.anchor("ds", "ss", "a")
+    r = cps.create("ds", "a", {"svc:services": {"service": [{"name": "web", "port": 8080}]}})
+    assert r.status_code == 201, r.text
+    assert cps.node("ds", "a", "/services/service[@name='web']") == [{"svc:service": {"name": "web", "port": 8080}}]
+    r = cps.create("ds", "a", {"service": [{"name": "bad", "port": 0}]}, xpath="/services")
+    assert_cps_error(r, 400)
+    refs = cps.get("/v2/dataspaces/ds/schema-sets/ss").json()["moduleReferences"]
+    assert sorted(m["name"] for m in refs) == ["svc", "svc-types"], refs
+
+
+def test_model_errors_name_the_uploaded_file(server):
+    """An error in a module read through another's import names the file as
+    uploaded, not where the server put it."""
+    cps = Cps(server)
+    cps.dataspace("ds")
+    bad = b"module lib { namespace urn:lib; prefix l;\n  typedef t { type nope; }\n}\n"
+    user = b"module user { namespace urn:user; prefix u;\n  import lib { prefix l; }\n  leaf x { type l:t; }\n}\n"
+    files = [("file", ("user.yang", user)), ("file", ("lib.yang", bad))]
+    r = cps.req("POST", "/v2/dataspaces/ds/schema-sets", params={"schema-set-name": "ss"},
+                files=[("file", ("set.zip", zip_bytes(files)))])
+    body = assert_cps_error(r, 400, "Model validation failed")
+    assert "/tmp" not in body["details"] and ".tmp" not in body["details"], body
