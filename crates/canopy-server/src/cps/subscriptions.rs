@@ -8,11 +8,18 @@
 //!   does): 201, or 409 for an entry that is there already;
 //! - GET answers the node at `xpath` with all its descendants (as GET
 //!   `node` v2 does): 200, or 404;
-//! - DELETE deletes the node at `xpath`: 204, or 404.
+//! - DELETE deletes the node at `xpath`: 204, or 400 "DataNode not found"
+//!   (as CPS answers a delete of a missing node).
 //!
-//! The admin dataspace, its schema set, its anchor and the `dataspaces`
-//! container are made on the first call of any of the three, and are then
-//! ordinary CPS data: readable and writable through the data endpoints too.
+//! Without `xpath`, `/dataspaces` (CPS's default). The admin dataspace, its
+//! schema set, its anchor and the `dataspaces` container are made by the
+//! first call of the three, and again by any call that finds one missing
+//! (the container deleted by a client); they are ordinary CPS data, readable
+//! and writable through the data endpoints too. CPS makes them when it
+//! starts; canopy does not write to a store before a client asks (a commit
+//! at start would move the revision RESTCONF clients and streams count
+//! from), so until then `CPS-Admin` is not listed and a client may take the
+//! name.
 //! CPS publishes its data-updated events to Kafka; canopy has no Kafka
 //! client, and announces changes on its own change streams instead.
 
@@ -64,8 +71,18 @@ const MODULE: &str = r#"module cps-notification-subscriptions {
 /// As the data endpoints: 400 without `xpath` or with a bad one or a bad
 /// body, 404 for a node that is not there, 409 for an entry that is.
 pub fn handle(reg: &Registry, call: &Call) -> Result<Reply, CpsError> {
-    call.required("xpath")?;
-    let anchor = admin_anchor(reg)?;
+    let anchor = ensure(reg)?;
+    let mut call = Call {
+        method: call.method.clone(),
+        segments: call.segments.clone(),
+        query: call.query.clone(),
+        headers: call.headers.clone(),
+        body: call.body.clone(),
+    };
+    if call.param("xpath").is_none() {
+        call.query.push(("xpath".into(), "/dataspaces".into()));
+    }
+    let call = &call;
     match call.method.as_str() {
         "POST" => data::nodes(&anchor, call, true),
         "DELETE" => data::nodes(&anchor, call, false),
@@ -89,30 +106,37 @@ pub fn handle(reg: &Registry, call: &Call) -> Result<Reply, CpsError> {
 }
 
 /// The subscriptions' anchor, made (with its dataspace, schema set and top
-/// container) when it is not there. Two first calls at once both find what
-/// the other made.
-fn admin_anchor(reg: &Registry) -> Result<Arc<Anchor>, CpsError> {
-    if let Ok(a) = reg.anchor(ADMIN_DATASPACE, SUBSCRIPTIONS) {
-        return Ok(a);
-    }
-    let made = |r: Result<(), CpsError>| match r {
-        Err(e) if e.status != axum::http::StatusCode::CONFLICT => Err(e),
-        _ => Ok(()),
+/// container) where any of them is not there. Calls at once all find what
+/// another made (creating what exists is taken as done; the container is
+/// merged).
+///
+/// # Errors
+/// The store cannot be read or written.
+fn ensure(reg: &Registry) -> Result<Arc<Anchor>, CpsError> {
+    let anchor = match reg.anchor(ADMIN_DATASPACE, SUBSCRIPTIONS) {
+        Ok(a) => a,
+        Err(_) => {
+            let made = |r: Result<(), CpsError>| match r {
+                Err(e) if e.status != axum::http::StatusCode::CONFLICT => Err(e),
+                _ => Ok(()),
+            };
+            made(reg.create_dataspace(ADMIN_DATASPACE))?;
+            if reg.schema_set(ADMIN_DATASPACE, SUBSCRIPTIONS).is_err() {
+                let (namespace, prefix) = header(MODULE);
+                let module = ModuleRef {
+                    name: SUBSCRIPTIONS.into(),
+                    revision: Some("2024-08-05".into()),
+                    namespace,
+                    prefix,
+                    text: MODULE.into(),
+                };
+                let set = vec![module];
+                made(reg.create_schema_set(ADMIN_DATASPACE, SUBSCRIPTIONS, set, canopy::Validation::Structure))?;
+            }
+            made(reg.create_anchor(ADMIN_DATASPACE, SUBSCRIPTIONS, SUBSCRIPTIONS))?;
+            reg.anchor(ADMIN_DATASPACE, SUBSCRIPTIONS)?
+        }
     };
-    made(reg.create_dataspace(ADMIN_DATASPACE))?;
-    if reg.schema_set(ADMIN_DATASPACE, SUBSCRIPTIONS).is_err() {
-        let (namespace, prefix) = header(MODULE);
-        let module = ModuleRef {
-            name: SUBSCRIPTIONS.into(),
-            revision: Some("2024-08-05".into()),
-            namespace,
-            prefix,
-            text: MODULE.into(),
-        };
-        made(reg.create_schema_set(ADMIN_DATASPACE, SUBSCRIPTIONS, vec![module], canopy::Validation::Structure))?;
-    }
-    made(reg.create_anchor(ADMIN_DATASPACE, SUBSCRIPTIONS, SUBSCRIPTIONS))?;
-    let anchor = reg.anchor(ADMIN_DATASPACE, SUBSCRIPTIONS)?;
     let top = format!("/{SUBSCRIPTIONS}:dataspaces");
     let s = anchor.store.running();
     if s.get_item(&top).map_err(|e| CpsError::internal(e.to_string()))?.is_none() {
