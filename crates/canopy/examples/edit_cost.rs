@@ -2,10 +2,11 @@
 //! transactions of N edits (1,000 unless given) creating `perf` entries with
 //! their leaf (paths as text, checked against the `perf` module), the list
 //! erased between rounds. On the in-memory backend unless `lmdb` is given (a
-//! fresh LMDB store at `sync=off`); `usr` creates entries of the user-ordered
-//! list `usr-lst` instead of `lst`.
+//! fresh LMDB store at `sync=off`) or a store URL (a server backend's, with
+//! its cargo feature); `usr` creates entries of the user-ordered list
+//! `usr-lst` instead of `lst`.
 //!
-//! `cargo run --release -p canopy --example edit_cost [-- ROUNDS [N [memory|lmdb] [lst|usr]]]`
+//! `cargo run --release -p canopy --example edit_cost [-- ROUNDS [N [memory|lmdb|URL] [lst|usr]]]`
 
 use std::time::Instant;
 
@@ -15,12 +16,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rounds: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(200);
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
-    let lmdb = args.get(2).is_some_and(|a| a == "lmdb");
+    let backend = args.get(2).map_or("memory", String::as_str);
     let usr = args.get(3).is_some_and(|a| a == "usr");
     let dir = tempfile::tempdir().unwrap();
-    let store = match lmdb {
-        true => Store::open(&format!("lmdb:{}?sync=off", dir.path().display())).unwrap(),
-        false => Store::open("memory:edit-cost").unwrap(),
+    let store = match backend {
+        "lmdb" => Store::open(&format!("lmdb:{}?sync=off", dir.path().display())).unwrap(),
+        "memory" => Store::open("memory:edit-cost").unwrap(),
+        url => Store::open(url).unwrap(),
     };
     store.schema_add_texts(&[("perf.yang".into(), canopy_yang::PERF_YANG.into())], &[]).unwrap();
     let list = if usr { "/perf:cont/usr-lst" } else { "/perf:cont/lst" };
