@@ -31,7 +31,7 @@ use canopy_core::diff::{Change, Place, Subtree};
 use canopy_core::path::Path;
 use canopy_core::tree::{Container, LeafListEntry, List, ListInfo, Node};
 use canopy_core::value::{Meta, Value};
-use serde_json::{json, Map, Value as Json};
+use serde_json::Value as Json;
 
 use crate::error::{Result, StoreError};
 use crate::keys::{self, Datastore};
@@ -62,9 +62,29 @@ pub struct Entry {
 }
 
 /// The record of a commit of `changes` to `ds` by `by`.
+///
+/// Written straight into the record's text (a commit of thousands of changes
+/// made a tree of JSON values first, and that was most of its cost on a
+/// server backend).
 pub fn encode(ds: Datastore, by: &str, changes: &[Change]) -> Vec<u8> {
-    let changes: Vec<Json> = changes.iter().map(change).collect();
-    json!({"v": VERSION, "ds": ds.name(), "by": by, "changes": changes}).to_string().into_bytes()
+    let mut w = String::with_capacity(64 + 96 * changes.len());
+    w.push_str(&format!("{{\"v\":{VERSION},\"ds\":"));
+    text(&mut w, ds.name());
+    w.push_str(",\"by\":");
+    text(&mut w, by);
+    w.push_str(",\"changes\":[");
+    for (i, c) in changes.iter().enumerate() {
+        if i > 0 {
+            w.push(',');
+        }
+        change(&mut w, c);
+    }
+    w.push_str("]}");
+    w.into_bytes()
+}
+
+fn text(w: &mut String, s: &str) {
+    canopy_core::json::write_json_string(w, s);
 }
 
 /// The commit a record holds.
@@ -98,32 +118,47 @@ fn bad(why: String) -> StoreError {
 
 type R<T> = std::result::Result<T, String>;
 
-fn change(c: &Change) -> Json {
+fn change(w: &mut String, c: &Change) {
+    let head = |w: &mut String, op: &str, path: &Path| {
+        w.push_str("{\"op\":\"");
+        w.push_str(op);
+        w.push_str("\",\"path\":");
+        text(w, &path.to_string());
+    };
     match c {
-        Change::Created { path, node, place } => {
-            with_place(json!({"op": "created", "path": path.to_string(), "node": subtree(node)}), place)
-        }
-        Change::Deleted { path, node, place } => {
-            with_place(json!({"op": "deleted", "path": path.to_string(), "node": subtree(node)}), place)
+        Change::Created { path, node: n, place: p } | Change::Deleted { path, node: n, place: p } => {
+            head(w, if matches!(c, Change::Created { .. }) { "created" } else { "deleted" }, path);
+            w.push_str(",\"node\":");
+            subtree(w, n);
+            if let Some(p) = p {
+                w.push_str(",\"place\":");
+                place(w, p);
+            }
         }
         Change::Modified { path, old, new } => {
-            json!({"op": "modified", "path": path.to_string(), "old": node(old), "new": node(new)})
+            head(w, "modified", path);
+            w.push_str(",\"old\":");
+            node(w, old);
+            w.push_str(",\"new\":");
+            node(w, new);
         }
         Change::Meta { path, old, new } => {
-            json!({"op": "meta", "path": path.to_string(), "old": meta(old), "new": meta(new)})
+            head(w, "meta", path);
+            w.push_str(",\"old\":");
+            meta(w, old);
+            w.push_str(",\"new\":");
+            meta(w, new);
         }
         Change::Moved { path, old, new } => {
-            json!({"op": "moved", "path": path.to_string(), "old": place(old), "new": place(new)})
+            head(w, "moved", path);
+            w.push_str(",\"old\":");
+            place(w, old);
+            w.push_str(",\"new\":");
+            place(w, new);
         }
-        Change::Erased { path } => json!({"op": "erased", "path": path.to_string()}),
+        Change::Erased { path } => head(w, "erased", path),
     }
-}
-
-fn with_place(mut v: Json, p: &Option<Place>) -> Json {
-    if let Some(p) = p {
-        v["place"] = place(p);
-    }
-    v
+    w.push('}');
 }
 
 fn un_change(v: &Json) -> R<Change> {
@@ -147,10 +182,14 @@ fn un_path(v: &Json) -> R<Path> {
     s.parse().map_err(|e| format!("path `{s}`: {e}"))
 }
 
-fn place(p: &Place) -> Json {
+fn place(w: &mut String, p: &Place) {
     match p {
-        Place::First => json!("first"),
-        Place::After(sel) => json!({"after": Path::root().child("x", sel.clone()).to_string()}),
+        Place::First => w.push_str("\"first\""),
+        Place::After(sel) => {
+            w.push_str("{\"after\":");
+            text(w, &Path::root().child("x", sel.clone()).to_string());
+            w.push('}');
+        }
     }
 }
 
@@ -163,12 +202,22 @@ fn un_place(v: &Json) -> R<Place> {
     Ok(Place::After(sel))
 }
 
-fn subtree(s: &Subtree) -> Json {
+fn subtree(w: &mut String, s: &Subtree) {
     match s {
-        Subtree::Node(n) => json!({"node": node(n)}),
-        Subtree::Entry(c) => json!({"entry": container(c)}),
-        Subtree::Value(e) => json!({"value": ll_entry(e)}),
+        Subtree::Node(n) => {
+            w.push_str("{\"node\":");
+            node(w, n);
+        }
+        Subtree::Entry(c) => {
+            w.push_str("{\"entry\":");
+            container(w, c);
+        }
+        Subtree::Value(e) => {
+            w.push_str("{\"value\":");
+            ll_entry(w, e);
+        }
     }
+    w.push('}');
 }
 
 fn un_subtree(v: &Json) -> R<Subtree> {
@@ -183,24 +232,64 @@ fn un_subtree(v: &Json) -> R<Subtree> {
     }
 }
 
-fn with_meta(mut v: Json, m: &Meta) -> Json {
+/// `,"meta":{…}` when there is metadata, and the closing brace.
+fn close_with_meta(w: &mut String, m: &Meta) {
     if !m.is_empty() {
-        v["meta"] = meta(m);
+        w.push_str(",\"meta\":");
+        meta(w, m);
     }
-    v
+    w.push('}');
 }
 
-fn node(n: &Node) -> Json {
+fn node(w: &mut String, n: &Node) {
     match n {
-        Node::Leaf { value: v, meta: m } => with_meta(json!({"leaf": value(v)}), m),
-        Node::LeafList(entries) => json!({"leaf-list": entries.iter().map(ll_entry).collect::<Vec<_>>()}),
-        Node::Container(c) => json!({"container": container(c)}),
-        Node::List(l) => {
-            let entries: Vec<Json> =
-                l.entries_with_pos().map(|(pos, e)| json!([keys::hex(pos), container(e)])).collect();
-            json!({"list": {"keys": l.info.keys, "user-ordered": l.info.user_ordered, "entries": entries}})
+        Node::Leaf { value: v, meta: m } => {
+            w.push_str("{\"leaf\":");
+            value(w, v);
+            close_with_meta(w, m);
         }
-        Node::AnyData { value: v, meta: m } => with_meta(json!({"anydata": **v}), m),
+        Node::LeafList(entries) => {
+            w.push_str("{\"leaf-list\":[");
+            for (i, e) in entries.iter().enumerate() {
+                if i > 0 {
+                    w.push(',');
+                }
+                ll_entry(w, e);
+            }
+            w.push_str("]}");
+        }
+        Node::Container(c) => {
+            w.push_str("{\"container\":");
+            container(w, c);
+            w.push('}');
+        }
+        Node::List(l) => {
+            w.push_str("{\"list\":{\"keys\":[");
+            for (i, k) in l.info.keys.iter().enumerate() {
+                if i > 0 {
+                    w.push(',');
+                }
+                text(w, k);
+            }
+            w.push_str(if l.info.user_ordered { "],\"user-ordered\":true" } else { "],\"user-ordered\":false" });
+            w.push_str(",\"entries\":[");
+            for (i, (pos, e)) in l.entries_with_pos().enumerate() {
+                if i > 0 {
+                    w.push(',');
+                }
+                w.push('[');
+                text(w, &keys::hex(pos));
+                w.push(',');
+                container(w, e);
+                w.push(']');
+            }
+            w.push_str("]}}");
+        }
+        Node::AnyData { value: v, meta: m } => {
+            w.push_str("{\"anydata\":");
+            w.push_str(&v.to_string());
+            close_with_meta(w, m);
+        }
     }
 }
 
@@ -239,9 +328,20 @@ fn un_node(v: &Json) -> R<Node> {
     Err("a node is none of leaf, leaf-list, container, list, anydata".into())
 }
 
-fn container(c: &Container) -> Json {
-    let children: Vec<Json> = c.children.iter().map(|(name, n)| json!([name, node(n)])).collect();
-    with_meta(json!({"children": children}), &c.meta)
+fn container(w: &mut String, c: &Container) {
+    w.push_str("{\"children\":[");
+    for (i, (name, n)) in c.children.iter().enumerate() {
+        if i > 0 {
+            w.push(',');
+        }
+        w.push('[');
+        text(w, name);
+        w.push(',');
+        node(w, n);
+        w.push(']');
+    }
+    w.push(']');
+    close_with_meta(w, &c.meta);
 }
 
 fn un_container(v: &Json) -> R<Container> {
@@ -254,8 +354,10 @@ fn un_container(v: &Json) -> R<Container> {
     Ok(c)
 }
 
-fn ll_entry(e: &LeafListEntry) -> Json {
-    with_meta(json!({"value": value(&e.value)}), &e.meta)
+fn ll_entry(w: &mut String, e: &LeafListEntry) {
+    w.push_str("{\"value\":");
+    value(w, &e.value);
+    close_with_meta(w, &e.meta);
 }
 
 fn un_ll_entry(v: &Json) -> R<LeafListEntry> {
@@ -265,12 +367,21 @@ fn un_ll_entry(v: &Json) -> R<LeafListEntry> {
     })
 }
 
-fn value(v: &Value) -> Json {
+fn value(w: &mut String, v: &Value) {
     match v {
-        Value::String(s) => json!(["s", s]),
-        Value::Number(n) => json!(["n", n]),
-        Value::Bool(b) => json!(b),
-        Value::Empty => Json::Null,
+        Value::String(s) => {
+            w.push_str("[\"s\",");
+            text(w, s);
+            w.push(']');
+        }
+        Value::Number(n) => {
+            w.push_str("[\"n\",");
+            text(w, n);
+            w.push(']');
+        }
+        Value::Bool(true) => w.push_str("true"),
+        Value::Bool(false) => w.push_str("false"),
+        Value::Empty => w.push_str("null"),
     }
 }
 
@@ -287,8 +398,17 @@ fn un_value(v: &Json) -> R<Value> {
     }
 }
 
-fn meta(m: &Meta) -> Json {
-    Json::Object(m.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect::<Map<_, _>>())
+fn meta(w: &mut String, m: &Meta) {
+    w.push('{');
+    for (i, (k, v)) in m.iter().enumerate() {
+        if i > 0 {
+            w.push(',');
+        }
+        text(w, k);
+        w.push(':');
+        text(w, v);
+    }
+    w.push('}');
 }
 
 fn un_meta(v: Option<&Json>) -> R<Meta> {
@@ -318,6 +438,7 @@ fn un_hex(s: &str) -> R<Vec<u8>> {
 mod tests {
     use super::*;
     use canopy_core::path::Selector;
+    use serde_json::json;
 
     fn p(s: &str) -> Path {
         s.parse().unwrap()
@@ -380,6 +501,28 @@ mod tests {
         let bytes = encode(Datastore::Candidate, "p1", &changes);
         let e = decode(&bytes).unwrap();
         assert_eq!(e, Entry { datastore: Datastore::Candidate, by: "p1".into(), changes });
+    }
+
+    /// Text that JSON escapes, in every place a record holds text.
+    #[test]
+    fn escaped_text_comes_back() {
+        let odd = "q\"\\ \u{1}\n\t\u{7f}é\u{2028}😀";
+        let mut c = Container::default();
+        c.meta.insert(format!("m:{odd}"), odd.into());
+        c.children.insert(format!("n{odd}"), Node::leaf(Value::String(odd.into())));
+        c.children.insert("num".into(), Node::leaf(Value::Number("-1.5e3".into())));
+        let changes = vec![
+            Change::Created { path: p("/m:c"), node: Subtree::Node(Node::Container(c.clone())), place: None },
+            Change::Modified {
+                path: p("/m:c/x"),
+                old: Node::leaf(Value::String(odd.into())),
+                new: Node::AnyData { value: Box::new(json!({"k": odd, "n": [1.25, null]})), meta: c.meta.clone() },
+            },
+        ];
+        let bytes = encode(Datastore::Running, odd, &changes);
+        serde_json::from_slice::<Json>(&bytes).expect("the record is JSON");
+        let e = decode(&bytes).unwrap();
+        assert_eq!(e, Entry { datastore: Datastore::Running, by: odd.into(), changes });
     }
 
     #[test]
