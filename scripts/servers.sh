@@ -144,8 +144,9 @@ start_mongodb() {
     local port
     port=$(free_port)
     mkdir -p "$dir/mongodb"
-    nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$port" --sync-on-commit --storage-path "$dir/mongodb/data" \
-        >"$dir/mongodb/server.log" 2>&1 </dev/null &
+    # Through scripts/secantusd.py: idle transactions kept ten minutes, not 60 s.
+    nohup "$venv/bin/python3" "$(dirname "$0")/secantusd.py" --host 127.0.0.1 --port "$port" --sync-on-commit \
+        --storage-path "$dir/mongodb/data" >"$dir/mongodb/server.log" 2>&1 </dev/null &
     remember mongodb $!
     wait_for mongodb bash -c "exec 3<>/dev/tcp/127.0.0.1/$port"
     echo "export CANOPY_MONGODB_URL='mongodb://127.0.0.1:$port/canopy?directConnection=true'"
