@@ -433,25 +433,17 @@ fn put_child(
                 None => {
                     let value = normalise_new(path, value, schema)?;
                     match (slot, &value) {
-                        // A container the edit creates, its copy deferred (as a list entry's).
-                        (Some(slot), Node::Container(_)) if deferred.is_some() => {
-                            *slot = Some(out.len());
-                            if let Some(d) = deferred {
-                                *d = Some(out.len());
-                            }
-                            out.push(Change::Created {
-                                path: Path::root(),
-                                node: Subtree::Node(Node::Container(Container::default())),
-                                place: None,
-                            });
-                        }
                         (Some(slot), Node::Leaf { .. } | Node::Container(_) | Node::AnyData { .. }) => {
                             *slot = Some(out.len());
-                            out.push(Change::Created {
-                                path: Path::root(),
-                                node: Subtree::Node(value.clone()),
-                                place: None,
-                            });
+                            let node = match (&value, deferred) {
+                                // A container the edit creates, its copy deferred (as a list entry's).
+                                (Node::Container(_), Some(d)) => {
+                                    *d = Some(out.len());
+                                    Node::Container(Container::default())
+                                }
+                                _ => value.clone(),
+                            };
+                            out.push(Change::Created { path: Path::root(), node: Subtree::Node(node), place: None });
                         }
                         _ => diff::added_node(path, &value, out),
                     }

@@ -72,19 +72,26 @@ pub fn encode(ds: Datastore, by: &str, changes: &[Change]) -> Vec<u8> {
     text(&mut w, ds.name());
     w.push_str(",\"by\":");
     text(&mut w, by);
-    w.push_str(",\"changes\":[");
-    for (i, c) in changes.iter().enumerate() {
-        if i > 0 {
-            w.push(',');
-        }
-        change(&mut w, c);
-    }
-    w.push_str("]}");
+    w.push_str(",\"changes\":");
+    array(&mut w, changes, change);
+    w.push('}');
     w.into_bytes()
 }
 
 fn text(w: &mut String, s: &str) {
     canopy_core::json::write_json_string(w, s);
+}
+
+/// `[item,item,…]`, each item as `put` writes it.
+fn array<T>(w: &mut String, items: impl IntoIterator<Item = T>, mut put: impl FnMut(&mut String, T)) {
+    w.push('[');
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            w.push(',');
+        }
+        put(w, item);
+    }
+    w.push(']');
 }
 
 /// The commit a record holds.
@@ -249,14 +256,9 @@ fn node(w: &mut String, n: &Node) {
             close_with_meta(w, m);
         }
         Node::LeafList(entries) => {
-            w.push_str("{\"leaf-list\":[");
-            for (i, e) in entries.iter().enumerate() {
-                if i > 0 {
-                    w.push(',');
-                }
-                ll_entry(w, e);
-            }
-            w.push_str("]}");
+            w.push_str("{\"leaf-list\":");
+            array(w, entries, ll_entry);
+            w.push('}');
         }
         Node::Container(c) => {
             w.push_str("{\"container\":");
@@ -264,26 +266,18 @@ fn node(w: &mut String, n: &Node) {
             w.push('}');
         }
         Node::List(l) => {
-            w.push_str("{\"list\":{\"keys\":[");
-            for (i, k) in l.info.keys.iter().enumerate() {
-                if i > 0 {
-                    w.push(',');
-                }
-                text(w, k);
-            }
-            w.push_str(if l.info.user_ordered { "],\"user-ordered\":true" } else { "],\"user-ordered\":false" });
-            w.push_str(",\"entries\":[");
-            for (i, (pos, e)) in l.entries_with_pos().enumerate() {
-                if i > 0 {
-                    w.push(',');
-                }
+            w.push_str("{\"list\":{\"keys\":");
+            array(w, &l.info.keys, |w, k| text(w, k));
+            w.push_str(if l.info.user_ordered { ",\"user-ordered\":true" } else { ",\"user-ordered\":false" });
+            w.push_str(",\"entries\":");
+            array(w, l.entries_with_pos(), |w, (pos, e)| {
                 w.push('[');
                 text(w, &keys::hex(pos));
                 w.push(',');
                 container(w, e);
                 w.push(']');
-            }
-            w.push_str("]}}");
+            });
+            w.push_str("}}");
         }
         Node::AnyData { value: v, meta: m } => {
             w.push_str("{\"anydata\":");
@@ -329,18 +323,14 @@ fn un_node(v: &Json) -> R<Node> {
 }
 
 fn container(w: &mut String, c: &Container) {
-    w.push_str("{\"children\":[");
-    for (i, (name, n)) in c.children.iter().enumerate() {
-        if i > 0 {
-            w.push(',');
-        }
+    w.push_str("{\"children\":");
+    array(w, c.children.iter(), |w, (name, n)| {
         w.push('[');
         text(w, name);
         w.push(',');
         node(w, n);
         w.push(']');
-    }
-    w.push(']');
+    });
     close_with_meta(w, &c.meta);
 }
 

@@ -138,7 +138,7 @@ impl Store {
         // changes before (constraint checks, subscribers: then copied).
         // Edits inside one another keep the copy each edit makes, so that a
         // change holds its entry as its own edit left it.
-        let defer = checked.is_none() && edits.iter().any(creates_entry) && edits_apart(&edits, &schema);
+        let defer = checked.is_none() && edits.iter().any(creates_node) && edits_apart(&edits, &schema);
         let mut deferred: Vec<usize> = Vec::new();
         for (e, erase) in edits.into_iter().zip(erasable) {
             if erase {
@@ -254,7 +254,7 @@ impl Store {
 
 /// Whether `e` may create the list entry or container its path names (the
 /// kinds of change [`apply_edit_deferring`] defers).
-fn creates_entry(e: &Edit) -> bool {
+fn creates_node(e: &Edit) -> bool {
     use canopy_core::path::Selector;
     matches!(
         (&e.value, e.path.last().map(|s| &s.selector)),

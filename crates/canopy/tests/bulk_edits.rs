@@ -268,34 +268,46 @@ fn an_entry_created_then_removed_with_its_whole_list_in_one_transaction() {
     }
 }
 
+/// A store with the two-key list `/m:top/link` declared.
+fn link_store(url: &str) -> Store {
+    let store = Store::open(url).unwrap();
+    store.declare_list("/m:top/link", canopy::ListInfo::keyed(["a", "b"])).unwrap();
+    store
+}
+
+/// The entry of `link_store`'s list with keys `a` and `b`.
+fn link(a: &str, b: &str) -> Container {
+    let mut c = Container::default();
+    c.children.insert("a".into(), leaf(a));
+    c.children.insert("b".into(), leaf(b));
+    c
+}
+
+/// An edit creating [`link`]`(a, b)`.
+fn create_link(a: &str, b: &str) -> Edit {
+    Edit {
+        op: canopy::Operation::Create,
+        path: format!("/m:top/link[a='{a}'][b='{b}']").parse().unwrap(),
+        value: Some(Node::Container(link(a, b))),
+        insert: None,
+    }
+}
+
 #[test]
 fn an_entry_named_with_its_keys_in_another_order_is_the_same_entry() {
     let dir = tempfile::tempdir().unwrap();
     for url in urls(&dir) {
-        let store = Store::open(&url).unwrap();
-        store.declare_list("/m:top/link", canopy::ListInfo::keyed(["a", "b"])).unwrap();
-        let mk = |a: &str, b: &str| {
-            let mut c = Container::default();
-            c.children.insert("a".into(), leaf(a));
-            c.children.insert("b".into(), leaf(b));
-            c
-        };
-        let create = |a: &str, b: &str| Edit {
-            op: canopy::Operation::Create,
-            path: format!("/m:top/link[a='{a}'][b='{b}']").parse().unwrap(),
-            value: Some(Node::Container(mk(a, b))),
-            insert: None,
-        };
+        let store = link_store(&url);
         let edits = vec![
-            create("1", "2"),
-            create("3", "4"),
+            create_link("1", "2"),
+            create_link("3", "4"),
             Edit::merge("/m:top/link[b='2'][a='1']/x".parse().unwrap(), leaf("later")),
         ];
         let commit = store.running().apply(&edits).unwrap();
         let first: Path = "/m:top/link[a='1'][b='2']".parse().unwrap();
         let created = commit.changes.iter().find(|c| c.path() == &first).expect("created");
         assert!(
-            matches!(created, Change::Created { node: Subtree::Entry(e), .. } if e == &mk("1", "2")),
+            matches!(created, Change::Created { node: Subtree::Entry(e), .. } if e == &link("1", "2")),
             "{url}: {:?}",
             commit.changes
         );
@@ -337,17 +349,8 @@ fn an_entry_named_by_its_position_is_the_same_entry_as_by_its_key() {
 fn an_entry_created_and_deleted_by_its_keys_in_another_order_in_one_transaction() {
     let dir = tempfile::tempdir().unwrap();
     for url in urls(&dir) {
-        let store = Store::open(&url).unwrap();
-        store.declare_list("/m:top/link", canopy::ListInfo::keyed(["a", "b"])).unwrap();
-        let mut c = Container::default();
-        c.children.insert("a".into(), leaf("1"));
-        c.children.insert("b".into(), leaf("2"));
-        let create = Edit {
-            op: canopy::Operation::Create,
-            path: "/m:top/link[a='1'][b='2']".parse().unwrap(),
-            value: Some(Node::Container(c)),
-            insert: None,
-        };
+        let store = link_store(&url);
+        let create = create_link("1", "2");
         // The delete names the entry the create made (not a stored one).
         let delete = Edit::delete("/m:top/link[b='2'][a='1']".parse().unwrap());
         let commit = store.running().apply(&[create, delete]).unwrap();

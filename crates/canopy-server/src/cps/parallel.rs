@@ -140,27 +140,25 @@ impl<'a, 'w, 'r, T: Default + Send> List<'a, 'w, 'r, T> {
     /// Writes the pieces that are ready, in order; with `wait` (or too
     /// many on their way), waits for the second thread's.
     fn drain(&mut self, wait: bool) -> io::Result<()> {
-        while let Some(front) = self.pending.front() {
-            let json = match front {
-                Piece::Ready(_) => match self.pending.pop_front() {
-                    Some(Piece::Ready(json)) => json,
-                    _ => unreachable!("the front was ready"),
-                },
+        while let Some(piece) = self.pending.pop_front() {
+            let json = match piece {
+                Piece::Ready(json) => json,
                 Piece::Helper => {
                     let h = self.helper.as_mut().ok_or_else(|| io::Error::other("no second writer"))?;
-                    let got = if wait || self.pending.len() > PENDING {
-                        h.done.recv().map_err(|_| io::Error::other("the list's second writer stopped"))?
+                    let gone = || io::Error::other("the list's second writer stopped");
+                    let got = if wait || self.pending.len() >= PENDING {
+                        h.done.recv().map_err(|_| gone())?
                     } else {
                         match h.done.try_recv() {
                             Ok(got) => got,
-                            Err(mpsc::TryRecvError::Empty) => return Ok(()),
-                            Err(mpsc::TryRecvError::Disconnected) => {
-                                return Err(io::Error::other("the list's second writer stopped"))
+                            Err(mpsc::TryRecvError::Empty) => {
+                                self.pending.push_front(Piece::Helper);
+                                return Ok(());
                             }
+                            Err(mpsc::TryRecvError::Disconnected) => return Err(gone()),
                         }
                     };
                     h.out -= 1;
-                    self.pending.pop_front();
                     let (json, batch) = got;
                     self.spare.extend(batch);
                     json?

@@ -95,13 +95,18 @@ fn write_value_ref(out: &mut Vec<u8>, v: ValueRef<'_>, int64: bool) -> io::Resul
 /// `serde_json`.
 fn write_str(out: &mut Vec<u8>, s: &str) -> io::Result<()> {
     if !canopy_core::json::needs_escape(s) {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
+        quoted(out, s);
         return Ok(());
     }
     serde_json::to_writer(&mut *out, s).map_err(io::Error::from)
+}
+
+/// `s` in quotes, as it is (the caller checked it needs no escape).
+fn quoted(out: &mut Vec<u8>, s: &str) {
+    out.reserve(s.len() + 3);
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
 }
 
 /// Writes `"name":` with the local part of `name` (after a comma when
@@ -111,14 +116,11 @@ fn write_member(out: &mut Vec<u8>, name: &str, comma: bool) -> io::Result<()> {
         out.push(b',');
     }
     // Most names: no module prefix, nothing to escape.
-    if !canopy_core::json::needs_escape_or_colon(name) {
-        out.reserve(name.len() + 3);
-        out.push(b'"');
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\":");
-        return Ok(());
+    if canopy_core::json::needs_escape_or_colon(name) {
+        write_str(out, local(name))?;
+    } else {
+        quoted(out, name);
     }
-    write_str(out, local(name))?;
     out.push(b':');
     Ok(())
 }

@@ -72,31 +72,24 @@ const MODULE: &str = r#"module cps-notification-subscriptions {
 /// body, 404 for a node that is not there, 409 for an entry that is.
 pub fn handle(reg: &Registry, call: &Call) -> Result<Reply, CpsError> {
     let anchor = ensure(reg)?;
-    let mut call = Call {
+    // The endpoint's one parameter (others are not CPS's here), and for a
+    // read the whole subtree.
+    let xpath = call.param("xpath").unwrap_or("/dataspaces").to_string();
+    let mut query = vec![("xpath".to_string(), xpath)];
+    if call.method == "GET" {
+        query.push(("descendants".into(), "all".into()));
+    }
+    let call = Call {
         method: call.method.clone(),
         segments: call.segments.clone(),
-        query: call.query.clone(),
+        query,
         headers: call.headers.clone(),
         body: call.body.clone(),
     };
-    if call.param("xpath").is_none() {
-        call.query.push(("xpath".into(), "/dataspaces".into()));
-    }
-    let call = &call;
     match call.method.as_str() {
-        "POST" => data::nodes(&anchor, call, true),
-        "DELETE" => data::nodes(&anchor, call, false),
-        "GET" => {
-            let mut all = Call {
-                method: call.method.clone(),
-                segments: call.segments.clone(),
-                query: call.query.iter().filter(|(k, _)| k == "xpath").cloned().collect(),
-                headers: call.headers.clone(),
-                body: Vec::new(),
-            };
-            all.query.push(("descendants".into(), "all".into()));
-            data::get_node_buffered(&anchor, &all, 2)
-        }
+        "POST" => data::nodes(&anchor, &call, true),
+        "DELETE" => data::nodes(&anchor, &call, false),
+        "GET" => data::get_node_buffered(&anchor, &call, 2),
         m => Err(CpsError {
             status: axum::http::StatusCode::METHOD_NOT_ALLOWED,
             message: "Method not allowed".into(),
