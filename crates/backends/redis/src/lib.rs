@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use canopy_store::backend::{
     prefix_end, Announcements, Backend, Batch, BatchOp, ChannelAnnouncements, Heard, Snapshot, SyncMode, Visit,
+    WriteView,
 };
 use canopy_store::error::{ErrorKind, Result, StoreError};
 use canopy_store::StoreUrl;
@@ -95,6 +96,8 @@ fn redis_err(place: &str, what: &str, e: &redis::RedisError) -> StoreError {
     } else {
         match e.code() {
             Some("OOM") => ErrorKind::NoSpace,
+            // A write's unregistered read after another writer's commit.
+            Some("CONFLICT") => ErrorKind::Conflict,
             Some("WRONGTYPE") => ErrorKind::Corrupted,
             Some("NOAUTH" | "WRONGPASS" | "NOPERM" | "LOADING" | "BUSY" | "MASTERDOWN" | "READONLY" | "EXPIRED") => {
                 ErrorKind::Unavailable
@@ -335,6 +338,10 @@ struct RedisSnapshot<'a> {
 
 impl Drop for RedisSnapshot<'_> {
     fn drop(&mut self) {
+        // A write's view registered nothing.
+        if self.id.is_empty() {
+            return;
+        }
         // Best effort: an unregistered snapshot's lease ends it anyway.
         let b = self.backend;
         let _ = b
@@ -400,6 +407,34 @@ impl Snapshot for RedisSnapshot<'_> {
     }
 }
 
+/// A write's view (see [`RedisBackend::begin_write`]).
+struct RedisWrite<'a>(RedisSnapshot<'a>);
+
+impl Snapshot for RedisWrite<'_> {
+    fn revision(&self) -> u64 {
+        self.0.revision
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.0.get(key)
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
+        self.0.scan(start, end, reverse, visit)
+    }
+}
+
+impl WriteView for RedisWrite<'_> {
+    fn commit(self: Box<Self>, batch: &Batch) -> Result<u64> {
+        let revision = self.0.revision;
+        match batch.expect_revision {
+            Some(r) if r == revision => self.0.backend.apply(batch),
+            Some(r) => Err(StoreError::stale_batch(r, revision)),
+            None => self.0.backend.apply(&Batch { expect_revision: Some(revision), ops: batch.ops.clone() }),
+        }
+    }
+}
+
 impl Backend for RedisBackend {
     fn kind(&self) -> &'static str {
         "redis"
@@ -413,6 +448,16 @@ impl Backend for RedisBackend {
         let revision = number(revision)
             .ok_or_else(|| StoreError::corrupted(format!("{}: the revision is damaged", self.place)))?;
         Ok(Box::new(RedisSnapshot { backend: self, id, revision }))
+    }
+
+    /// One `GET` of the revision key (no snapshot registered).
+    fn revision(&self) -> Result<u64> {
+        let key = format!("{}:rev", self.prefix);
+        let v = self.reading("read the revision", |c| redis::cmd("GET").arg(&key).query::<Value>(c))?;
+        match v {
+            Value::Nil => Ok(0),
+            v => number(v).ok_or_else(|| StoreError::corrupted(format!("{}: the revision is damaged", self.place))),
+        }
     }
 
     fn apply(&self, batch: &Batch) -> Result<u64> {
@@ -446,6 +491,16 @@ impl Backend for RedisBackend {
             b"conflict" => Err(StoreError::stale_batch(batch.expect_revision.unwrap_or(revision), revision)),
             _ => Err(damaged()),
         }
+    }
+
+    /// A view that registers no snapshot: its reads see the revision it
+    /// began at while the store is still there, and fail with `Conflict`
+    /// once another writer committed (the commit would conflict anyway, and
+    /// the transaction is built again). One `GET` to begin, nothing to end,
+    /// and other writers keep no undo records for it.
+    fn begin_write(&self) -> Result<Box<dyn WriteView + '_>> {
+        let revision = Backend::revision(self)?;
+        Ok(Box::new(RedisWrite(RedisSnapshot { backend: self, id: String::new(), revision })))
     }
 
     fn sync_mode(&self) -> SyncMode {

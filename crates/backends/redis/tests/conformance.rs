@@ -33,3 +33,37 @@ mod sync_off {
         when = server().is_some()
     );
 }
+
+/// A write's view registers no snapshot: read before another writer's
+/// commit it sees its revision; read after, it fails with `Conflict` (it
+/// cannot see its revision any more, and its commit would conflict), and its
+/// commit is refused, writing nothing. Registered snapshots still read
+/// their revision after that commit.
+#[test]
+fn write_views_fail_as_conflicts_once_the_store_moved_on() {
+    if server().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let b = open(dir.path(), "");
+    let put = |k: &[u8], v: &[u8]| {
+        let mut batch = canopy_store::Batch::default();
+        batch.put(k.to_vec(), v.to_vec());
+        b.apply(&batch).unwrap()
+    };
+    assert_eq!(put(b"\x10a", b"1"), 1);
+    let reader = b.snapshot().unwrap();
+    let view = b.begin_write().unwrap();
+    assert_eq!(view.revision(), 1);
+    assert_eq!(view.get(b"\x10a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(put(b"\x10a", b"2"), 2);
+    assert_eq!(view.get(b"\x10a").unwrap_err().kind(), canopy_store::ErrorKind::Conflict);
+    let scanned = view.scan_prefix(b"\x10", false, &mut |_, _| Ok(true));
+    assert_eq!(scanned.unwrap_err().kind(), canopy_store::ErrorKind::Conflict);
+    let mut batch = canopy_store::Batch::default();
+    batch.put(b"\x10b".to_vec(), b"3".to_vec());
+    assert_eq!(view.commit(&batch).unwrap_err().kind(), canopy_store::ErrorKind::Conflict);
+    assert_eq!(reader.get(b"\x10a").unwrap().as_deref(), Some(&b"1"[..]));
+    let now = b.snapshot().unwrap();
+    assert_eq!((now.revision(), now.get(b"\x10b").unwrap()), (2, None));
+}

@@ -30,6 +30,9 @@ local function keep_alive(id, ttl)
   return true
 end
 local EXPIRED = 'EXPIRED the snapshot was not used for longer than its lease and its records are gone'
+-- A write's reads are not registered (id ''): once the store moved on, its commit
+-- would conflict anyway.
+local MOVED_ON = 'CONFLICT the store moved on while a write read it'
 -- The value `key` had at revision r0 (false: absent), `cur` being the current revision.
 local function value_at(key, r0, cur)
   for r = r0 + 1, cur do

@@ -1,4 +1,4 @@
--- ARGV: snapshot id, its revision, lease ms, min and max (ZRANGE BYLEX
+-- ARGV: snapshot id ('' for a write's unregistered reads), its revision, lease ms, min and max (ZRANGE BYLEX
 -- bounds), '1' for descending order, page size. Returns {more, boundary,
 -- k1, v1, ...}: the keys the snapshot holds in the range as far as the page
 -- reached (to `boundary`, its last key, when `more` is '1').
@@ -29,6 +29,7 @@ if r0 == cur then
   end
   return out
 end
+if ARGV[1] == '' then return redis.error_reply(MOVED_ON) end
 if not keep_alive(ARGV[1], tonumber(ARGV[3])) then return redis.error_reply(EXPIRED) end
 -- Keys changed since the snapshot, in the part of the range the page covers.
 local covered_lo, covered_hi = lo, hi
