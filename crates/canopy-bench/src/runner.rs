@@ -295,7 +295,10 @@ impl BackendSpec {
     pub fn url(&self, dir: &Path, fixed: &[(&str, &str)]) -> String {
         let mut params = self.options.clone();
         for (k, v) in fixed {
-            if !(self.name == "memory" && *k == "sync") {
+            // Rows about the cache keep the entry's `cache=watch`.
+            let watched = *k == "cache" && *v == "on" && self.options.get("cache").is_some_and(|c| c == "watch");
+            let memory_sync = self.name == "memory" && *k == "sync";
+            if !(watched || memory_sync) {
                 params.insert(k.to_string(), v.to_string());
             }
         }
@@ -533,7 +536,7 @@ impl Cx {
             );
         }
         let floors = if sync == "in memory" { "" } else { " (floors too)" };
-        Ok(format!("{sync}{floors}, cache={}", if store.is_cached() { "on" } else { "off" }))
+        Ok(format!("{sync}{floors}, cache={}", store.cache_mode()))
     }
 
     /// Progress on stderr: suite, backend, size, row, run.

@@ -247,7 +247,7 @@ fn backends_take_store_options_checked_by_the_store() {
         ("lmdb?lock_timeout=1s", "unknown parameter `lock_timeout`"),
         ("memory?sync=off", "unknown parameter `sync`"),
         ("sqlite?sync=maybe", "sync must be `commit` or `off`"),
-        ("json?cache=maybe", "cache must be `on` or `off`"),
+        ("json?cache=maybe", "cache must be `on`, `watch` or `off`"),
         ("lmdb?sync", "has no `=`"),
         ("lmdb?sync=off&sync=commit", "given twice"),
         ("lmdb?sync=off,lmdb?sync=off", "`lmdb?sync=off` is given twice"),

@@ -110,7 +110,10 @@ pub trait Snapshot {
 
 /// A read view that a batch is then committed through: see [`Backend::begin_write`].
 ///
-/// Contract: as a [`Snapshot`]; [`commit`](WriteView::commit) applies the batch
+/// Contract: as a [`Snapshot`], except that once another writer committed,
+/// a read may fail with `Conflict` instead of seeing the view's revision
+/// (its commit would be refused anyway; Redis's views register nothing on
+/// the server, so they cannot read an older revision); [`commit`](WriteView::commit) applies the batch
 /// as [`Backend::apply`] does, on top of the state the view read, or fails
 /// with `Conflict` when another writer committed since. Dropping the view
 /// without committing writes nothing.
@@ -264,6 +267,17 @@ pub trait Backend: Send + Sync {
     /// # Errors
     /// The store cannot be read (I/O, unavailable).
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>>;
+
+    /// The store's revision now, as [`Snapshot::revision`] of a new snapshot
+    /// says (the default), without keeping a view: a backend that can read
+    /// it for less (on a database server, one round trip instead of a
+    /// snapshot's opening and closing) overrides it.
+    ///
+    /// # Errors
+    /// As [`Backend::snapshot`].
+    fn revision(&self) -> Result<u64> {
+        Ok(self.snapshot()?.revision())
+    }
 
     /// Applies `batch` atomically: all of it or, on any error, none of it;
     /// readers see either the state before or after. Increments the revision by

@@ -84,6 +84,7 @@ pub fn empty_store(open: Opener, dir: &Path) {
     let b = open(dir);
     let s = b.snapshot().unwrap();
     assert_eq!(s.revision(), 0);
+    assert_eq!(b.revision().unwrap(), 0);
     assert_eq!(s.get(b"\x10a").unwrap(), None);
     assert!(all(&*b).is_empty());
 }
@@ -99,6 +100,8 @@ pub fn put_get_delete_revision(open: Opener, dir: &Path) {
     assert_eq!(b.apply(&d).unwrap(), 3);
     let s = b.snapshot().unwrap();
     assert_eq!(s.revision(), 3);
+    // Read alone, the revision is the snapshots'.
+    assert_eq!(b.revision().unwrap(), 3);
     assert_eq!(s.get(b"\x10a").unwrap().as_deref(), Some(&b"3"[..]));
     assert_eq!(s.get(b"\x10b").unwrap(), None);
 }

@@ -80,6 +80,10 @@ impl<B: Backend> Backend for Metered<B> {
         Ok(Box::new(Counted { inner: self.inner.snapshot()?, reads: &self.reads }))
     }
 
+    fn revision(&self) -> Result<u64> {
+        self.inner.revision()
+    }
+
     fn apply(&self, batch: &Batch) -> Result<u64> {
         self.inner.apply(batch)
     }

@@ -104,6 +104,10 @@ impl Backend for Prefixed {
         Ok(Box::new(View { inner: self.inner.snapshot()?, prefix: &self.prefix, owner: self }))
     }
 
+    fn revision(&self) -> Result<u64> {
+        self.inner.revision()
+    }
+
     fn apply(&self, batch: &Batch) -> Result<u64> {
         self.inner.apply(&self.batch(batch))
     }

@@ -95,6 +95,12 @@ impl Catalogs {
         Ok(fresh)
     }
 
+    /// The catalog held, when it is `revision`'s (nothing is read).
+    pub fn held(&self, revision: u64) -> Option<Arc<Catalog>> {
+        let held = self.current.read().ok()?;
+        (held.revision == revision).then(|| held.clone())
+    }
+
     /// After this store committed `revision` on top of revision `base`: when
     /// the held catalog is `base`'s and nothing came between, the catalog of
     /// `revision` is the held one with `lists` and `control` replaced where

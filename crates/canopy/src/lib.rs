@@ -42,6 +42,7 @@ mod stream;
 pub mod subscribe;
 mod transaction;
 mod view;
+mod watch;
 mod yang;
 
 pub use admin::{copy, copy_with_progress, CopyReport, StoreInfo, COPY_BATCH};

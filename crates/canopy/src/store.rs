@@ -16,6 +16,7 @@ use crate::catalog::{Catalog, Catalogs};
 use crate::connections::{Conn, Control};
 use crate::error::{Error, Result};
 use crate::hub::Hub;
+use crate::watch::Watch;
 
 /// How a store is opened.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -23,6 +24,13 @@ pub struct Options {
     /// Keep each datastore's tree in memory: reads never touch the backend,
     /// writes go through to it as diffs. The URL parameter `cache=on` sets it.
     pub cache: bool,
+    /// With `cache`, on a backend that announces commits (the database
+    /// servers'): cached reads trust the revision the store's announcements
+    /// say instead of reading it from the server each time. This process's
+    /// own commits are read at once; another process's once its
+    /// announcement arrives. `false` on other backends changes nothing. The
+    /// URL parameter `cache=watch` sets it (with `cache`).
+    pub watch: bool,
     /// How many commits the store's change log keeps for the other processes
     /// attached to it (`None`: 1,000 on a backend that announces commits to
     /// them, none on the others). The URL parameter `changelog=N` sets it.
@@ -46,6 +54,11 @@ pub struct Store {
     /// processes are caught by the revision check of each batch.
     pub(crate) writer: Mutex<()>,
     pub(crate) cache: Option<RwLock<HashMap<Datastore, Cached>>>,
+    /// With `cache=on` on a backend that announces commits: the revision
+    /// heard, so that cached reads need not ask the server.
+    pub(crate) watch: Option<Watch>,
+    /// The cache mode asked for (`off`, `on`, `watch`).
+    cache_mode: &'static str,
     /// This connection (locks and pushed state belong to it).
     pub(crate) conn: Conn,
     /// What the connections of this store in this process share.
@@ -159,13 +172,17 @@ impl Store {
     /// Invalid URLs, backends not built in, and the backend's open errors.
     pub fn open(url: &str) -> Result<Store> {
         let mut parsed = StoreUrl::parse(url)?;
-        let cache = match parsed.params.remove("cache").as_deref() {
-            None | Some("off") => false,
-            Some("on") => true,
+        let (cache, watch) = match parsed.params.remove("cache").as_deref() {
+            None | Some("off") => (false, false),
+            Some("on") => (true, false),
+            Some("watch") => (true, true),
             Some(other) => {
                 return Err(canopy_store::StoreError::new(
                     ErrorKind::InvalidUrl,
-                    format!("invalid store URL `{}`: cache must be `on` or `off`, not `{other}`", parsed.redacted()),
+                    format!(
+                        "invalid store URL `{}`: cache must be `on`, `watch` or `off`, not `{other}`",
+                        parsed.redacted()
+                    ),
                 )
                 .into())
             }
@@ -182,7 +199,7 @@ impl Store {
                 )
             })?),
         };
-        Store::open_with(&parsed, Options { cache, changelog })
+        Store::open_with(&parsed, Options { cache, watch, changelog })
     }
 
     /// Opens a store with explicit options.
@@ -217,13 +234,21 @@ impl Store {
             }
         }
         let changelog = options.changelog.unwrap_or(if backend.announces() { DEFAULT_CHANGELOG } else { 0 });
+        let backend: Arc<dyn Backend> = Arc::from(backend);
+        let watch = if options.cache && options.watch { Watch::start(&backend) } else { None };
         let store = Store {
-            backend: Arc::from(backend),
+            backend,
             changelog,
             url: url.to_string(),
             catalog: Catalogs::new(),
             writer: Mutex::new(()),
             cache: options.cache.then(|| RwLock::new(HashMap::new())),
+            watch,
+            cache_mode: match (options.cache, options.watch) {
+                (false, _) => "off",
+                (true, false) => "on",
+                (true, true) => "watch",
+            },
             conn: Conn::new(),
             hub,
         };
@@ -237,9 +262,17 @@ impl Store {
         &self.url
     }
 
-    /// Whether the store keeps each datastore's tree in memory (`cache=on`).
+    /// Whether the store keeps each datastore's tree in memory (`cache=on`
+    /// or `cache=watch`).
     pub fn is_cached(&self) -> bool {
         self.cache.is_some()
+    }
+
+    /// The cache mode as the URL names it: `off`, `on`, or `watch` (cached
+    /// reads trust the commits the backend announces).
+    /// On a backend that announces nothing, `watch` reads as `on` does.
+    pub fn cache_mode(&self) -> &'static str {
+        self.cache_mode
     }
 
     /// The backend behind the store.

@@ -6,7 +6,7 @@ use canopy_core::diff::Change;
 use canopy_core::edit::{apply_edit_deferring, apply_edit_owned, fill_created, Edit};
 use canopy_core::tree::Container;
 use canopy_store::keys::{self, Datastore};
-use canopy_store::{Batch, ErrorKind, Snapshot};
+use canopy_store::{Batch, ErrorKind, Snapshot, WriteView};
 
 use crate::commit::batch_for;
 use crate::error::{Error, Result};
@@ -75,18 +75,32 @@ impl Store {
     }
 
     pub(crate) fn transact_once(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
-        // Locks, and the candidate's first edit, which gives it its own copy
-        // of running (undone when the edit fails).
-        let materialized = {
-            let snap = self.backend.snapshot()?;
-            let control = self.control_at(&*snap)?;
-            self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, ds)?;
-            match ds == Datastore::Candidate && !control.candidate_modified {
-                true => Some(self.materialize_candidate(&*snap)?),
-                false => None,
+        // Locks, read through the view the transaction is built on, and the
+        // candidate's first edit, which gives it its own copy of running
+        // (undone when the edit fails) before the transaction's own view.
+        let view = self.backend.begin_write()?;
+        let control = self.control_at(&*view)?;
+        self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, ds)?;
+        let (view, materialized) = match ds == Datastore::Candidate && !control.candidate_modified {
+            true => {
+                // The copy is committed on its own (SQLite's view holds the
+                // write lock): read from a snapshot, then a view on top of it.
+                // Locks and the candidate's state are read again from the
+                // snapshot the copy is made of (the copy commits on its revision).
+                drop(view);
+                let snap = self.backend.snapshot()?;
+                let control = self.control_at(&*snap)?;
+                self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, ds)?;
+                let materialized = match control.candidate_modified {
+                    false => Some(self.materialize_candidate(&*snap)?),
+                    true => None,
+                };
+                drop(snap);
+                (self.backend.begin_write()?, materialized)
             }
+            false => (view, None),
         };
-        let out = self.attempt(ds, edits);
+        let out = self.attempt(ds, edits, view);
         if let (Some(revision), Err(e)) = (materialized, &out) {
             if !matches!(e, Error::Store(s) if s.kind() == ErrorKind::Conflict) {
                 let mut batch = Batch { expect_revision: Some(revision), ops: Vec::new() };
@@ -115,9 +129,8 @@ impl Store {
     ///    the diff applied to the cached tree. Readers read the old tree
     ///    until then: they never wait for the flush or for callbacks.
     /// 7. **`apply`** to the subscribers (or `abort` when storing failed).
-    fn attempt(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
+    fn attempt(&self, ds: Datastore, edits: Vec<Edit>, view: Box<dyn WriteView + '_>) -> Result<Commit> {
         // 1. Build the candidate. On SQLite the view is one transaction.
-        let view = self.backend.begin_write()?;
         let snap: &dyn Snapshot = &*view;
         let base = snap.revision();
         let catalog = self.catalog_at(snap)?;
@@ -218,6 +231,8 @@ impl Store {
     /// fit, is dropped and read again by the next read.
     fn publish_cached(&self, ds: Datastore, base: u64, revision: u64, changes: &[Change]) {
         let Some(cache) = &self.cache else { return };
+        // Whatever the cache holds after this, the store reached `revision`.
+        let _heard = Heard(self.watch.as_ref(), revision);
         let Ok(mut g) = cache.write() else { return };
         for (d, c) in g.iter_mut() {
             if *d != ds && c.revision == base {
@@ -240,6 +255,7 @@ impl Store {
     /// After a commit at `revision` that changed no datastore's contents
     /// (pushed state): cached trees of the revision before are still valid.
     pub(crate) fn datastores_unchanged(&self, revision: u64) {
+        let _heard = Heard(self.watch.as_ref(), revision);
         if let Some(cache) = &self.cache {
             if let Ok(mut g) = cache.write() {
                 for c in g.values_mut() {
@@ -248,6 +264,19 @@ impl Store {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Tells the watch of a commit of this process when dropped: after the
+/// cached trees took it, so that a read trusting the watch finds them at
+/// the revision it heard (or, meanwhile, takes the slow path).
+struct Heard<'w>(Option<&'w crate::watch::Watch>, u64);
+
+impl Drop for Heard<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.0 {
+            w.committed(self.1);
         }
     }
 }

@@ -78,6 +78,23 @@ impl Store {
         f: impl FnOnce(Cow<'_, Container>, &Schemaless, Option<&YangSchema>) -> T,
     ) -> Result<T> {
         subscribe::check_not_calling(self.conn.id)?;
+        // Cached, at the store's revision (read alone, or as the watch heard
+        // it): no snapshot is needed.
+        if let Some(cache) = &self.cache {
+            let revision = match self.watch.as_ref().and_then(|w| w.revision()) {
+                Some(r) => r,
+                None => self.backend.revision()?,
+            };
+            if let Some(catalog) = self.catalog.held(revision) {
+                let ds = catalog.control.read_ds(ds);
+                let g = cache.read().map_err(|_| poisoned())?;
+                if let Some(c) = g.get(&ds).filter(|c| c.revision == revision) {
+                    let (schema, yang) = (&*catalog.lists, catalog.yang.as_deref());
+                    check_query(yang, query)?;
+                    return Ok(f(Cow::Borrowed(&c.tree), schema, yang));
+                }
+            }
+        }
         let snap = self.backend.snapshot()?;
         let catalog = self.catalog_at(&*snap)?;
         let ds = catalog.control.read_ds(ds);

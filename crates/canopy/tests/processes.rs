@@ -209,6 +209,42 @@ fn cached_reads_see_other_processes_commits() {
     }
 }
 
+/// With `cache=watch`, cached reads trust the commits the backend announces:
+/// this process's own commits are read at once, another process's once its
+/// announcement arrives (waited for here, and how long it took printed), and
+/// the store reports its mode. On LMDB, which announces nothing, it reads as
+/// `cache=on` does: at once.
+#[test]
+fn watched_cached_reads_follow_announced_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, url) in stores(dir.path()) {
+        let watched = Store::open(&with_params(&url, "cache=watch")).unwrap();
+        assert_eq!(watched.cache_mode(), "watch", "{name}");
+        for round in 0..3 {
+            // Own commits: read at once.
+            let mine = format!("mine-{round}");
+            watched.running().set("/m:c/own", Value::String(mine.clone())).unwrap();
+            for i in 0..3 {
+                watched.running().delete(&format!("/m:c/v{i}")).ok();
+            }
+            assert_eq!(read(&watched, "/m:c"), format!(r#"{{"m:c":{{"own":"{mine}"}}}}"#), "{name}, round {round}");
+            // Another process's: once announced.
+            let theirs = committed(spawn(&url, "sets 3"));
+            let last = *theirs.keys().last().unwrap();
+            let want = format!(r#"{{"m:c":{{"own":"{mine}","v0":0,"v1":1,"v2":2}}}}"#);
+            let start = Instant::now();
+            let mut got = read(&watched, "/m:c");
+            while got != want && start.elapsed() < PATIENCE {
+                std::thread::sleep(Duration::from_millis(1));
+                got = read(&watched, "/m:c");
+            }
+            eprintln!("{name}: round {round}: the other process's commits read {:?} after it ended", start.elapsed());
+            assert_eq!(got, want, "{name}, round {round}");
+            assert!(watched.info().unwrap().revision >= last, "{name}");
+        }
+    }
+}
+
 /// Two processes setting one leaf: every acknowledged commit has a revision
 /// of its own (no two writers both won one revision), and the leaf holds
 /// what the commit of the highest revision wrote.

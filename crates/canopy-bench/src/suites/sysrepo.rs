@@ -737,8 +737,10 @@ fn modes(cx: &Cx, main: &Store, cached: &Store) -> Result<String> {
     let sync = crate::runner::sync_of(main);
     ensure!(crate::runner::sync_of(cached) == sync, "the cached store runs at another sync mode");
     ensure!(cached.is_cached(), "the store of the cached rows is not cached");
-    let cache =
-        if main.is_cached() { "cache=on on every row" } else { "cache=off except the rows named cached (cache=on)" };
+    let cache = match main.is_cached() {
+        true => format!("cache={} on every row", main.cache_mode()),
+        false => format!("cache=off except the rows named cached (cache={})", cached.cache_mode()),
+    };
     let floors = match sync {
         "in memory" => String::new(),
         _ if pushes_flush(cx) || cx.sync() == SyncMode::Off => " (floors too)".into(),
