@@ -451,9 +451,19 @@ impl PostgresBackend {
     /// statement read the revision, which it returns. A pooled connection the
     /// server closed is replaced (with the rest of the pool) once.
     fn begin(&self, read_only: bool) -> Result<(Conn, u64)> {
+        self.read_revision(Some(read_only))
+    }
+
+    /// A pooled connection and the revision it read: in a transaction it
+    /// began in the same round trip (`Some(read_only)`), or alone (`None`).
+    fn read_revision(&self, begin: Option<bool>) -> Result<(Conn, u64)> {
         let query = format!(
-            "BEGIN ISOLATION LEVEL REPEATABLE READ{}; SELECT v FROM {} WHERE k = '{}'::bytea",
-            if read_only { " READ ONLY" } else { "" },
+            "{}SELECT v FROM {} WHERE k = '{}'::bytea",
+            match begin {
+                Some(true) => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; ",
+                Some(false) => "BEGIN ISOLATION LEVEL REPEATABLE READ; ",
+                None => "",
+            },
             self.table,
             to_hex_text(REVISION)
         );
@@ -486,7 +496,10 @@ impl PostgresBackend {
                     self.idle().clear();
                     retried = true;
                 }
-                Err(e) => return Err(self.err("begin a transaction", e)),
+                Err(e) => {
+                    let what = if begin.is_some() { "begin a transaction" } else { "read the revision" };
+                    return Err(self.err(what, e));
+                }
             }
         }
     }
@@ -717,6 +730,13 @@ impl Backend for PostgresBackend {
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
         let (conn, revision) = self.begin(true)?;
         Ok(Box::new(PgView { pg: self, conn: RefCell::new(Some(conn)), revision }))
+    }
+
+    /// One `SELECT` outside a transaction.
+    fn revision(&self) -> Result<u64> {
+        let (conn, revision) = self.read_revision(None)?;
+        self.give_back(conn);
+        Ok(revision)
     }
 
     fn apply(&self, batch: &Batch) -> Result<u64> {
