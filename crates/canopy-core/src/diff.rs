@@ -385,10 +385,66 @@ fn diff_leaf_list(path: &Path, old: &[LeafListEntry], new: &[LeafListEntry], out
 /// not fit the tree (the tree may then be partly changed: apply to a copy when
 /// that matters).
 pub fn apply(root: &mut Container, changes: &[Change]) -> Result<()> {
+    apply_keeping_removed(root, changes, &mut Removed::default())
+}
+
+/// [`apply`], handing what deletes take out of the tree to `removed`
+/// instead of freeing it, so that the caller frees it where that costs it
+/// nothing (freeing a big subtree is most of the time of removing it).
+///
+/// # Errors
+/// As [`apply`].
+pub fn apply_keeping_removed(root: &mut Container, changes: &[Change], removed: &mut Removed) -> Result<()> {
     for c in changes {
-        apply_one(root, c)?;
+        apply_one(root, c, removed)?;
     }
     Ok(())
+}
+
+/// What deletes took out of a tree (see [`apply_keeping_removed`]).
+#[derive(Debug, Default)]
+pub struct Removed {
+    nodes: Vec<Node>,
+    entries: Vec<Container>,
+}
+
+impl Removed {
+    /// Whether it holds at least `n` nodes, counting a list as its entries
+    /// and a container as its children (counted no further than `n`).
+    pub fn at_least(&self, n: usize) -> bool {
+        fn weight(node: &Node, left: usize) -> usize {
+            match node {
+                Node::List(l) => l.len(),
+                Node::LeafList(ll) => ll.len(),
+                Node::Container(c) => children_weight(c, left),
+                _ => 1,
+            }
+        }
+        fn children_weight(c: &Container, left: usize) -> usize {
+            let mut total = 1;
+            for child in c.children.values() {
+                if total >= left {
+                    break;
+                }
+                total += weight(child, left - total);
+            }
+            total
+        }
+        let mut total = 0;
+        for node in &self.nodes {
+            if total >= n {
+                return true;
+            }
+            total += weight(node, n - total);
+        }
+        for entry in &self.entries {
+            if total >= n {
+                return true;
+            }
+            total += children_weight(entry, n - total);
+        }
+        total >= n
+    }
 }
 
 /// The container at `path`, following list entries by selector.
@@ -441,7 +497,7 @@ fn insert_of(place: &Option<Place>, info: Option<&ListInfo>) -> Result<Insert> {
     })
 }
 
-fn apply_one(root: &mut Container, change: &Change) -> Result<()> {
+fn apply_one(root: &mut Container, change: &Change, removed: &mut Removed) -> Result<()> {
     let path = change.path();
     if let (true, Change::Meta { new, .. }) = (path.is_root(), change) {
         root.meta = new.clone();
@@ -507,7 +563,7 @@ fn apply_one(root: &mut Container, change: &Change) -> Result<()> {
                 ll.insert(idx, v.clone());
             }
         },
-        Change::Deleted { .. } | Change::Erased { .. } => remove_at(parent, path)?,
+        Change::Deleted { .. } | Change::Erased { .. } => take_at(parent, path, removed)?,
         Change::Modified { new, .. } => match parent.children.get_mut(&seg.name) {
             Some(n) if !matches!(n, Node::Container(_) | Node::List(_) | Node::LeafList(_)) => *n = new.clone(),
             _ => return Err(Error::NotFound { path: path.to_string() }),
@@ -564,11 +620,16 @@ fn entry_list_info(sel: &Selector, place: &Option<Place>) -> ListInfo {
 /// Removes the node `path` names from `parent` (its parent container); a list or
 /// leaf-list left empty disappears.
 pub fn remove_at(parent: &mut Container, path: &Path) -> Result<()> {
+    take_at(parent, path, &mut Removed::default())
+}
+
+/// [`remove_at`], handing what it takes out to `removed`.
+fn take_at(parent: &mut Container, path: &Path, removed: &mut Removed) -> Result<()> {
     let seg = path.last().ok_or_else(|| Error::invalid("/", "cannot remove the root"))?;
     let missing = || Error::NotFound { path: path.to_string() };
     let now_empty = match (&seg.selector, parent.children.get_mut(&seg.name)) {
         (Selector::None, Some(_)) => {
-            parent.children.remove(&seg.name);
+            removed.nodes.extend(parent.children.remove(&seg.name));
             return Ok(());
         }
         (Selector::Value(v), Some(Node::LeafList(ll))) => {
@@ -578,13 +639,13 @@ pub fn remove_at(parent: &mut Container, path: &Path) -> Result<()> {
         }
         (sel, Some(Node::List(l))) => {
             let keys = selector_values(&l.info, sel).ok_or_else(missing)?;
-            l.remove(&keys).ok_or_else(missing)?;
+            removed.entries.push(l.remove(&keys).ok_or_else(missing)?.1);
             l.is_empty()
         }
         _ => return Err(missing()),
     };
     if now_empty {
-        parent.children.remove(&seg.name);
+        removed.nodes.extend(parent.children.remove(&seg.name));
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Diff and edit invariants: applying a diff to the old tree gives the new one,
 //! its inverse gives the old one back; every edit's returned diff does the same.
 
-use canopy_core::diff::{apply, diff, invert};
+use canopy_core::diff::{apply, apply_keeping_removed, diff, invert, Removed};
 use canopy_core::edit::{apply_edit, Edit, Operation};
 use canopy_core::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};
 use canopy_core::{Error, Meta, Path, Schemaless, Selector, Value};
@@ -96,6 +96,11 @@ fn check_diff(old: &Container, new: &Container) -> Result<(), TestCaseError> {
     let mut t = old.clone();
     apply(&mut t, &d).map_err(|e| TestCaseError::fail(format!("apply: {e}")))?;
     prop_assert_eq!(&t, new, "diff {:#?}", d);
+    // Keeping what deletes took out changes nothing in the tree.
+    let mut kept = old.clone();
+    apply_keeping_removed(&mut kept, &d, &mut Removed::default())
+        .map_err(|e| TestCaseError::fail(format!("apply keeping: {e}")))?;
+    prop_assert_eq!(&kept, new, "diff {:#?}", d);
     let mut back = new.clone();
     apply(&mut back, &invert(&d)).map_err(|e| TestCaseError::fail(format!("apply inverse: {e}")))?;
     prop_assert_eq!(&back, old, "diff {:#?}", d);
@@ -311,4 +316,39 @@ fn failed_edit_leaves_tree_unchanged() {
     s2.lists.insert("/m:c/u".into(), ListInfo { keys: vec!["k".into()], user_ordered: true });
     assert!(apply_edit(&mut t, &ins, &s2).is_err());
     assert_eq!(t, before, "the empty list made on the way is gone");
+}
+
+/// What deletes take out is handed over whole, and weighed: a list as its
+/// entries, an entry or container as itself and its children.
+#[test]
+fn removed_nodes_are_kept_and_weighed() {
+    let s = schema();
+    let mut t = Container::default();
+    for i in 0..300 {
+        let e = Edit::merge(p(&format!("/m:c/lst[k='{i}']/v")), leaf("x"));
+        apply_edit(&mut t, &e, &s).unwrap();
+    }
+    let before = t.clone();
+    // One entry: itself and its two leaves.
+    let one = apply_edit(&mut before.clone(), &Edit::delete(p("/m:c/lst[k='7']")), &s).unwrap();
+    let mut removed = Removed::default();
+    apply_keeping_removed(&mut t, &one, &mut removed).unwrap();
+    assert!(removed.at_least(3) && !removed.at_least(4));
+    // The rest of the list, entry by entry (as the edit's diff deletes it),
+    // then the empty list: 299 entries of three.
+    let all = apply_edit(&mut t.clone(), &Edit::delete(p("/m:c/lst")), &s).unwrap();
+    let mut removed = Removed::default();
+    apply_keeping_removed(&mut t, &all, &mut removed).unwrap();
+    assert!(removed.at_least(897) && !removed.at_least(898));
+    // A whole list removed at once weighs its entries.
+    let mut whole = before.clone();
+    let mut removed = Removed::default();
+    let erase = vec![canopy_core::diff::Change::Erased { path: p("/m:c/lst") }];
+    apply_keeping_removed(&mut whole, &erase, &mut removed).unwrap();
+    assert!(removed.at_least(300) && !removed.at_least(301));
+    assert!(!t.children.values().any(|c| matches!(c, Node::Container(c) if c.children.contains_key("lst"))));
+    let mut plain = before;
+    apply(&mut plain, &one).unwrap();
+    apply(&mut plain, &all).unwrap();
+    assert_eq!(plain, t);
 }

@@ -2,8 +2,10 @@
 //! the library directly, in a loop a profiler can watch: a fresh LMDB store
 //! at `sync=off` with the `perf` module, N `lst` entries imported (untimed),
 //! then one delete of the list (`list`) or of its container (`cont`), timed.
+//! `cache=on` as the fourth argument caches the store (read once, untimed,
+//! before the delete).
 //!
-//! `cargo run --release -p canopy --example remove_cost [-- N [ROUNDS [list|cont]]]`
+//! `cargo run --release -p canopy --example remove_cost [-- N [ROUNDS [list|cont [cache=on]]]]`
 
 use std::time::{Duration, Instant};
 
@@ -28,9 +30,12 @@ fn main() {
     let mut ts: Vec<Duration> = Vec::new();
     for _ in 0..rounds {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&format!("lmdb:{}?sync=off", dir.path().display())).unwrap();
+        let extra = args.get(3).map_or(String::new(), |p| format!("&{p}"));
+        let store = Store::open(&format!("lmdb:{}?sync=off{extra}", dir.path().display())).unwrap();
         store.schema_add_texts(&[("perf.yang".into(), canopy_yang::PERF_YANG.into())], &[]).unwrap();
         store.running().import(doc.as_bytes(), Operation::Merge).unwrap();
+        // Read once (the cached store's tree is then in memory).
+        assert!(!store.running().get("/perf:cont", Default::default()).unwrap().children.is_empty());
         let t = Instant::now();
         store.running().delete(path).unwrap();
         ts.push(t.elapsed());

@@ -23,6 +23,7 @@ mod check;
 mod commit;
 mod connections;
 pub mod error;
+mod free;
 mod hub;
 mod leafrefs;
 mod listen;

@@ -239,16 +239,23 @@ impl Store {
                 c.revision = revision;
             }
         }
+        let mut removed = canopy_core::diff::Removed::default();
         let fits = match g.get_mut(&ds) {
             Some(c) if c.revision == base => {
-                let applied = canopy_core::diff::apply(&mut c.tree, changes).is_ok();
+                let applied = canopy_core::diff::apply_keeping_removed(&mut c.tree, changes, &mut removed).is_ok();
                 c.revision = revision;
                 applied
             }
             _ => false,
         };
-        if !fits {
-            g.remove(&ds);
+        let dropped = if fits { None } else { g.remove(&ds) };
+        drop(g);
+        // What the commit took out of the tree is freed off this thread when big.
+        if removed.at_least(crate::free::FREE_IN_PLACE_BELOW) {
+            crate::free::free_later(removed);
+        }
+        if let Some(tree) = dropped {
+            crate::free::free_later(tree);
         }
     }
 
