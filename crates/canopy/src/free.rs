@@ -11,14 +11,16 @@ use std::sync::{Mutex, OnceLock};
 /// Nodes below which garbage is freed in place (a channel send costs more).
 pub(crate) const FREE_IN_PLACE_BELOW: usize = 256;
 
+type Garbage = Box<dyn Send>;
+
 /// Frees `garbage` on the freeing thread. At most two pieces wait: a commit
 /// handing over more waits for the thread, so that commits faster than the
 /// freeing do not pile up memory. Without the thread (it could not start),
 /// `garbage` is freed here.
 pub(crate) fn free_later<T: Send + 'static>(garbage: T) {
-    static FREER: OnceLock<Option<Mutex<SyncSender<Box<dyn Send>>>>> = OnceLock::new();
+    static FREER: OnceLock<Option<Mutex<SyncSender<Garbage>>>> = OnceLock::new();
     let freer = FREER.get_or_init(|| {
-        let (tx, rx) = sync_channel::<Box<dyn Send>>(2);
+        let (tx, rx) = sync_channel::<Garbage>(2);
         std::thread::Builder::new()
             .name("canopy-free".into())
             .spawn(move || {
