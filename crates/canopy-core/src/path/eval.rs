@@ -334,8 +334,40 @@ impl Query {
     /// root too. List entries come with their keys in the list's key order (or a
     /// position, for keyless lists), leaf-list entries as `[.='v']`.
     pub fn evaluate(&self, root: &Container) -> Vec<Path> {
+        if let Some(p) = self.found_as_instance(root) {
+            return vec![p];
+        }
         let root = Rc::new(Item { node: NodeRef::Root(root), name: "", list: None, index: 0, pos: &[], parent: None });
         walk(&root, &self.steps).iter().map(|n| n.path()).collect()
+    }
+
+    /// The query as an instance path, when it is one naming one node of
+    /// `root` exactly as [`Query::evaluate`] gives it (a point read, without
+    /// the general walk): every step a container, a list entry by all its
+    /// keys in the list's key order, or a last leaf, anydata or leaf-list
+    /// entry by value. `None` otherwise (a whole list or leaf-list, which the
+    /// walk gives entry by entry; keys in another order; a position; nothing
+    /// there): the walk decides.
+    fn found_as_instance(&self, root: &Container) -> Option<Path> {
+        let p = self.to_instance_path()?;
+        let last = p.segments.len().checked_sub(1)?;
+        let mut cur = root;
+        for (i, seg) in p.segments.iter().enumerate() {
+            match (cur.children.get(&seg.name)?, &seg.selector) {
+                (Node::Container(c), Selector::None) => cur = c,
+                (Node::Leaf { .. } | Node::AnyData { .. }, Selector::None) if i == last => {}
+                (Node::List(l), Selector::Keys(kv))
+                    if l.info.keys.len() == kv.len() && l.info.keys.iter().zip(kv).all(|(k, (n, _))| k == n) =>
+                {
+                    cur = l.find(&seg.selector)?.1;
+                }
+                (Node::LeafList(v), Selector::Value(s)) if i == last => {
+                    v.iter().find(|e| e.value.as_text() == s.as_str())?;
+                }
+                _ => return None,
+            }
+        }
+        Some(p)
     }
 }
 
@@ -560,6 +592,46 @@ pub(crate) mod tests {
     fn eval(query: &str) -> Vec<String> {
         let q = Query::parse(query).unwrap();
         q.evaluate(&sample()).iter().map(ToString::to_string).collect()
+    }
+
+    /// What the general walk selects, without the point-read path.
+    fn walked(query: &str) -> Vec<String> {
+        let q = Query::parse(query).unwrap();
+        let tree = sample();
+        let root = Rc::new(Item { node: NodeRef::Root(&tree), name: "", list: None, index: 0, pos: &[], parent: None });
+        walk(&root, &q.steps).iter().map(|n| n.path().to_string()).collect()
+    }
+
+    #[test]
+    fn point_reads_select_what_the_walk_selects() {
+        // Found without the walk.
+        for q in [
+            "/m:top",
+            "/m:top/dev[id='2']",
+            "/m:top/dev[id='2']/name",
+            "/m:top/m:dev[id='10']/sub/x",
+            "/m:top/pair[k1='5'][k2='a']/v",
+            "/m:top/ll[.='y']",
+            "/plain",
+        ] {
+            assert!(Query::parse(q).unwrap().found_as_instance(&sample()).is_some(), "{q}");
+            assert_eq!(eval(q), walked(q), "{q}");
+        }
+        // Left to the walk: whole lists and leaf-lists, keys in another
+        // order, positions, absent nodes, partial keys.
+        for q in [
+            "/m:top/dev",
+            "/m:top/ll",
+            "/m:top/pair[k2='a'][k1='5']/v",
+            "/m:top/log[2]/msg",
+            "/m:top/dev[id='3']",
+            "/m:top/pair[k1='5']",
+            "/m:top/nothing",
+            "/",
+        ] {
+            assert!(Query::parse(q).unwrap().found_as_instance(&sample()).is_none(), "{q}");
+            assert_eq!(eval(q), walked(q), "{q}");
+        }
     }
 
     #[test]

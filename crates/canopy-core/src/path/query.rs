@@ -236,10 +236,13 @@ impl Query {
         let mut p = Path::root();
         // The least depth that a node read by a predicate of the prefix steps lies at.
         let mut least = i64::MAX;
+        // `p`'s schema path, grown step by step.
+        let mut schema_path = String::new();
         for step in &self.steps {
             let (Axis::Child, NodeTest::Name(written)) = (&step.axis, &step.test) else { break };
             let name = canonical_name(written, p.module());
-            let schema_path = if p.is_root() { format!("/{name}") } else { format!("{}/{name}", p.schema_path()) };
+            schema_path.push('/');
+            schema_path.push_str(&name);
             let selector = match list_info(&schema_path) {
                 Some(info) => {
                     let module = name.split_once(':').map(|(m, _)| m).or(p.module());
