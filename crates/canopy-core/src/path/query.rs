@@ -310,13 +310,16 @@ impl Query {
             return None;
         }
         let mut p = Path::root();
+        // `p`'s schema path, grown step by step.
+        let mut schema_path = String::new();
         for (i, step) in self.steps.iter().enumerate() {
             let (Axis::Child, NodeTest::Name(written)) = (&step.axis, &step.test) else { return None };
             if p.is_root() && !written.contains(':') {
                 return None;
             }
             let name = canonical_name(written, p.module());
-            let schema_path = if p.is_root() { format!("/{name}") } else { format!("{}/{name}", p.schema_path()) };
+            schema_path.push('/');
+            schema_path.push_str(&name);
             match list_info(&schema_path) {
                 Some(info) if !info.keys.is_empty() && !info.user_ordered => {
                     let module = name.split_once(':').map(|(m, _)| m).or(p.module());
