@@ -21,7 +21,10 @@ use progress::{Progress, Unit};
 #[command(name = "canopy", version, about = "Read and edit a canopy store of hierarchical configuration data.")]
 struct Cli {
     /// Store URL: `lmdb:DIR?sync=commit|off&cache=on`, a bare directory (LMDB),
-    /// `sqlite:FILE?sync=commit|off`, or `memory:NAME` (empty at every start). Default: $CANOPY_STORE, else ./canopy-data.
+    /// `sqlite:FILE?sync=commit|off`, `memory:NAME` (empty at every start), or a
+    /// database server's (`postgres://`, `redis://`, `etcd://`, `mongodb://`; there
+    /// `cache=watch` caches trusting the server's announcements of commits).
+    /// Default: $CANOPY_STORE, else ./canopy-data.
     #[arg(long, global = true, value_name = "URL")]
     store: Option<String>,
     /// Datastore: running, startup, candidate or operational. On operational,

@@ -7,7 +7,8 @@
 //! transaction: after an edit has changed the tree, reading the old stored
 //! version again would bring deleted data back.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::ops::Bound;
 
 use canopy_core::keycode;
 use canopy_core::path::{Path, Selector};
@@ -32,8 +33,9 @@ pub(crate) struct Loader<'a> {
     empty_lists: Vec<Vec<u8>>,
     /// The list whose entries the last point reads were of, and how many.
     streak: (Vec<u8>, u32),
-    /// Prefixes read whole by a range scan.
-    ranges: Vec<Vec<u8>>,
+    /// Prefixes read whole by a range scan, none a prefix of another (so
+    /// that the one covering a key, if any, is the greatest not above it).
+    ranges: BTreeSet<Vec<u8>>,
     /// User-ordered lists whose first and last stored entries were read.
     ends: HashSet<Vec<u8>>,
 }
@@ -53,13 +55,13 @@ impl<'a> Loader<'a> {
             seen: HashMap::new(),
             empty_lists: Vec::new(),
             streak: (Vec::new(), 0),
-            ranges: Vec::new(),
+            ranges: BTreeSet::new(),
             ends: HashSet::new(),
         }
     }
 
     fn covered(&self, rel: &[u8]) -> bool {
-        self.seen.contains_key(rel) || self.ranges.iter().any(|r| rel.starts_with(r))
+        self.seen.contains_key(rel) || self.has_range(rel)
     }
 
     /// The snapshot it reads.
@@ -98,29 +100,33 @@ impl<'a> Loader<'a> {
     /// sorted keys. Fragments read before are left as the tree has them.
     /// Returns how many were read.
     pub fn range(&mut self, root: &mut Container, rel: &[u8]) -> Result<usize> {
-        if self.ranges.iter().any(|r| rel.starts_with(r)) {
+        if self.has_range(rel) {
             return Ok(0);
         }
         let mut prefix = self.data.clone();
         prefix.extend_from_slice(rel);
         let dl = self.data.len();
-        // Keys read before under `rel` (usually a few: the path to it), so
-        // that each scanned key is checked against them, not hashed.
-        let seen_under: Vec<&[u8]> =
-            self.seen.keys().filter(|k| k.starts_with(rel)).map(Vec::as_slice).take(17).collect();
+        // Each scanned key is looked up among the keys read before (not
+        // those keys filtered by prefix first: a transaction of many edits
+        // reads many, and ranges many times).
         let seen = &self.seen;
-        let few = seen_under.len() <= 16;
-        let ranges: Vec<&[u8]> = self.ranges.iter().filter(|r| r.starts_with(rel)).map(Vec::as_slice).collect();
+        let ranges: Vec<&[u8]> = self
+            .ranges
+            .range::<[u8], _>((Bound::Included(rel), Bound::Unbounded))
+            .map(Vec::as_slice)
+            .take_while(|r| r.starts_with(rel))
+            .collect();
         let mut items = scan_fragments(self.snap, &prefix, dl, &|rel_k| {
             // Read before (and perhaps changed since): keep the tree's version.
-            let read = match few {
-                true => seen_under.contains(&rel_k),
-                false => seen.contains_key(rel_k),
-            };
-            read || ranges.iter().any(|r| rel_k.starts_with(r))
+            seen.contains_key(rel_k) || ranges.iter().any(|r| rel_k.starts_with(r))
         })
         .map_err(|e| in_datastore(&self.data, e))?;
-        self.ranges.push(rel.to_vec());
+        // `rel` covers the ranges under it from now on.
+        let under: Vec<Vec<u8>> = ranges.iter().map(|r| r.to_vec()).collect();
+        for r in under {
+            self.ranges.remove(&r);
+        }
+        self.ranges.insert(rel.to_vec());
         let n = items.len();
         if let Some(pos) = items.iter().position(|(k, _)| k.is_empty()) {
             let (_, d) = items.remove(pos);
@@ -143,7 +149,10 @@ impl<'a> Loader<'a> {
 
     /// Whether everything stored under `rel` was read into the tree.
     pub fn has_range(&self, rel: &[u8]) -> bool {
-        self.ranges.iter().any(|r| rel.starts_with(r))
+        self.ranges
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(rel)))
+            .next_back()
+            .is_some_and(|r| rel.starts_with(r))
     }
 
     /// Whether anything is stored under `rel` (read without placing).
