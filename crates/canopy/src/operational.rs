@@ -122,12 +122,25 @@ impl Store {
         for attempt in 1..=crate::store::CONFLICT_RETRIES {
             let (committed, ended) = if learns {
                 let view = self.backend().begin_write()?;
-                let snap: &dyn Snapshot = &*view;
-                let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
-                let live = self.control_for(snap, attempt)?.live(self.backend(), &self.hub)?;
-                live.collect_ended_pushers(&mut batch);
-                build(snap, &mut batch)?;
-                (view.commit(&batch), live.ended_pushers)
+                let prepared = (|| -> Result<(Batch, Vec<Conn>)> {
+                    let snap: &dyn Snapshot = &*view;
+                    let mut batch = Batch { expect_revision: Some(snap.revision()), ops: Vec::new() };
+                    let live = self.control_for(snap, attempt)?.live(self.backend(), &self.hub)?;
+                    live.collect_ended_pushers(&mut batch);
+                    build(snap, &mut batch)?;
+                    Ok((batch, live.ended_pushers))
+                })();
+                match prepared {
+                    Ok((batch, ended)) => (view.commit(&batch), ended),
+                    // A view's read after another writer's commit (Redis's
+                    // views): built again, as a conflicting commit is.
+                    Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => {
+                        drop(view);
+                        crate::store::conflict_pause(attempt);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
             } else {
                 let snap = self.backend().snapshot()?;
                 let mut batch = Batch { expect_revision: None, ops: Vec::new() };

@@ -21,14 +21,15 @@ use crate::watch::Watch;
 /// How a store is opened.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Options {
-    /// Keep each datastore's tree in memory: reads never touch the backend,
-    /// writes go through to it as diffs. The URL parameter `cache=on` sets it.
+    /// Keep each datastore's tree in memory: reads take their data from it
+    /// (checking the store's revision), writes go through to the backend as
+    /// diffs. The URL parameter `cache=on` sets it.
     pub cache: bool,
     /// With `cache`, on a backend that announces commits (the database
     /// servers'): cached reads trust the revision the store's announcements
-    /// say instead of reading it from the server each time. This process's
-    /// own commits are read at once; another process's once its
-    /// announcement arrives. `false` on other backends changes nothing. The
+    /// say instead of reading it from the server each time. Commits made
+    /// through this store are read at once; others (another process's,
+    /// another store's) once their announcement arrives. `false` on other backends changes nothing. The
     /// URL parameter `cache=watch` sets it (with `cache`).
     pub watch: bool,
     /// How many commits the store's change log keeps for the other processes
@@ -54,7 +55,7 @@ pub struct Store {
     /// processes are caught by the revision check of each batch.
     pub(crate) writer: Mutex<()>,
     pub(crate) cache: Option<RwLock<HashMap<Datastore, Cached>>>,
-    /// With `cache=on` on a backend that announces commits: the revision
+    /// With `cache=watch` on a backend that announces commits: the revision
     /// heard, so that cached reads need not ask the server.
     pub(crate) watch: Option<Watch>,
     /// The cache mode asked for (`off`, `on`, `watch`).
@@ -234,8 +235,10 @@ impl Store {
             }
         }
         let changelog = options.changelog.unwrap_or(if backend.announces() { DEFAULT_CHANGELOG } else { 0 });
-        let backend: Arc<dyn Backend> = Arc::from(backend);
-        let watch = if options.cache && options.watch { Watch::start(&backend) } else { None };
+        let (backend, watch) = match options.cache && options.watch {
+            true => Watch::start(backend),
+            false => (Arc::from(backend), None),
+        };
         let store = Store {
             backend,
             changelog,

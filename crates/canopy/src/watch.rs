@@ -1,13 +1,14 @@
-//! The store's revision as this process hears it, for cached reads that
-//! need no round trip to a database server.
+//! The store's revision as a store hears it, for cached reads that need no
+//! round trip to a database server.
 //!
-//! With `cache=on` on a backend that announces commits (the server backends),
-//! a thread of the store listens to the announcements and keeps the newest
-//! revision heard; this process's own commits raise it too. A cached read
-//! whose tree and catalog are at that revision is answered from memory,
-//! without a snapshot. A commit of another process is then seen once its
-//! announcement arrives (on loopback well under the 10 ms the design allows),
-//! and this process's own commits at once.
+//! With `cache=watch` on a backend that announces commits (the server
+//! backends), a thread of the store listens to the announcements and keeps
+//! the newest revision heard; every commit made through the store's backend
+//! raises it as it returns ([`Heeded`]). A cached read whose tree and
+//! catalog are at that revision is answered from memory, without a
+//! snapshot. A commit of another process (or of another store on the same
+//! URL) is then seen once its announcement arrives (on loopback well under
+//! the 10 ms the design allows), and the store's own commits at once.
 //!
 //! What is heard is only trusted while it is known to be complete: the
 //! listening connection must be up, and a revision read over another
@@ -20,7 +21,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use canopy_store::{Announcements, Backend};
+use canopy_store::backend::{BulkWrite, Visit, WriteView};
+use canopy_store::lease::Lease;
+use canopy_store::{Announcements, Backend, Batch, BatchOp, Result, Snapshot, SyncMode};
 
 /// How often the watch reads the revision to check that it heard every commit.
 const HEARTBEAT: Duration = Duration::from_secs(1);
@@ -55,11 +58,15 @@ impl State {
 }
 
 impl Watch {
-    /// Starts watching `backend`'s announcements; `None` when it makes none
-    /// or the thread cannot start (cached reads then read the revision).
-    pub(crate) fn start(backend: &Arc<dyn Backend>) -> Option<Watch> {
+    /// Starts watching `backend`'s announcements, and returns the backend
+    /// the store is to use: `backend` with every commit made through it
+    /// heard at once (whatever writes it: a transaction, a lock, a schema
+    /// change, a copy). `None` for the watch when the backend announces
+    /// nothing or the thread cannot start (cached reads then read the
+    /// revision, and `backend` is returned as it is).
+    pub(crate) fn start(backend: Box<dyn Backend>) -> (Arc<dyn Backend>, Option<Watch>) {
         if !backend.announces() {
-            return None;
+            return (Arc::from(backend), None);
         }
         let state = Arc::new(State {
             heard: AtomicU64::new(0),
@@ -68,9 +75,12 @@ impl Watch {
             epoch: Instant::now(),
             stop: AtomicBool::new(false),
         });
-        let listener = Listener { state: state.clone(), backend: Arc::downgrade(backend), announcements: None };
-        std::thread::Builder::new().name("canopy-watch".into()).spawn(move || listener.run()).ok()?;
-        Some(Watch { state })
+        let heeded: Arc<dyn Backend> = Arc::new(Heeded { inner: backend, state: state.clone() });
+        let listener = Listener { state: state.clone(), backend: Arc::downgrade(&heeded), announcements: None };
+        match std::thread::Builder::new().name("canopy-watch".into()).spawn(move || listener.run()) {
+            Ok(_) => (heeded, Some(Watch { state })),
+            Err(_) => (heeded, None),
+        }
     }
 
     /// The store's revision as last heard, when what is heard can be
@@ -195,5 +205,146 @@ impl Listener {
     fn lose(&mut self) {
         self.state.live.store(false, Ordering::Release);
         self.announcements = None;
+    }
+}
+
+/// A backend whose commits raise the revision heard as they return: the
+/// store's own commits are read at once, whichever code path made them.
+struct Heeded {
+    inner: Box<dyn Backend>,
+    state: Arc<State>,
+}
+
+impl Heeded {
+    fn heard(state: &State, committed: Result<u64>) -> Result<u64> {
+        if let Ok(r) = &committed {
+            state.heard.fetch_max(*r, Ordering::AcqRel);
+        }
+        committed
+    }
+}
+
+/// A write view of [`Heeded`]: its commit is heard.
+struct HeededView<'a> {
+    inner: Box<dyn WriteView + 'a>,
+    state: &'a State,
+}
+
+impl Snapshot for HeededView<'_> {
+    fn revision(&self) -> u64 {
+        self.inner.revision()
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
+        self.inner.scan(start, end, reverse, visit)
+    }
+}
+
+impl WriteView for HeededView<'_> {
+    fn commit(self: Box<Self>, batch: &Batch) -> Result<u64> {
+        let HeededView { inner, state } = *self;
+        Heeded::heard(state, inner.commit(batch))
+    }
+}
+
+/// A bulk write of [`Heeded`]: its commit is heard.
+struct HeededBulk {
+    inner: Box<dyn BulkWrite>,
+    state: Arc<State>,
+}
+
+impl BulkWrite for HeededBulk {
+    fn write(&mut self, part: Vec<BatchOp>) -> Result<()> {
+        self.inner.write(part)
+    }
+
+    fn commit(self: Box<Self>) -> Result<u64> {
+        let HeededBulk { inner, state } = *self;
+        Heeded::heard(&state, inner.commit())
+    }
+}
+
+impl Backend for Heeded {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        self.inner.snapshot()
+    }
+
+    fn revision(&self) -> Result<u64> {
+        self.inner.revision()
+    }
+
+    fn apply(&self, batch: &Batch) -> Result<u64> {
+        Heeded::heard(&self.state, self.inner.apply(batch))
+    }
+
+    fn apply_unflushed(&self, batch: &Batch) -> Result<u64> {
+        Heeded::heard(&self.state, self.inner.apply_unflushed(batch))
+    }
+
+    fn begin_write(&self) -> Result<Box<dyn WriteView + '_>> {
+        Ok(Box::new(HeededView { inner: self.inner.begin_write()?, state: &self.state }))
+    }
+
+    fn begin_bulk(&self, expect_revision: u64) -> Result<Option<Box<dyn BulkWrite>>> {
+        Ok(self
+            .inner
+            .begin_bulk(expect_revision)?
+            .map(|inner| -> Box<dyn BulkWrite> { Box::new(HeededBulk { inner, state: self.state.clone() }) }))
+    }
+
+    fn bulk_writes(&self) -> bool {
+        self.inner.bulk_writes()
+    }
+
+    fn sync_mode(&self) -> SyncMode {
+        self.inner.sync_mode()
+    }
+
+    fn disk_size(&self) -> Result<u64> {
+        self.inner.disk_size()
+    }
+
+    fn approx_len(&self) -> Result<Option<u64>> {
+        self.inner.approx_len()
+    }
+
+    fn compact(&self) -> Result<()> {
+        self.inner.compact()
+    }
+
+    fn check(&self) -> Result<Vec<String>> {
+        self.inner.check()
+    }
+
+    fn announces(&self) -> bool {
+        self.inner.announces()
+    }
+
+    fn announcements(&self) -> Result<Box<dyn Announcements>> {
+        self.inner.announcements()
+    }
+
+    fn leases(&self) -> bool {
+        self.inner.leases()
+    }
+
+    fn lease(&self) -> Result<Box<dyn Lease>> {
+        self.inner.lease()
+    }
+
+    fn leases_held(&self, ids: &[u64]) -> Result<Vec<bool>> {
+        self.inner.leases_held(ids)
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.inner.flush()
     }
 }

@@ -245,6 +245,27 @@ fn watched_cached_reads_follow_announced_commits() {
     }
 }
 
+/// With `cache=watch`, commits the store makes outside a transaction (a
+/// discard of the candidate) are read at once too, as are those of
+/// transactions.
+#[test]
+fn watched_cached_reads_see_their_stores_other_commits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, url) in stores(dir.path()) {
+        let watched = Store::open(&with_params(&url, "cache=watch")).unwrap();
+        let candidate = watched.session(Datastore::Candidate);
+        for round in 0..3 {
+            let value = format!("draft-{round}");
+            candidate.set("/m:c/draft", Value::String(value.clone())).unwrap();
+            let read = to_string(&candidate.get("/m:c/draft", Default::default()).unwrap(), &WriteOptions::default());
+            assert_eq!(read, format!(r#"{{"m:c":{{"draft":"{value}"}}}}"#), "{name}, round {round}");
+            watched.discard_candidate().unwrap();
+            let read = to_string(&candidate.get("/m:c/draft", Default::default()).unwrap(), &WriteOptions::default());
+            assert_eq!(read, "{}", "{name}, round {round}: the discard read at once");
+        }
+    }
+}
+
 /// Two processes setting one leaf: every acknowledged commit has a revision
 /// of its own (no two writers both won one revision), and the leaf holds
 /// what the commit of the highest revision wrote.

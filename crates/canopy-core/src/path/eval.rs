@@ -349,10 +349,28 @@ impl Query {
     /// walk gives entry by entry; keys in another order; a position; nothing
     /// there): the walk decides.
     fn found_as_instance(&self, root: &Container) -> Option<Path> {
+        // A number compares as a number (`[id=2]` selects "02" too): the walk.
+        fn numeric(e: &Expr) -> bool {
+            match e {
+                Expr::Cmp(a, _, b) => matches!(a, Operand::Number(_)) || matches!(b, Operand::Number(_)),
+                Expr::And(v) => v.iter().any(numeric),
+                _ => true,
+            }
+        }
+        if self.steps.iter().any(|s| s.predicates.iter().any(numeric)) {
+            return None;
+        }
         let p = self.to_instance_path()?;
         let last = p.segments.len().checked_sub(1)?;
         let mut cur = root;
         for (i, seg) in p.segments.iter().enumerate() {
+            // An unprefixed name also matches other modules' nodes of that
+            // local name (ONAP CPS spelling): the walk, when there are any.
+            if !seg.name.contains(':')
+                && cur.children.iter().any(|(n, _)| n.split_once(':').is_some_and(|(_, l)| l == seg.name.as_str()))
+            {
+                return None;
+            }
             match (cur.children.get(&seg.name)?, &seg.selector) {
                 (Node::Container(c), Selector::None) => cur = c,
                 (Node::Leaf { .. } | Node::AnyData { .. }, Selector::None) if i == last => {}
@@ -361,8 +379,11 @@ impl Query {
                 {
                     cur = l.find(&seg.selector)?.1;
                 }
+                // One entry of that value (state leaf-lists may repeat values).
                 (Node::LeafList(v), Selector::Value(s)) if i == last => {
-                    v.iter().find(|e| e.value.as_text() == s.as_str())?;
+                    if v.iter().filter(|e| e.value.as_text() == s.as_str()).count() != 1 {
+                        return None;
+                    }
                 }
                 _ => return None,
             }
@@ -618,10 +639,13 @@ pub(crate) mod tests {
             assert_eq!(eval(q), walked(q), "{q}");
         }
         // Left to the walk: whole lists and leaf-lists, keys in another
-        // order, positions, absent nodes, partial keys.
+        // order, positions, absent nodes, partial keys, numbers (compared
+        // as numbers), unprefixed names other modules' nodes also have.
         for q in [
             "/m:top/dev",
             "/m:top/ll",
+            "/m:top/dev[id=2]/name",
+            "//top2/dev[id='7']",
             "/m:top/pair[k2='a'][k1='5']/v",
             "/m:top/log[2]/msg",
             "/m:top/dev[id='3']",
