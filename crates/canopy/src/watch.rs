@@ -196,9 +196,10 @@ impl Listener {
         Some(now)
     }
 
+    /// The revision read alone (on Redis one `GET`), not through a snapshot.
     fn read_revision(&self) -> Option<u64> {
         let backend = self.backend.upgrade()?;
-        let revision = backend.snapshot().ok()?.revision();
+        let revision = backend.revision().ok()?;
         Some(revision)
     }
 
