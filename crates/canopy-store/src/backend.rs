@@ -174,11 +174,22 @@ impl<B: Backend + ?Sized> WriteView for ReadThenApply<'_, B> {
         let ReadThenApply { snap, backend } = *self;
         let revision = snap.revision();
         drop(snap);
-        match batch.expect_revision {
-            Some(r) if r == revision => backend.apply(batch),
-            Some(r) => Err(crate::StoreError::stale_batch(r, revision)),
-            None => backend.apply(&Batch { expect_revision: Some(revision), ops: batch.ops.clone() }),
-        }
+        apply_at(backend, revision, batch)
+    }
+}
+
+/// Applies `batch`, built on a view of `revision`, on top of that revision
+/// (a `Conflict` when the store moved on): the commit of a write view whose
+/// backend writes with [`Backend::apply`]. A batch expecting another
+/// revision than its view's is refused.
+///
+/// # Errors
+/// As [`Backend::apply`].
+pub fn apply_at<B: Backend + ?Sized>(backend: &B, revision: u64, batch: &Batch) -> Result<u64> {
+    match batch.expect_revision {
+        Some(r) if r == revision => backend.apply(batch),
+        Some(r) => Err(crate::StoreError::stale_batch(r, revision)),
+        None => backend.apply(&Batch { expect_revision: Some(revision), ops: batch.ops.clone() }),
     }
 }
 

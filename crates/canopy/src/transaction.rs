@@ -231,8 +231,6 @@ impl Store {
     /// fit, is dropped and read again by the next read.
     fn publish_cached(&self, ds: Datastore, base: u64, revision: u64, changes: &[Change]) {
         let Some(cache) = &self.cache else { return };
-        // Whatever the cache holds after this, the store reached `revision`.
-        let _heard = Heard(self.watch.as_ref(), revision);
         let Ok(mut g) = cache.write() else { return };
         for (d, c) in g.iter_mut() {
             if *d != ds && c.revision == base {
@@ -262,7 +260,6 @@ impl Store {
     /// After a commit at `revision` that changed no datastore's contents
     /// (pushed state): cached trees of the revision before are still valid.
     pub(crate) fn datastores_unchanged(&self, revision: u64) {
-        let _heard = Heard(self.watch.as_ref(), revision);
         if let Some(cache) = &self.cache {
             if let Ok(mut g) = cache.write() {
                 for c in g.values_mut() {
@@ -271,19 +268,6 @@ impl Store {
                     }
                 }
             }
-        }
-    }
-}
-
-/// Tells the watch of a commit of this process when dropped: after the
-/// cached trees took it, so that a read trusting the watch finds them at
-/// the revision it heard (or, meanwhile, takes the slow path).
-struct Heard<'w>(Option<&'w crate::watch::Watch>, u64);
-
-impl Drop for Heard<'_> {
-    fn drop(&mut self) {
-        if let Some(w) = self.0 {
-            w.committed(self.1);
         }
     }
 }

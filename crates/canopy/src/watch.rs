@@ -96,11 +96,6 @@ impl Watch {
         }
         Some(s.heard.load(Ordering::Acquire))
     }
-
-    /// This process committed `revision`.
-    pub(crate) fn committed(&self, revision: u64) {
-        self.state.heard.fetch_max(revision, Ordering::AcqRel);
-    }
 }
 
 impl Drop for Watch {

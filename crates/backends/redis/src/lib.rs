@@ -426,12 +426,7 @@ impl Snapshot for RedisWrite<'_> {
 
 impl WriteView for RedisWrite<'_> {
     fn commit(self: Box<Self>, batch: &Batch) -> Result<u64> {
-        let revision = self.0.revision;
-        match batch.expect_revision {
-            Some(r) if r == revision => self.0.backend.apply(batch),
-            Some(r) => Err(StoreError::stale_batch(r, revision)),
-            None => self.0.backend.apply(&Batch { expect_revision: Some(revision), ops: batch.ops.clone() }),
-        }
+        canopy_store::backend::apply_at(self.0.backend, self.0.revision, batch)
     }
 }
 
