@@ -40,6 +40,9 @@ pub struct RestError {
     pub message: String,
     /// `Allow` for 405 replies.
     pub allow: Option<&'static str>,
+    /// A conditional write found the store moved on from the revision its
+    /// preconditions were checked at: the request is checked again.
+    pub(crate) moved: bool,
 }
 
 impl RestError {
@@ -50,7 +53,14 @@ impl RestError {
             errors: vec![ErrorEntry { etype, tag, path: None, message: message.clone() }],
             message,
             allow: None,
+            moved: false,
         }
+    }
+
+    /// A conditional write's commit found the store moved on from the
+    /// revision its preconditions were checked at (`e`, a conflict).
+    pub(crate) fn moved(e: canopy::Error) -> RestError {
+        RestError { moved: true, ..RestError::from(e) }
     }
 
     /// Attaches an `error-path` to the (first) error.
@@ -134,7 +144,7 @@ impl RestError {
                         message: v.reason.clone(),
                     })
                     .collect();
-                RestError { status: StatusCode::BAD_REQUEST, errors, message: msg, allow: None }
+                RestError { status: StatusCode::BAD_REQUEST, errors, message: msg, allow: None, moved: false }
             }
             E::Rejected { .. } => RestError::new(StatusCode::BAD_REQUEST, app, "operation-failed", msg),
             E::Locked(_) => RestError::new(StatusCode::CONFLICT, "protocol", "lock-denied", msg),

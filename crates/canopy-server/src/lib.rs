@@ -292,5 +292,12 @@ fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
 /// As [`run`]; the runtime cannot start.
 pub fn serve_blocking(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    rt.block_on(run(app, ready))
+    // The store is dropped after the runtime, on this thread: a backend with
+    // a runtime of its own (the PostgreSQL client's) may not be dropped inside
+    // another's, which aborts the process.
+    let keep = app.clone();
+    let out = rt.block_on(run(app, ready));
+    drop(rt);
+    drop(keep);
+    out
 }

@@ -113,10 +113,13 @@ pub(crate) fn xml_to_json(
     Ok(serde_json::json!({ "ietf-yang-patch:yang-patch": patch }).to_string())
 }
 
-/// Runs a YANG Patch document on `session`'s datastore at `target_path`.
+/// Runs a YANG Patch document on `session`'s datastore at `target_path`
+/// (with `at`, committed only at that revision: see
+/// [`crate::restconf::commit`]).
 ///
 /// # Errors
 /// None of its own: a failed patch is a `yang-patch-status` reply.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     app: &App,
     session: &Session<'_>,
@@ -125,6 +128,7 @@ pub(crate) fn run(
     target_path: &Path,
     text: &str,
     enc: Enc,
+    at: Option<u64>,
 ) -> Result<Response, RestError> {
     let stamps = crate::restconf::stamps_of(session.datastore());
     let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(&e))?;
@@ -154,7 +158,7 @@ pub(crate) fn run(
             Err((id, err)) => return Ok(status_reply(enc, &patch_id, Err(Failed::of(err, id.as_deref())))),
         }
     }
-    match session.apply(&built) {
+    match crate::restconf::commit(session, &built, at)? {
         Ok(commit) => {
             let mut r = status_reply(enc, &patch_id, Ok(()));
             r.headers_mut().insert(REVISION_HEADER, HeaderValue::from(commit.revision));

@@ -549,15 +549,87 @@ fn write(
     let session = app.store.session(ds);
 
     let _gate = app.write_gate.lock().unwrap_or_else(|p| p.into_inner());
-    app.tracker.sync(app.store.revision()?);
-    let _writing = Writing::start(app);
-    if precondition::any(headers) {
-        let exists = exists(&session, &path)?;
-        precondition::evaluate(headers, app.tracker.stamp(stamps, &path), exists, false)?;
+    conditional(app, headers, |at| {
+        if at.is_some() {
+            let exists = exists(&session, &path)?;
+            precondition::evaluate(headers, app.tracker.stamp(stamps, &path), exists, false)?;
+        }
+        if yang_patch {
+            return patch::run(app, &session, &resolver, target, &path, text, enc, at);
+        }
+        write_edit(app, &session, &resolver, target, method, &params, &path, text, media, at)
+    })
+}
+
+/// How often a conditional write is checked again when other writers keep
+/// committing between its check and its commit.
+const MOVED_RETRIES: u32 = 10;
+
+/// Runs `write` (under the write gate) with the store's revision heard by
+/// the tracker. A request with preconditions (`If-Match` and the others) is
+/// given that revision to check them at and commit at (`Some`): when
+/// another writer, in this process or another, commits in between, it is
+/// checked again on the new state, so that a precondition that held is
+/// never applied to a state it was not checked on.
+fn conditional(
+    app: &App,
+    headers: &HeaderMap,
+    mut write: impl FnMut(Option<u64>) -> Result<Response, RestError>,
+) -> Result<Response, RestError> {
+    let checked = precondition::any(headers);
+    for attempt in 1..=MOVED_RETRIES {
+        let revision = app.store.revision()?;
+        app.tracker.sync(revision);
+        let writing = Writing::start(app);
+        match write(checked.then_some(revision)) {
+            Err(e) if e.moved => {
+                drop(writing);
+                std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt) * 5));
+            }
+            other => return other,
+        }
     }
-    if yang_patch {
-        return patch::run(app, &session, &resolver, target, &path, text, enc);
+    Err(RestError::new(
+        StatusCode::CONFLICT,
+        "protocol",
+        "in-use",
+        "other writers kept changing the datastore between this request's preconditions and its commit; nothing was applied",
+    ))
+}
+
+/// Commits `edits` on `session`: with `at`, only at that revision (the one
+/// the request's preconditions were checked at). The store having moved on
+/// is the outer error ([`RestError::moved`]); the commit's own outcome the
+/// inner result.
+pub(crate) fn commit(
+    session: &Session<'_>,
+    edits: &[Edit],
+    at: Option<u64>,
+) -> Result<canopy::Result<canopy::Commit>, RestError> {
+    let Some(revision) = at else { return Ok(session.apply(edits)) };
+    match session.apply_at(edits, revision) {
+        Err(canopy::Error::Store(e)) if e.kind() == canopy_store::ErrorKind::Conflict => {
+            Err(RestError::moved(canopy::Error::Store(e)))
+        }
+        other => Ok(other),
     }
+}
+
+/// A plain PUT, POST, PATCH or DELETE: one edit.
+#[allow(clippy::too_many_arguments)]
+fn write_edit(
+    app: &App,
+    session: &Session<'_>,
+    resolver: &Resolver,
+    target: &Target,
+    method: &Method,
+    params: &Params,
+    path: &Path,
+    text: &str,
+    media: Media,
+    at: Option<u64>,
+) -> Result<Response, RestError> {
+    let stamps = stamps_of(session.datastore());
     let needs_body = *method != Method::DELETE;
     if needs_body && text.trim().is_empty() {
         return Err(RestError::malformed(format!("{method} needs a request body")));
@@ -578,7 +650,7 @@ fn write(
         }
     }
     if *method != Method::POST
-        && resolver.kind(&path) == Some(NodeKind::List)
+        && resolver.kind(path) == Some(NodeKind::List)
         && path.last().is_some_and(|s| s.selector == Selector::None)
     {
         // RFC 8040 3.5.3, 4.7: a list resource is one entry, named by its keys.
@@ -593,9 +665,9 @@ fn write(
         )
         .at(path.to_string()));
     }
-    let insert = insert_of(&resolver, &params)?;
+    let insert = insert_of(resolver, params)?;
     let (edit, resource) = match *method {
-        Method::PUT => (put_edit(&session, &path, text, insert)?, path.clone()),
+        Method::PUT => (put_edit(session, path, text, insert)?, path.clone()),
         Method::POST => {
             // RFC 8040 4.4.1: the target resource (the parent) must exist;
             // a non-presence container exists where its parent does.
@@ -610,14 +682,14 @@ fn write(
                 }
                 holder = holder.parent().unwrap_or_default();
             }
-            if !exists(&session, &holder)? {
+            if !exists(session, &holder)? {
                 return Err(RestError::not_found(&path.to_string()));
             }
-            let child = post_child(&resolver, &path, text)?;
+            let child = post_child(resolver, path, text)?;
             (session.parse_edit(Operation::Create, child.clone(), Some(text), insert)?, child)
         }
         Method::PATCH => {
-            if !exists(&session, &path)? {
+            if !exists(session, path)? {
                 return Err(RestError::new(
                     StatusCode::NOT_FOUND,
                     "protocol",
@@ -626,7 +698,7 @@ fn write(
                 )
                 .at(path.to_string()));
             }
-            (merge_edit(&session, &path, text)?, path.clone())
+            (merge_edit(session, path, text)?, path.clone())
         }
         _ => (Edit::delete(path.clone()), path.clone()),
     };
@@ -638,7 +710,7 @@ fn write(
         )));
     }
     let post = *method == Method::POST;
-    let commit = session.apply(&[edit]).map_err(|e| match (e, post) {
+    let commit = commit(session, &[edit], at)?.map_err(|e| match (e, post) {
         // RFC 8040 4.4.1: POST of an existing resource.
         (canopy::Error::Data(canopy_core::Error::Exists { path }), true) => {
             RestError::new(StatusCode::CONFLICT, "application", "resource-denied", format!("{path}: already exists"))

@@ -166,6 +166,12 @@ impl<'a> Loader<'a> {
     /// positions in keyless lists (whose lists are read whole). Returns the
     /// relative key of `path`'s node when it has one.
     pub fn path(&mut self, root: &mut Container, path: &Path) -> Result<Option<Vec<u8>>> {
+        Ok(self.reach(root, path)?.0)
+    }
+
+    /// As [`Loader::path`], and whether the walk found the node of `path`
+    /// or one of its ancestors not stored (then nothing below it is).
+    pub fn reach(&mut self, root: &mut Container, path: &Path) -> Result<(Option<Vec<u8>>, bool)> {
         self.fragment(root, &[])?;
         let mut rel = Vec::new();
         // Below a node that is not stored nothing is (every stored fragment
@@ -209,13 +215,13 @@ impl<'a> Loader<'a> {
                     };
                     match order {
                         Some(o) => keys::push_order(&mut rel, &o),
-                        None => return Ok(None),
+                        None => return Ok((None, !stored)),
                     }
                 }
-                Selector::Value(_) => return Ok(None),
+                Selector::Value(_) => return Ok((None, !stored)),
             }
         }
-        Ok(Some(rel))
+        Ok((Some(rel), !stored))
     }
 
     /// Whether the keyed list at `list_rel` is known to have no entry stored.

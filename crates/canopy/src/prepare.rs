@@ -151,16 +151,21 @@ pub(crate) fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path)
     Ok(())
 }
 
-/// Transactions of more edits than this erase nothing (see [`erasable`]).
-const ERASE_MAX_EDITS: usize = 64;
+/// Transactions of up to this many edits check each delete against every
+/// other edit (see [`erasable`]); longer ones erase only when no edit lies at
+/// or under another.
+const PAIRWISE_MAX_EDITS: usize = 64;
 
 /// Which of a transaction's edits delete a container, a whole list or a list
 /// entry that can be erased unread (one range delete, [`Change::Erased`]):
-/// a delete or remove of such a node whose lists are all known with keys,
-/// that no other edit of the transaction touches, that no subscriber of the
-/// datastore is told about with old values, and whose content no
-/// YANG check reads (`validated`: the store checks the constraints between
-/// nodes, [`crate::Validation::Full`]).
+/// a delete or remove of such a node whose lists are all known with keys
+/// (each named by all of them), that no other edit of the transaction
+/// touches, that no subscriber of the datastore is told about with old
+/// values, and whose content no YANG check reads (`validated`: the store
+/// checks the constraints between nodes, [`crate::Validation::Full`]).
+/// Whether another edit touches a delete is checked pair by pair in short
+/// transactions; in long ones (an rpm erase of hundreds of edits) `apart`
+/// says whether any edit lies at or under another, in one pass.
 pub(crate) fn erasable(
     edits: &[Edit],
     ds: Datastore,
@@ -168,13 +173,16 @@ pub(crate) fn erasable(
     yang: Option<&YangSchema>,
     validated: bool,
     hub: &Hub,
+    apart: &dyn Fn() -> bool,
 ) -> Vec<bool> {
     let mut out = vec![false; edits.len()];
-    // Whether other edits touch an erased path is checked pair by pair: a
-    // transaction of many edits (an import, a bulk create) is not worth that
-    // quadratic check, and its deletes are read as before.
-    if edits.len() > ERASE_MAX_EDITS || hub.subscribers().iter().any(|s| s.ds == ds && s.subscriber.wants_old_values())
+    if !edits.iter().any(|e| matches!(e.op, Operation::Delete | Operation::Remove))
+        || hub.subscribers().iter().any(|s| s.ds == ds && s.subscriber.wants_old_values())
     {
+        return out;
+    }
+    let pairwise = edits.len() <= PAIRWISE_MAX_EDITS;
+    if !pairwise && !apart() {
         return out;
     }
     // An entry placed before or after another reads that one, which may be
@@ -192,7 +200,7 @@ pub(crate) fn erasable(
             sp.push_str(&seg.name);
             match &seg.selector {
                 Selector::None => true,
-                Selector::Keys(_) => schema.lists.get(&sp).is_some_and(|l| !l.keys.is_empty()),
+                Selector::Keys(k) => names_one_entry(k, schema.lists.get(&sp)),
                 Selector::Position(_) | Selector::Value(_) => false,
             }
         });
@@ -209,10 +217,23 @@ pub(crate) fn erasable(
             // its parent's fragment): only known lists and their entries.
             None => last_keyed || schema.lists.contains_key(&sp),
         };
-        let alone = edits.iter().enumerate().all(|(j, o)| j == i || !overlap(&o.path, &e.path));
+        let alone = !pairwise || edits.iter().enumerate().all(|(j, o)| j == i || !overlap(&o.path, &e.path));
         out[i] = fragment_node && alone && !relative;
     }
     out
+}
+
+/// Whether keys `k` of a step through list `info` name one entry: the list
+/// is keyed and every one of its keys is given, once.
+pub(crate) fn names_one_entry(
+    k: &[(canopy_core::tree::Name, String)],
+    info: Option<&canopy_core::tree::ListInfo>,
+) -> bool {
+    info.is_some_and(|l| {
+        !l.keys.is_empty()
+            && k.len() == l.keys.len()
+            && l.keys.iter().all(|n| k.iter().filter(|(m, _)| m.as_str() == n.as_str()).count() == 1)
+    })
 }
 
 /// Whether one of two paths may lie at or under the other: their common
@@ -228,10 +249,14 @@ pub(crate) fn overlap(a: &Path, b: &Path) -> bool {
 }
 
 /// Whether two selectors may name the same entry: keys given in another
-/// order name the same one, and a position may name any.
+/// order name the same one, keys by other names (some of a list's keys) may
+/// too, and a position may name any.
 fn may_be_same_entry(x: &Selector, y: &Selector) -> bool {
     match (x, y) {
-        (Selector::Keys(a), Selector::Keys(b)) => a.len() == b.len() && a.iter().all(|kv| b.contains(kv)),
+        (Selector::Keys(a), Selector::Keys(b)) => {
+            let same_names = a.len() == b.len() && a.iter().all(|(n, _)| b.iter().any(|(m, _)| m == n));
+            !same_names || a.iter().all(|kv| b.contains(kv))
+        }
         (Selector::Position(_), _) | (_, Selector::Position(_)) => true,
         _ => x == y,
     }
@@ -283,9 +308,12 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
     }
     let path = canonical_path_cow(root, &edit.path, schema);
     let path = &*path;
-    loader.path(root, path)?;
+    // Below a node found missing nothing is stored: what the edit's value
+    // names need not be looked for.
+    let (_, missing) = loader.reach(root, path)?;
     match edit.op {
         Operation::Delete | Operation::Remove | Operation::Replace => load_whole(loader, root, path)?,
+        Operation::Merge | Operation::Create if missing => {}
         Operation::Merge | Operation::Create => {
             if let Some(v) = &edit.value {
                 load_value(loader, root, path, v, schema)?;

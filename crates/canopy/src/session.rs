@@ -181,6 +181,28 @@ impl Session<'_> {
         }
     }
 
+    /// Applies `edits` as one transaction if the store is still at
+    /// `revision`, as read by [`Store::revision`]: for a write conditional
+    /// on what was read at that revision (an HTTP `If-Match`), which must
+    /// not land on a state another writer has changed since, in this
+    /// process or another. Tried once.
+    ///
+    /// # Errors
+    /// [`canopy_store::ErrorKind::Conflict`] when the store has moved on from
+    /// `revision` (nothing is stored: read, check and try again); as
+    /// [`Session::apply`].
+    pub fn apply_at(&self, edits: &[Edit], revision: u64) -> Result<Commit> {
+        match self.pushes() {
+            // This connection's own state: no other writer changes it, but
+            // the caller's check read the store at `revision`.
+            true => match self.store.revision()? {
+                now if now == revision => self.store.push(edits.to_vec()),
+                now => Err(crate::transaction::moved(revision, now)),
+            },
+            false => self.store.transact_at(self.ds, edits, revision),
+        }
+    }
+
     /// Applies the edits `build` returns as one transaction, as
     /// [`Session::apply`] does, taking them by value: their values move into
     /// the transaction instead of being copied, which matters for big edits

@@ -299,12 +299,17 @@ impl Store {
         self.session(Datastore::Running)
     }
 
-    /// The current revision.
+    /// The current revision, read from the backend. With `cache=watch` the
+    /// store hears it too: its reads after this one are at least at it.
     ///
     /// # Errors
     /// Backend read errors.
     pub fn revision(&self) -> Result<u64> {
-        Ok(self.backend.snapshot()?.revision())
+        let revision = self.backend.revision()?;
+        if let Some(w) = &self.watch {
+            w.hear(revision);
+        }
+        Ok(revision)
     }
 
     /// The catalog of `snap`'s revision: lists, YANG schema, locks and the

@@ -53,7 +53,7 @@ impl Store {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
         for attempt in 1..=CONFLICT_RETRIES {
-            match self.transact_once(ds, build()?) {
+            match self.transact_once(ds, build()?, None) {
                 Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => conflict_pause(attempt),
                 other => return other,
             }
@@ -71,14 +71,30 @@ impl Store {
     pub(crate) fn transact_owned(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
-        self.transact_once(ds, edits)
+        self.transact_once(ds, edits, None)
     }
 
-    pub(crate) fn transact_once(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
+    /// Runs `edits` as one transaction on `ds` if the store is still at
+    /// `revision` (what the caller read and checked), once: when it is not,
+    /// or another process commits first, nothing is stored and the error is
+    /// [`ErrorKind::Conflict`].
+    pub(crate) fn transact_at(&self, ds: Datastore, edits: &[Edit], revision: u64) -> Result<Commit> {
+        subscribe::check_not_calling(self.conn.id)?;
+        let _w = self.writer.lock().map_err(|_| poisoned())?;
+        self.transact_once(ds, edits.to_vec(), Some(revision))
+    }
+
+    /// One try of a transaction; with `expect`, only on that revision.
+    pub(crate) fn transact_once(&self, ds: Datastore, edits: Vec<Edit>, expect: Option<u64>) -> Result<Commit> {
+        let at_expected = |now: u64| match expect {
+            Some(r) if r != now => Err(moved(r, now)),
+            _ => Ok(()),
+        };
         // Locks, read through the view the transaction is built on, and the
         // candidate's first edit, which gives it its own copy of running
         // (undone when the edit fails) before the transaction's own view.
         let view = self.backend.begin_write()?;
+        at_expected(view.revision())?;
         let control = self.control_at(&*view)?;
         self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, ds)?;
         let (view, materialized) = match ds == Datastore::Candidate && !control.candidate_modified {
@@ -89,6 +105,7 @@ impl Store {
                 // snapshot the copy is made of (the copy commits on its revision).
                 drop(view);
                 let snap = self.backend.snapshot()?;
+                at_expected(snap.revision())?;
                 let control = self.control_at(&*snap)?;
                 self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, ds)?;
                 let materialized = match control.candidate_modified {
@@ -100,9 +117,16 @@ impl Store {
             }
             false => (view, None),
         };
-        let out = self.attempt(ds, edits, view);
+        // With `expect`, the copy was made at that revision: the view must
+        // be at the copy's.
+        let out = match materialized.filter(|_| expect.is_some()).or(expect) {
+            Some(r) if view.revision() != r => Err(moved(r, view.revision())),
+            _ => self.attempt(ds, edits, view),
+        };
         if let (Some(revision), Err(e)) = (materialized, &out) {
-            if !matches!(e, Error::Store(s) if s.kind() == ErrorKind::Conflict) {
+            // A conflict keeps the copy for the next try, unless the caller
+            // asked for one revision: then it gets no other.
+            if expect.is_some() || !matches!(e, Error::Store(s) if s.kind() == ErrorKind::Conflict) {
                 let mut batch = Batch { expect_revision: Some(revision), ops: Vec::new() };
                 crate::connections::discard_ops(&mut batch);
                 // Another writer committed since: the candidate is theirs now.
@@ -145,13 +169,16 @@ impl Store {
         // Under `Validation::Structure` the schema types and shapes the edits
         // (above) but no constraint between nodes is checked.
         let checked = yang.filter(|_| catalog.validation == crate::yang::Validation::Full);
-        let erasable = erasable(&edits, ds, &catalog.lists, yang, checked.is_some(), &self.hub);
+        // Whether no edit lies at or under another, found once if asked.
+        let apart = std::cell::OnceCell::new();
+        let is_apart = || *apart.get_or_init(|| edits_apart(&edits, &catalog.lists));
+        let erasable = erasable(&edits, ds, &catalog.lists, yang, checked.is_some(), &self.hub, &is_apart);
         // The list entries and containers edits create are put in their changes once: moved
         // out of the tree when the batch is built, unless something reads the
         // changes before (constraint checks, subscribers: then copied).
         // Edits inside one another keep the copy each edit makes, so that a
         // change holds its entry as its own edit left it.
-        let defer = checked.is_none() && edits.iter().any(creates_node) && edits_apart(&edits, &schema);
+        let defer = checked.is_none() && edits.iter().any(creates_node) && is_apart();
         let mut deferred: Vec<usize> = Vec::new();
         for (e, erase) in edits.into_iter().zip(erasable) {
             if erase {
@@ -272,6 +299,15 @@ impl Store {
     }
 }
 
+/// The error of a transaction asked to run at revision `expected` when the
+/// store is at `now`.
+pub(crate) fn moved(expected: u64, now: u64) -> Error {
+    Error::Store(canopy_store::StoreError::new(
+        ErrorKind::Conflict,
+        format!("the store moved on from revision {expected} to {now}: another writer committed first"),
+    ))
+}
+
 /// Whether `e` may create the list entry or container its path names (the
 /// kinds of change [`apply_edit_deferring`] defers).
 fn creates_node(e: &Edit) -> bool {
@@ -282,64 +318,76 @@ fn creates_node(e: &Edit) -> bool {
     )
 }
 
-/// Whether no edit's path lies inside another's or names the same node, as
-/// paths are written: then no edit changes what another created. A segment
-/// without a selector where another path has one names a whole list, which
-/// holds every entry: such paths are taken for nested.
-fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
+/// Whether no edit's path lies at or under another's or names the same node,
+/// as paths are written: then no edit changes what another created or
+/// deleted. One pass over a trie of the paths. A step names one node when it
+/// has no selector (a container or leaf, or a whole list), names a list entry
+/// by all of its list's keys, or a leaf-list entry by its value; a step that
+/// may name several (a position, keys of a list not known as keyed, some of
+/// a list's keys) is wild. Beside a wild step, or beside a whole list where
+/// other paths name its entries, paths are taken for overlapping.
+pub(crate) fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
     use canopy_core::path::Selector;
-    use std::cmp::Ordering;
+    use std::collections::HashMap;
+    #[derive(Default)]
+    struct Node<'a> {
+        /// A path ends here.
+        end: bool,
+        steps: HashMap<&'a str, Step<'a>>,
+    }
+    #[derive(Default)]
+    struct Step<'a> {
+        /// A path took this name by a wild step.
+        wild: bool,
+        /// The node of the name without a selector.
+        whole: Option<Node<'a>>,
+        /// Entries by their keys, sorted by name (a leaf-list value as the
+        /// key of no name).
+        entries: HashMap<Vec<(&'a str, &'a str)>, Node<'a>>,
+    }
     if edits.len() < 2 {
         return true;
     }
-    // Each path as names and selectors, keys in one order whatever order
-    // the path gives them in. A position, or keys of a list not known as
-    // keyed (read as a position or a search), may name any entry: wild.
-    type Seg<'a> = (&'a str, Option<std::borrow::Cow<'a, Selector>>);
-    fn spelled<'a>(e: &'a Edit, lists: &canopy_core::Schemaless) -> Vec<Seg<'a>> {
-        let mut sp = String::new();
-        e.path
-            .segments
-            .iter()
-            .map(|s| {
-                sp.push('/');
-                sp.push_str(&s.name);
-                let keyed = || lists.lists.get(&sp).is_some_and(|l| !l.keys.is_empty());
-                let sel = match &s.selector {
-                    Selector::None | Selector::Position(_) => None,
-                    Selector::Keys(_) if !keyed() => None,
-                    Selector::Keys(k) if k.len() > 1 => {
-                        let mut k = k.clone();
-                        k.sort();
-                        Some(std::borrow::Cow::Owned(Selector::Keys(k)))
-                    }
-                    sel => Some(std::borrow::Cow::Borrowed(sel)),
-                };
-                (s.name.as_str(), sel)
-            })
-            .collect()
-    }
-    let names = |a: &[Seg<'_>], b: &[Seg<'_>]| -> Ordering { a.iter().map(|s| s.0).cmp(b.iter().map(|s| s.0)) };
-    let mut paths: Vec<Vec<Seg<'_>>> = edits.iter().map(|e| spelled(e, lists)).collect();
-    paths.sort_unstable_by(|a, b| names(a, b).then_with(|| a.cmp(b)));
-    let wild = |p: &[Seg<'_>]| -> Vec<bool> { p.iter().map(|s| s.1.is_none()).collect() };
-    let mut group_wild = wild(&paths[0]);
-    for w in paths.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
-        if names(a, b) == Ordering::Equal {
-            // The same nodes by name: apart only with different selectors
-            // where they are given, and given at the same places.
-            if a == b || wild(b) != group_wild {
-                return false;
-            }
-        } else {
-            // Sorted by names, a path comes right before the first path
-            // whose names continue its own.
-            if b.len() > a.len() && b.iter().zip(a.iter()).all(|(x, y)| x.0 == y.0) {
-                return false;
-            }
-            group_wild = wild(b);
+    let mut root = Node::default();
+    let mut sp = String::new();
+    'edits: for e in edits {
+        if e.path.is_root() {
+            return false;
         }
+        sp.clear();
+        let mut node = &mut root;
+        for seg in &e.path.segments {
+            if node.end {
+                return false;
+            }
+            sp.push('/');
+            sp.push_str(&seg.name);
+            let step = node.steps.entry(seg.name.as_str()).or_default();
+            if step.wild {
+                return false;
+            }
+            node = match &seg.selector {
+                Selector::None if step.entries.is_empty() => step.whole.get_or_insert_with(Node::default),
+                Selector::Value(v) if step.whole.is_none() => step.entries.entry(vec![("", v.as_str())]).or_default(),
+                Selector::Keys(k)
+                    if step.whole.is_none() && crate::prepare::names_one_entry(k, lists.lists.get(&sp)) =>
+                {
+                    let mut key: Vec<(&str, &str)> = k.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                    key.sort_unstable();
+                    step.entries.entry(key).or_default()
+                }
+                Selector::Keys(_) | Selector::Position(_) if step.whole.is_none() && step.entries.is_empty() => {
+                    // No other path passes here; none may later.
+                    step.wild = true;
+                    continue 'edits;
+                }
+                _ => return false,
+            };
+        }
+        if node.end || !node.steps.is_empty() {
+            return false;
+        }
+        node.end = true;
     }
     true
 }
@@ -351,4 +399,39 @@ fn fill_deferred(root: &mut Container, changes: &mut [Change], deferred: &mut Ve
         fill_created(root, &mut changes[i], take)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edits_apart;
+    use canopy_core::edit::Edit;
+    use canopy_core::tree::ListInfo;
+
+    #[test]
+    fn edits_apart_takes_nested_and_wild_paths_for_overlapping() {
+        let mut lists = canopy_core::Schemaless::default();
+        lists.lists.insert("/c/i".into(), ListInfo::keyed(["name".to_string()]));
+        lists.lists.insert("/c/p".into(), ListInfo::keyed(["a".to_string(), "b".to_string()]));
+        let apart = |paths: &[&str]| {
+            let edits: Vec<Edit> = paths.iter().map(|p| Edit::delete(p.parse().unwrap())).collect();
+            edits_apart(&edits, &lists)
+        };
+        // Apart: other entries, other leaves, keys in another order naming other entries.
+        assert!(apart(&["/c/i[name='a']", "/c/i[name='b']/mtu", "/c/x"]));
+        assert!(apart(&["/c/p[a='1'][b='2']", "/c/p[b='1'][a='2']", "/c/i[name='a']"]));
+        assert!(apart(&["/c/l[.='1']", "/c/l[.='2']"]));
+        // Nested, or the same node: an entry and a node below it, in either order.
+        assert!(!apart(&["/c/i[name='a']", "/c/i[name='a']/mtu"]));
+        assert!(!apart(&["/c/i[name='a']/mtu", "/c/i[name='a']"]));
+        assert!(!apart(&["/c/i[name='a']", "/c/i[name='a']"]));
+        assert!(!apart(&["/c/p[a='1'][b='2']", "/c/p[b='2'][a='1']/v"]));
+        assert!(!apart(&["/c", "/c/i[name='a']"]));
+        assert!(!apart(&["/", "/c/x"]));
+        // A whole list beside its entries; wild steps beside anything of their name.
+        assert!(!apart(&["/c/i", "/c/i[name='a']"]));
+        assert!(!apart(&["/c/i[name='a']", "/c/i"]));
+        assert!(!apart(&["/c/p[a='1']", "/c/p[a='1'][b='2']"]));
+        assert!(!apart(&["/c/k[3]", "/c/k[4]"]));
+        assert!(!apart(&["/c/u[n='1']/x", "/c/u[n='2']/x"]));
+    }
 }

@@ -98,6 +98,14 @@ impl Watch {
     }
 }
 
+impl Watch {
+    /// Hears `revision`, read from the backend by the store: a revision the
+    /// store is known to have reached.
+    pub(crate) fn hear(&self, revision: u64) {
+        self.state.heard.fetch_max(revision, Ordering::AcqRel);
+    }
+}
+
 impl Drop for Watch {
     fn drop(&mut self) {
         self.state.stop.store(true, Ordering::Release);

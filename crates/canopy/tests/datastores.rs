@@ -74,6 +74,41 @@ fn a_failed_first_candidate_edit_leaves_the_candidate_unmodified() {
     }
 }
 
+/// `apply_at` commits only while the store is at the revision it names: a
+/// commit of another connection to the same files in between (another
+/// process, as far as the store can tell) makes it a conflict that stores
+/// nothing, and an unmodified candidate stays unmodified.
+#[test]
+fn apply_at_commits_only_on_the_revision_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in urls(&dir) {
+        let store = Store::open(&url).unwrap();
+        let other = Store::open(&url).unwrap();
+        store.running().set("/m:sys/name", s("r1")).unwrap();
+        let name = |v: &str| canopy::Edit::merge("/m:sys/name".parse().unwrap(), canopy::Node::leaf(s(v)));
+        let at = store.revision().unwrap();
+        let c = store.running().apply_at(&[name("r2")], at).unwrap();
+        assert_eq!(c.revision, at + 1, "{url}");
+
+        let at = store.revision().unwrap();
+        other.running().set("/m:sys/name", s("theirs")).unwrap();
+        for ds in [Datastore::Running, Datastore::Candidate] {
+            match store.session(ds).apply_at(&[name("mine")], at) {
+                Err(Error::Store(e)) => assert_eq!(e.kind(), canopy_store::ErrorKind::Conflict, "{url}: {e}"),
+                other => panic!("{url}: {ds:?} at a revision passed: {other:?}"),
+            }
+        }
+        assert_eq!(json(&store, Datastore::Running, "/m:sys/name"), r#"{"m:sys":{"name":"theirs"}}"#, "{url}");
+        assert!(!store.candidate_modified().unwrap(), "{url}: a refused first edit left a copy");
+
+        // At the revision read again it commits, the candidate's first edit too.
+        let at = store.revision().unwrap();
+        store.session(Datastore::Candidate).apply_at(&[name("mine")], at).unwrap();
+        assert_eq!(json(&store, Datastore::Candidate, "/m:sys/name"), r#"{"m:sys":{"name":"mine"}}"#, "{url}");
+        assert!(store.candidate_modified().unwrap());
+    }
+}
+
 #[test]
 fn the_candidate_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();

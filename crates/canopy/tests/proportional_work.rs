@@ -143,3 +143,88 @@ fn erasing_user_ordered_entries_and_their_parents_leaves_no_order_records() {
     assert_eq!(keys(&store), ["z"]);
     assert!(store.check().unwrap().is_empty(), "{:?}", store.check());
 }
+
+/// A transaction of more deletes than the pairwise check takes (an rpm
+/// erase: hundreds of edits), none at or under another, erases each one
+/// unread; one whose edits nest reads what it deletes and deletes the same.
+#[test]
+fn many_edits_erase_when_they_are_apart() {
+    let (store, reads) = store(PLAIN);
+    // Each entry with a fragment below it, which a delete that loads reads.
+    let subs: Vec<canopy::Edit> = (0..100)
+        .map(|i| {
+            let path = format!("/m:c/i[name='if{i}']/sub/x").parse().unwrap();
+            canopy::Edit::merge(path, canopy::Node::leaf(canopy::Value::String("deep".into())))
+        })
+        .collect();
+    store.running().apply(&subs).unwrap();
+    let deletes: Vec<canopy::Edit> =
+        (0..100).map(|i| canopy::Edit::delete(format!("/m:c/i[name='if{i}']").parse().unwrap())).collect();
+    reads.reset();
+    let commit = store.running().apply(&deletes).unwrap();
+    let read = reads.total();
+    assert_eq!(commit.changes.len(), 100);
+    assert!(commit.changes.iter().all(|c| matches!(c, canopy::Change::Erased { .. })), "{:?}", &commit.changes[..3]);
+    // One check that each entry is stored.
+    assert!(read < 150, "100 deletes read {read} keys");
+    assert_eq!(store.running().count("/m:c/i").unwrap(), ENTRIES - 100);
+    assert!(store.check().unwrap().is_empty(), "{:?}", store.check());
+
+    // The same entry twice, and an entry with a node below it: read, and
+    // deleted all the same.
+    let mut nested: Vec<canopy::Edit> =
+        (100..200).map(|i| canopy::Edit::delete(format!("/m:c/i[name='if{i}']").parse().unwrap())).collect();
+    nested.insert(0, canopy::Edit::delete("/m:c/i[name='if150']/mtu".parse().unwrap()));
+    let commit = store.running().apply(&nested).unwrap();
+    assert!(commit.changes.iter().all(|c| matches!(c, canopy::Change::Deleted { .. })), "{:?}", &commit.changes[..3]);
+    assert_eq!(store.running().count("/m:c/i").unwrap(), ENTRIES - 200);
+}
+
+/// A merge below an entry that is not stored reads nothing of what its value
+/// names: below a missing node nothing is stored.
+#[test]
+fn merges_below_a_missing_entry_read_it_once() {
+    let (store, reads) = store(PLAIN);
+    let edits: Vec<canopy::Edit> = (0..100)
+        .map(|i| {
+            let mut sub = canopy::Container::default();
+            sub.children.insert("x".into(), canopy::Node::leaf(canopy::Value::String(format!("v{i}"))));
+            let value = canopy::Node::Container(sub);
+            canopy::Edit::merge(format!("/m:c/i[name='new{i}']/sub").parse().unwrap(), value)
+        })
+        .collect();
+    reads.reset();
+    store.running().apply(&edits).unwrap();
+    let read = reads.total();
+    assert!(read < 150, "100 merges below new entries read {read} keys");
+    assert_eq!(store.running().count("/m:c/i").unwrap(), ENTRIES + 100);
+    assert!(store.running().get_item("/m:c/i[name='new7']/sub/x").unwrap().is_some());
+}
+
+/// A path that gives some of a list's keys names no one entry: its delete
+/// is not erased as a key prefix (which would take every entry the given
+/// keys start), whether the transaction is short or long.
+#[test]
+fn paths_with_some_of_the_keys_name_no_entry() {
+    const TWO_KEYS: &str = r#"module m { namespace "urn:m"; prefix m;
+         container c { list p { key "a b"; leaf a { type string; } leaf b { type string; } leaf v { type string; } } } }"#;
+    let entries: Vec<serde_json::Value> = (0..3)
+        .flat_map(|a| (0..3).map(move |b| serde_json::json!({ "a": format!("x{a}"), "b": format!("y{b}"), "v": "1" })))
+        .collect();
+    for (yang, long) in [(true, false), (true, true), (false, false), (false, true)] {
+        let store = Store::open("memory:partial-keys").unwrap();
+        match yang {
+            true => drop(store.schema_add_texts(&[("m.yang".into(), TWO_KEYS.into())], &[]).unwrap()),
+            false => store.declare_list("/m:c/p", canopy::ListInfo::keyed(["a".to_string(), "b".to_string()])).unwrap(),
+        }
+        let doc = serde_json::json!({ "m:c": { "p": entries } }).to_string();
+        store.running().import(doc.as_bytes(), canopy::Operation::Merge).unwrap();
+        let mut edits = vec![canopy::Edit::delete("/m:c/p[a='x1']".parse().unwrap())];
+        if long {
+            edits.extend((0..80).map(|i| canopy::Edit::delete(format!("/m:c/p[a='z{i}'][b='w']").parse().unwrap())));
+        }
+        let outcome = store.running().apply(&edits);
+        assert!(outcome.is_err(), "yang={yang} long={long}: a delete of /m:c/p[a='x1'] succeeded: {outcome:?}");
+        assert_eq!(store.running().count("/m:c/p").unwrap(), 9, "yang={yang} long={long}: entries were lost");
+    }
+}
