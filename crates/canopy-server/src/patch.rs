@@ -113,9 +113,8 @@ pub(crate) fn xml_to_json(
     Ok(serde_json::json!({ "ietf-yang-patch:yang-patch": patch }).to_string())
 }
 
-/// Runs a YANG Patch document on `session`'s datastore at `target_path`
-/// (with `at`, committed only at that revision: see
-/// [`crate::restconf::commit`]).
+/// Runs a YANG Patch document on `session`'s datastore at `target_path`,
+/// committed only at revision `at` (see [`crate::restconf::commit`]).
 ///
 /// # Errors
 /// None of its own: a failed patch is a `yang-patch-status` reply.
@@ -128,7 +127,7 @@ pub(crate) fn run(
     target_path: &Path,
     text: &str,
     enc: Enc,
-    at: Option<u64>,
+    at: u64,
 ) -> Result<Response, RestError> {
     let stamps = crate::restconf::stamps_of(session.datastore());
     let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(&e))?;

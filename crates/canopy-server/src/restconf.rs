@@ -549,8 +549,8 @@ fn write(
     let session = app.store.session(ds);
 
     let _gate = app.write_gate.lock().unwrap_or_else(|p| p.into_inner());
-    conditional(app, headers, |at| {
-        if at.is_some() {
+    committed_at_sync(app, |at| {
+        if precondition::any(headers) {
             let exists = exists(&session, &path)?;
             precondition::evaluate(headers, app.tracker.stamp(stamps, &path), exists, false)?;
         }
@@ -561,27 +561,28 @@ fn write(
     })
 }
 
-/// How often a conditional write is checked again when other writers keep
-/// committing between its check and its commit.
+/// How often a write is tried again when other writers keep committing
+/// between the revision it read and its commit.
 const MOVED_RETRIES: u32 = 10;
 
-/// Runs `write` (under the write gate) with the store's revision heard by
-/// the tracker. A request with preconditions (`If-Match` and the others) is
-/// given that revision to check them at and commit at (`Some`): when
-/// another writer, in this process or another, commits in between, it is
-/// checked again on the new state, so that a precondition that held is
-/// never applied to a state it was not checked on.
-fn conditional(
+/// Runs `write` (under the write gate) at the store's revision, read and
+/// accounted for by the tracker first: `write` checks the request's
+/// preconditions (`If-Match` and the others) there and commits only at that
+/// revision. When another writer, in this process or another, commits in
+/// between, the revision is read and the request checked again on the new
+/// state: a precondition that held is never applied to a state it was not
+/// checked on, and no other process's commit lands unaccounted for between
+/// the tracker's revision and this write's (its changes would keep their
+/// old `ETag`s).
+fn committed_at_sync(
     app: &App,
-    headers: &HeaderMap,
-    mut write: impl FnMut(Option<u64>) -> Result<Response, RestError>,
+    mut write: impl FnMut(u64) -> Result<Response, RestError>,
 ) -> Result<Response, RestError> {
-    let checked = precondition::any(headers);
     for attempt in 1..=MOVED_RETRIES {
         let revision = app.store.revision()?;
         app.tracker.sync(revision);
         let writing = Writing::start(app);
-        match write(checked.then_some(revision)) {
+        match write(revision) {
             Err(e) if e.moved => {
                 drop(writing);
                 std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt) * 5));
@@ -593,21 +594,19 @@ fn conditional(
         StatusCode::CONFLICT,
         "protocol",
         "in-use",
-        "other writers kept changing the datastore between this request's preconditions and its commit; nothing was applied",
+        "other writers kept committing between this request's read of the datastore and its commit; nothing was applied",
     ))
 }
 
-/// Commits `edits` on `session`: with `at`, only at that revision (the one
-/// the request's preconditions were checked at). The store having moved on
-/// is the outer error ([`RestError::moved`]); the commit's own outcome the
-/// inner result.
+/// Commits `edits` on `session` only at revision `at` (the one the request
+/// was checked at). The store having moved on is the outer error
+/// ([`RestError::moved`]); the commit's own outcome the inner result.
 pub(crate) fn commit(
     session: &Session<'_>,
     edits: &[Edit],
-    at: Option<u64>,
+    at: u64,
 ) -> Result<canopy::Result<canopy::Commit>, RestError> {
-    let Some(revision) = at else { return Ok(session.apply(edits)) };
-    match session.apply_at(edits, revision) {
+    match session.apply_at(edits, at) {
         Err(canopy::Error::Store(e)) if e.kind() == canopy_store::ErrorKind::Conflict => {
             Err(RestError::moved(canopy::Error::Store(e)))
         }
@@ -627,7 +626,7 @@ fn write_edit(
     path: &Path,
     text: &str,
     media: Media,
-    at: Option<u64>,
+    at: u64,
 ) -> Result<Response, RestError> {
     let stamps = stamps_of(session.datastore());
     let needs_body = *method != Method::DELETE;

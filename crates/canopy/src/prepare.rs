@@ -309,11 +309,13 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
     let path = canonical_path_cow(root, &edit.path, schema);
     let path = &*path;
     // Below a node found missing nothing is stored: what the edit's value
-    // names need not be looked for.
+    // names need not be looked for. A whole list has no fragment of its
+    // own (its entries have): the walk takes it for missing.
     let (_, missing) = loader.reach(root, path)?;
+    let whole_list = matches!(edit.value, Some(Node::List(_)));
     match edit.op {
         Operation::Delete | Operation::Remove | Operation::Replace => load_whole(loader, root, path)?,
-        Operation::Merge | Operation::Create if missing => {}
+        Operation::Merge | Operation::Create if missing && !whole_list => {}
         Operation::Merge | Operation::Create => {
             if let Some(v) = &edit.value {
                 load_value(loader, root, path, v, schema)?;

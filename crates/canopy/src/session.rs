@@ -185,7 +185,9 @@ impl Session<'_> {
     /// `revision`, as read by [`Store::revision`]: for a write conditional
     /// on what was read at that revision (an HTTP `If-Match`), which must
     /// not land on a state another writer has changed since, in this
-    /// process or another. Tried once.
+    /// process or another. Tried once. On the operational datastore's pushed
+    /// state the revision is checked just before the push, not atomically
+    /// with it.
     ///
     /// # Errors
     /// [`canopy_store::ErrorKind::Conflict`] when the store has moved on from
@@ -193,8 +195,10 @@ impl Session<'_> {
     /// [`Session::apply`].
     pub fn apply_at(&self, edits: &[Edit], revision: u64) -> Result<Commit> {
         match self.pushes() {
-            // This connection's own state: no other writer changes it, but
-            // the caller's check read the store at `revision`.
+            // This connection's own state: no other writer changes it. The
+            // revision is checked before the push, not with it: a commit of
+            // another writer in between (to configuration the operational
+            // view merges in) is not seen.
             true => match self.store.revision()? {
                 now if now == revision => self.store.push(edits.to_vec()),
                 now => Err(crate::transaction::moved(revision, now)),
@@ -378,8 +382,17 @@ impl Session<'_> {
         Ok(commit)
     }
 
-    /// [`Session::apply`] with edits taken by value. Not retried on a conflict.
-    pub(crate) fn apply_owned(&self, edits: Vec<Edit>) -> Result<Commit> {
+    /// Applies `edits`, taken by value, as one transaction, as
+    /// [`Session::apply`] does: their values move into the transaction
+    /// instead of being copied (for one edit of a big subtree, the copy
+    /// costs about as much as the commit). Tried once: when another process
+    /// commits first, nothing is stored and the error is a conflict
+    /// ([`canopy_store::ErrorKind::Conflict`]); [`Session::apply_built`]
+    /// builds the edits again and retries instead.
+    ///
+    /// # Errors
+    /// As [`Session::apply`]; a conflict with another process's commit.
+    pub fn apply_owned(&self, edits: Vec<Edit>) -> Result<Commit> {
         match self.pushes() {
             true => self.store.push(edits),
             false => self.store.transact_owned(self.ds, edits),

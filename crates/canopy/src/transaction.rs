@@ -124,9 +124,10 @@ impl Store {
             _ => self.attempt(ds, edits, view),
         };
         if let (Some(revision), Err(e)) = (materialized, &out) {
-            // A conflict keeps the copy for the next try, unless the caller
-            // asked for one revision: then it gets no other.
-            if expect.is_some() || !matches!(e, Error::Store(s) if s.kind() == ErrorKind::Conflict) {
+            // A conflict keeps the copy (for the next try; with `expect`,
+            // another writer committed after it, and the undo, conditional
+            // on the copy's revision, could not apply).
+            if !matches!(e, Error::Store(s) if s.kind() == ErrorKind::Conflict) {
                 let mut batch = Batch { expect_revision: Some(revision), ops: Vec::new() };
                 crate::connections::discard_ops(&mut batch);
                 // Another writer committed since: the candidate is theirs now.

@@ -170,7 +170,7 @@ fn many_edits_erase_when_they_are_apart() {
     assert_eq!(store.running().count("/m:c/i").unwrap(), ENTRIES - 100);
     assert!(store.check().unwrap().is_empty(), "{:?}", store.check());
 
-    // The same entry twice, and an entry with a node below it: read, and
+    // An entry and a node below it, in one long transaction: read, and
     // deleted all the same.
     let mut nested: Vec<canopy::Edit> =
         (100..200).map(|i| canopy::Edit::delete(format!("/m:c/i[name='if{i}']").parse().unwrap())).collect();
@@ -207,24 +207,62 @@ fn merges_below_a_missing_entry_read_it_once() {
 #[test]
 fn paths_with_some_of_the_keys_name_no_entry() {
     const TWO_KEYS: &str = r#"module m { namespace "urn:m"; prefix m;
-         container c { list p { key "a b"; leaf a { type string; } leaf b { type string; } leaf v { type string; } } } }"#;
+         container c { list p { key "a b"; leaf a { type string; } leaf b { type string; } leaf v { type string; } }
+           list q { key k; leaf k { type string; } } } }"#;
     let entries: Vec<serde_json::Value> = (0..3)
         .flat_map(|a| (0..3).map(move |b| serde_json::json!({ "a": format!("x{a}"), "b": format!("y{b}"), "v": "1" })))
         .collect();
-    for (yang, long) in [(true, false), (true, true), (false, false), (false, true)] {
+    for (yang, long) in [(false, true), (false, false), (true, true), (true, false)] {
         let store = Store::open("memory:partial-keys").unwrap();
         match yang {
             true => drop(store.schema_add_texts(&[("m.yang".into(), TWO_KEYS.into())], &[]).unwrap()),
-            false => store.declare_list("/m:c/p", canopy::ListInfo::keyed(["a".to_string(), "b".to_string()])).unwrap(),
+            false => {
+                store.declare_list("/m:c/p", canopy::ListInfo::keyed(["a".to_string(), "b".to_string()])).unwrap();
+                store.declare_list("/m:c/q", canopy::ListInfo::keyed(["k".to_string()])).unwrap();
+            }
         }
         let doc = serde_json::json!({ "m:c": { "p": entries } }).to_string();
         store.running().import(doc.as_bytes(), canopy::Operation::Merge).unwrap();
         let mut edits = vec![canopy::Edit::delete("/m:c/p[a='x1']".parse().unwrap())];
         if long {
-            edits.extend((0..80).map(|i| canopy::Edit::delete(format!("/m:c/p[a='z{i}'][b='w']").parse().unwrap())));
+            // Removes of what is not there, in another list: apart from the
+            // delete, which the long transaction's one-pass check then lets
+            // through to the per-delete check.
+            let remove = |i: usize| canopy::Edit {
+                op: canopy::Operation::Remove,
+                ..canopy::Edit::delete(format!("/m:c/q[k='z{i}']").parse().unwrap())
+            };
+            edits.extend((0..80).map(remove));
         }
         let outcome = store.running().apply(&edits);
         assert!(outcome.is_err(), "yang={yang} long={long}: a delete of /m:c/p[a='x1'] succeeded: {outcome:?}");
         assert_eq!(store.running().count("/m:c/p").unwrap(), 9, "yang={yang} long={long}: entries were lost");
     }
+}
+
+/// A merge of a whole list reads the stored entries its value names (a list
+/// has no fragment of its own, yet it is not missing): what the value leaves
+/// out is kept, and a create of the stored list fails.
+#[test]
+fn a_merge_of_a_whole_list_keeps_what_it_leaves_out() {
+    let (store, _) = store(PLAIN);
+    let s = store.running();
+    let commit =
+        s.edit_json(canopy::Operation::Merge, "/m:c/i", Some(r#"{"m:i":[{"name":"if3","sub":{"x":"a"}}]}"#), None);
+    assert!(
+        commit
+            .unwrap()
+            .changes
+            .iter()
+            .all(|c| !matches!(c, canopy::Change::Created { path, .. } if path.to_string() == "/m:c/i[name='if3']")),
+        "the stored entry was created again"
+    );
+    let mut out = Vec::new();
+    s.get_json("/m:c/i[name='if3']", canopy::ReadOptions::default(), false, &mut out).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["m:c"]["i"][0]["mtu"], 1500, "{v}");
+    assert_eq!(v["m:c"]["i"][0]["sub"]["x"], "a", "{v}");
+    let created = s.edit_json(canopy::Operation::Create, "/m:c/i", Some(r#"{"m:i":[{"name":"if3"}]}"#), None);
+    assert!(created.is_err(), "a create of the stored list: {created:?}");
+    assert_eq!(s.count("/m:c/i").unwrap(), ENTRIES);
 }

@@ -44,7 +44,7 @@ fn open(url: &str) -> Result<Store> {
 }
 
 fn write(store: &Store, c: Container) -> Result<()> {
-    store.running().apply(&[Edit::merge(PARENT.parse()?, Node::Container(c))])?;
+    store.running().apply_owned(vec![Edit::merge(PARENT.parse()?, Node::Container(c))])?;
     Ok(())
 }
 

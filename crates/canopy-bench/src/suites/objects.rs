@@ -79,7 +79,7 @@ fn create(store: &Store, n: usize) -> Result<()> {
         }
         let mut db = Container::default();
         db.children.insert("item".into(), Node::List(Box::new(list)));
-        store.running().apply(&[Edit::merge("/news:db".parse()?, Node::Container(db))])?;
+        store.running().apply_owned(vec![Edit::merge("/news:db".parse()?, Node::Container(db))])?;
         start = end;
     }
     Ok(())

@@ -133,7 +133,7 @@ fn index_entry(index: &str, key: &str) -> String {
 }
 
 /// The edits that install `p`.
-fn install_edits(p: &Pkg) -> Result<Vec<Edit>> {
+fn install_edits(p: &Pkg) -> canopy::Result<Vec<Edit>> {
     let id = p.id();
     let mut c = container(&[
         ("id", s(id.clone())),
@@ -164,9 +164,9 @@ fn text_list(c: &Container, name: &str) -> Vec<String> {
 }
 
 /// Reads the installed package `id` (its header) and returns its index keys.
-fn read_installed(store: &Store, id: &str) -> Result<[Vec<String>; 4]> {
+fn read_installed(store: &Store, id: &str) -> canopy::Result<[Vec<String>; 4]> {
     let Some(Subtree::Entry(c)) = store.running().get_item(&pkg_path(id))? else {
-        anyhow::bail!("package {id} is not installed");
+        return Err(canopy::Error::Usage(format!("package {id} is not installed")));
     };
     let name = c.children.get("name").and_then(|n| match n {
         Node::Leaf { value, .. } => Some(value.as_text().into_owned()),
@@ -176,8 +176,15 @@ fn read_installed(store: &Store, id: &str) -> Result<[Vec<String>; 4]> {
 }
 
 /// Erases `id`: one transaction deleting the package and its index entries
-/// (whole index entries where it was their last package).
+/// (whole index entries where it was their last package). What it reads is
+/// read again if another writer commits first (`apply_built`), and the edits
+/// move into the transaction uncopied, as for every package transaction here.
 fn erase(store: &Store, id: &str) -> Result<()> {
+    store.running().apply_built(|| erase_edits(store, id))?;
+    Ok(())
+}
+
+fn erase_edits(store: &Store, id: &str) -> canopy::Result<Vec<Edit>> {
     let keys = read_installed(store, id)?;
     let mut edits = vec![Edit::delete(pkg_path(id).parse()?)];
     for (index, keys) in INDEXES.iter().zip(keys) {
@@ -194,12 +201,16 @@ fn erase(store: &Store, id: &str) -> Result<()> {
             edits.push(Edit::delete(path.parse()?));
         }
     }
-    store.running().apply(&edits)?;
-    Ok(())
+    Ok(edits)
 }
 
 /// Reinstalls `p` as its next release and erases the old header, in one transaction.
 fn update(store: &Store, p: &Pkg) -> Result<()> {
+    store.running().apply_built(|| update_edits(store, p))?;
+    Ok(())
+}
+
+fn update_edits(store: &Store, p: &Pkg) -> canopy::Result<Vec<Edit>> {
     let old = p.id();
     let keys = read_installed(store, &old)?;
     let mut new = p.clone();
@@ -211,8 +222,7 @@ fn update(store: &Store, p: &Pkg) -> Result<()> {
             edits.push(Edit::delete(format!("{}/pkg[id={}]", index_entry(index, &k), quote(&old)).parse()?));
         }
     }
-    store.running().apply(&edits)?;
-    Ok(())
+    Ok(edits)
 }
 
 fn open(url: &str) -> Result<Store> {
@@ -342,7 +352,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
         let store = open(&cx.url_with(&full, &[("sync", "off")]))?;
         for p in &pkgs {
             check_interrupt()?;
-            store.running().apply(&install_edits(p)?)?;
+            store.running().apply_built(|| install_edits(p))?;
         }
         ensure!(store.running().count("/rpm:db/package")? == n, "the full database does not hold {n} packages");
         store.backend().flush()?;
@@ -388,7 +398,7 @@ pub fn run(cx: &Cx, size: u64) -> Result<Table> {
                             check_interrupt()?;
                             match op {
                                 Op::Add => {
-                                    store.running().apply(&install_edits(&pkgs[j])?)?;
+                                    store.running().apply_built(|| install_edits(&pkgs[j]))?;
                                 }
                                 Op::Erase => erase(&store, &pkgs[j].id())?,
                                 Op::Update => update(&store, &pkgs[j])?,

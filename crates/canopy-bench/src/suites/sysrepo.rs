@@ -401,7 +401,7 @@ fn create_one_by_one(e: &mut Env, row: &str, usr: bool) -> Result<Measured> {
         },
         |(store, dir)| {
             // One set of path + value per item, then one commit.
-            store.running().apply(&item_edits(n, usr)?)?;
+            store.running().apply_owned(item_edits(n, usr)?)?;
             graves.bury_store(store, dir);
             Ok(())
         },
@@ -436,7 +436,7 @@ fn create_all_items_oper(e: &mut Env) -> Result<Measured> {
             Ok(())
         },
         |()| {
-            store.session(Datastore::Operational).apply(&item_edits(n, false)?)?;
+            store.session(Datastore::Operational).apply_owned(item_edits(n, false)?)?;
             Ok(())
         },
     )?;
@@ -631,7 +631,7 @@ fn create_an_item_oper(e: &mut Env) -> Result<Measured> {
     let path = hash_path(n);
     let m = mid(n);
     let (store, dir) = e.fresh_store(false)?;
-    store.session(Datastore::Operational).apply(&item_edits(n, false)?)?;
+    store.session(Datastore::Operational).apply_owned(item_edits(n, false)?)?;
     let canopy = e.cx.measure(
         "create an item oper",
         |_| {
