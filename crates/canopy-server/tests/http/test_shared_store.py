@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from conftest import DATA, JUKEBOX, MODULES, Server, canopy_bin
+from conftest import DATA, JUKEBOX, MODULES, YANG_PATCH_JSON, Server, canopy_bin
 
 # (backend, variable, the URL parameter that names a store's namespace; MongoDB's
 # namespace is the database, the URL's path).
@@ -171,3 +171,33 @@ def test_conditional_increments_through_both_servers_lose_no_update(shared):
     assert not errors, errors
     want = 1900 + per_worker * workers
     assert eventually(lambda: year_of(a)[0] == want and year_of(b)[0] == want, f"both at {want}")
+
+
+def test_a_yang_patch_with_a_stale_if_match_is_refused(shared):
+    """A YANG Patch (RFC 8072) is a write like any other: its `If-Match` is
+    checked at the revision it commits at, through either server."""
+    a, b = shared
+    _, etag = year_of(a)
+    r = b.put(DATA + YEAR, {"example-jukebox:year": 2003})
+    assert r.status_code == 204, r.text
+    doc = {
+        "ietf-yang-patch:yang-patch": {
+            "patch-id": "stale",
+            "edit": [
+                {
+                    "edit-id": "e1",
+                    "operation": "merge",
+                    "target": "/year",
+                    "value": {"example-jukebox:year": 2004},
+                }
+            ],
+        }
+    }
+    r = a.patch(DATA + ALBUM, doc, ctype=YANG_PATCH_JSON, headers={"If-Match": etag})
+    assert r.status_code == 412, f"{r.status_code} {r.text[:300]}"
+    assert year_of(b)[0] == 2003
+    album = a.get(DATA + ALBUM)
+    assert album.status_code == 200, album.text
+    r = a.patch(DATA + ALBUM, doc, ctype=YANG_PATCH_JSON, headers={"If-Match": album.headers["ETag"]})
+    assert r.status_code == 200, f"{r.status_code} {r.text[:300]}"
+    assert eventually(lambda: year_of(b)[0] == 2004, "B reading the patch")
