@@ -40,8 +40,8 @@ pub struct RestError {
     pub message: String,
     /// `Allow` for 405 replies.
     pub allow: Option<&'static str>,
-    /// A conditional write found the store moved on from the revision its
-    /// preconditions were checked at: the request is checked again.
+    /// A write found the store moved on from the revision it was checked
+    /// at (its preconditions, the tracker's account): it is tried again.
     pub(crate) moved: bool,
 }
 
@@ -57,8 +57,8 @@ impl RestError {
         }
     }
 
-    /// A conditional write's commit found the store moved on from the
-    /// revision its preconditions were checked at (`e`, a conflict).
+    /// A write's commit found the store moved on from the revision it was
+    /// checked at (`e`, a conflict).
     pub(crate) fn moved(e: canopy::Error) -> RestError {
         RestError { moved: true, ..RestError::from(e) }
     }

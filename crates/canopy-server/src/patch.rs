@@ -114,7 +114,8 @@ pub(crate) fn xml_to_json(
 }
 
 /// Runs a YANG Patch document on `session`'s datastore at `target_path`,
-/// committed only at revision `at` (see [`crate::restconf::commit`]).
+/// with `at` committed only at that revision (see
+/// [`crate::restconf::commit`]).
 ///
 /// # Errors
 /// None of its own: a failed patch is a `yang-patch-status` reply.
@@ -127,7 +128,7 @@ pub(crate) fn run(
     target_path: &Path,
     text: &str,
     enc: Enc,
-    at: u64,
+    at: Option<u64>,
 ) -> Result<Response, RestError> {
     let stamps = crate::restconf::stamps_of(session.datastore());
     let doc: serde_json::Value = serde_json::from_str(text).map_err(|e| json_error(&e))?;

@@ -548,8 +548,7 @@ fn write(
     let stamps = stamps_of(ds);
     let session = app.store.session(ds);
 
-    let _gate = app.write_gate.lock().unwrap_or_else(|p| p.into_inner());
-    committed_at_sync(app, |at| {
+    committed_at_sync(app, headers, |at| {
         if precondition::any(headers) {
             let exists = exists(&session, &path)?;
             precondition::evaluate(headers, app.tracker.stamp(stamps, &path), exists, false)?;
@@ -561,51 +560,71 @@ fn write(
     })
 }
 
-/// How often a write is tried again when other writers keep committing
-/// between the revision it read and its commit.
-const MOVED_RETRIES: u32 = 10;
+/// How many times a write is tried at a revision when other writers keep
+/// committing between the revision it read and its commit.
+const MOVED_RETRIES: usize = 12;
 
-/// Runs `write` (under the write gate) at the store's revision, read and
+/// Runs `write` under the write gate at the store's revision, read and
 /// accounted for by the tracker first: `write` checks the request's
 /// preconditions (`If-Match` and the others) there and commits only at that
-/// revision. When another writer, in this process or another, commits in
-/// between, the revision is read and the request checked again on the new
-/// state: a precondition that held is never applied to a state it was not
-/// checked on, and no other process's commit lands unaccounted for between
-/// the tracker's revision and this write's (its changes would keep their
-/// old `ETag`s).
+/// revision (`Some`). When another writer, in this process or another,
+/// commits in between, the gate is let go for a random pause, and the
+/// revision is read and the request checked again on the new state: a
+/// precondition that held is never applied to a state it was not checked
+/// on, and no other process's commit lands unaccounted for between the
+/// tracker's revision and this write's (its changes would keep their old
+/// `ETag`s). A request with preconditions that keeps meeting other commits
+/// is refused (409); one without is then committed as any transaction
+/// (`None`), after which the tracker takes every resource for changed.
 fn committed_at_sync(
     app: &App,
-    mut write: impl FnMut(u64) -> Result<Response, RestError>,
+    headers: &HeaderMap,
+    mut write: impl FnMut(Option<u64>) -> Result<Response, RestError>,
 ) -> Result<Response, RestError> {
+    let gate = || app.write_gate.lock().unwrap_or_else(|p| p.into_inner());
     for attempt in 1..=MOVED_RETRIES {
+        let held = gate();
         let revision = app.store.revision()?;
         app.tracker.sync(revision);
         let writing = Writing::start(app);
-        match write(revision) {
+        match write(Some(revision)) {
             Err(e) if e.moved => {
                 drop(writing);
-                std::thread::sleep(std::time::Duration::from_millis(u64::from(attempt) * 5));
+                drop(held);
+                canopy::conflict_pause(attempt);
             }
             other => return other,
         }
     }
-    Err(RestError::new(
-        StatusCode::CONFLICT,
-        "protocol",
-        "in-use",
-        "other writers kept committing between this request's read of the datastore and its commit; nothing was applied",
-    ))
+    if precondition::any(headers) {
+        return Err(RestError::new(
+            StatusCode::CONFLICT,
+            "protocol",
+            "in-use",
+            "other writers kept committing between this request's check of its preconditions and its commit; \
+             nothing of the request was applied",
+        ));
+    }
+    let _held = gate();
+    let writing = Writing::start(app);
+    let out = write(None);
+    drop(writing);
+    // Other processes' commits may lie between the revision accounted for
+    // and this one: no resource's stamp is trusted to predate them.
+    app.tracker.distrust(app.store.revision()?);
+    out
 }
 
-/// Commits `edits` on `session` only at revision `at` (the one the request
-/// was checked at). The store having moved on is the outer error
-/// ([`RestError::moved`]); the commit's own outcome the inner result.
+/// Commits `edits` on `session`: with `at`, only at that revision (the one
+/// the request was checked at), the store having moved on being the outer
+/// error ([`RestError::moved`]); the commit's own outcome is the inner
+/// result.
 pub(crate) fn commit(
     session: &Session<'_>,
     edits: &[Edit],
-    at: u64,
+    at: Option<u64>,
 ) -> Result<canopy::Result<canopy::Commit>, RestError> {
+    let Some(at) = at else { return Ok(session.apply(edits)) };
     match session.apply_at(edits, at) {
         Err(canopy::Error::Store(e)) if e.kind() == canopy_store::ErrorKind::Conflict => {
             Err(RestError::moved(canopy::Error::Store(e)))
@@ -626,7 +645,7 @@ fn write_edit(
     path: &Path,
     text: &str,
     media: Media,
-    at: u64,
+    at: Option<u64>,
 ) -> Result<Response, RestError> {
     let stamps = stamps_of(session.datastore());
     let needs_body = *method != Method::DELETE;

@@ -86,6 +86,19 @@ struct State {
     complete_after: u64,
 }
 
+impl State {
+    /// Accounts for commits up to `revision` that no event explained:
+    /// everything counts as changed then, and the log starts again.
+    fn unexplained(&mut self, revision: u64) {
+        self.floor = Stamp { revision, time: SystemTime::now() };
+        self.seen = revision;
+        self.tries.clear();
+        self.complete_after = revision;
+        self.log.clear();
+        self.log_changes = 0;
+    }
+}
+
 /// Subtree stamps and the change log of one store.
 pub struct Tracker {
     state: Mutex<State>,
@@ -124,15 +137,21 @@ impl Tracker {
     pub fn sync(&self, revision: u64) {
         let mut s = self.lock();
         if revision > s.seen && self.writing.load(Ordering::Acquire) == 0 {
-            s.floor = Stamp { revision, time: SystemTime::now() };
-            s.seen = revision;
-            s.tries.clear();
-            s.complete_after = revision;
-            s.log.clear();
-            s.log_changes = 0;
+            s.unexplained(revision);
             drop(s);
             self.newest.send_replace(revision);
         }
+    }
+
+    /// Takes every resource for changed at `revision` (or the newest
+    /// accounted for, if newer): after a commit of this server that other
+    /// processes' unaccounted commits may precede. The log starts again.
+    pub fn distrust(&self, revision: u64) {
+        let mut s = self.lock();
+        let revision = revision.max(s.seen);
+        s.unexplained(revision);
+        drop(s);
+        self.newest.send_replace(revision);
     }
 
     /// Records a commit.
@@ -279,5 +298,20 @@ mod tests {
         assert_eq!(t.stamp(&[Datastore::Running], &p("/m:b")).revision, 5);
         assert!(t.since(2).is_none(), "commits 3..5 are unknown");
         assert_eq!(t.since(5).unwrap().len(), 0);
+    }
+
+    /// After a commit that others' unheard commits may precede, no stamp
+    /// is older than it, not even one a later sync at the same revision
+    /// would keep.
+    #[test]
+    fn distrust_takes_everything_for_changed() {
+        let t = Tracker::new(1);
+        t.record(Datastore::Running, 4, vec![modified("/m:a/x")]);
+        t.distrust(4);
+        t.sync(4);
+        assert_eq!(t.stamp(&[Datastore::Running], &p("/m:b")).revision, 4);
+        assert!(t.since(1).is_none());
+        t.distrust(2);
+        assert_eq!(t.seen(), 4, "never back");
     }
 }

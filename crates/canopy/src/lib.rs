@@ -61,6 +61,7 @@ pub use operational::{ORIGIN, ORIGIN_INTENDED, ORIGIN_UNKNOWN};
 pub use pinned::Pinned;
 pub use read::{trim as trim_depth, ReadOptions};
 pub use results::EntryFragments;
+pub use store::conflict_pause;
 pub use store::{Options, Session, Store};
 pub use subscribe::{ChangeEvent, Subscriber, Subscription};
 pub use transaction::{Commit, Imported};

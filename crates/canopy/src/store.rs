@@ -95,7 +95,7 @@ pub(crate) const CONFLICT_RETRIES: usize = 60;
 /// writers that keep meeting each other fall out of step even when one commit
 /// takes milliseconds (a database server's round trips). Sixty attempts give
 /// a writer that keeps losing about a second and a half before it gives up.
-pub(crate) fn conflict_pause(n: usize) {
+pub fn conflict_pause(n: usize) {
     let bound = (100u64 << n.min(9)).min(50_000);
     std::thread::sleep(std::time::Duration::from_micros(pause_random() % (bound + 1)));
 }
