@@ -610,8 +610,10 @@ fn committed_at_sync(
     let out = write(None);
     drop(writing);
     // Other processes' commits may lie between the revision accounted for
-    // and this one: no resource's stamp is trusted to predate them.
-    app.tracker.distrust(app.store.revision()?);
+    // and this one: no resource's stamp is trusted to predate them (this
+    // write's own commit is accounted for already, should the revision not
+    // be read).
+    app.tracker.distrust(app.store.revision().unwrap_or(0));
     out
 }
 
