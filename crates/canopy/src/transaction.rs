@@ -86,15 +86,10 @@ impl Store {
 
     /// One try of a transaction; with `expect`, only on that revision.
     pub(crate) fn transact_once(&self, ds: Datastore, edits: Vec<Edit>, expect: Option<u64>) -> Result<Commit> {
-        let at_expected = |now: u64| match expect {
-            Some(r) if r != now => Err(moved(r, now)),
-            _ => Ok(()),
-        };
         // Locks, read through the view the transaction is built on, and the
         // candidate's first edit, which gives it its own copy of running
         // (undone when the edit fails) before the transaction's own view.
         let view = self.backend.begin_write()?;
-        at_expected(view.revision())?;
         let control = self.control_at(&*view)?;
         self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, ds)?;
         let (view, materialized) = match ds == Datastore::Candidate && !control.candidate_modified {
@@ -105,7 +100,9 @@ impl Store {
                 // snapshot the copy is made of (the copy commits on its revision).
                 drop(view);
                 let snap = self.backend.snapshot()?;
-                at_expected(snap.revision())?;
+                if let Some(r) = expect.filter(|&r| r != snap.revision()) {
+                    return Err(moved(r, snap.revision()));
+                }
                 let control = self.control_at(&*snap)?;
                 self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, ds)?;
                 let materialized = match control.candidate_modified {
@@ -117,10 +114,10 @@ impl Store {
             }
             false => (view, None),
         };
-        // With `expect`, the copy was made at that revision: the view must
-        // be at the copy's.
-        let out = match materialized.filter(|_| expect.is_some()).or(expect) {
-            Some(r) if view.revision() != r => Err(moved(r, view.revision())),
+        // With `expect`, the view is at that revision, or at the copy's
+        // when the copy was made at it.
+        let out = match expect.map(|r| materialized.unwrap_or(r)) {
+            Some(want) if view.revision() != want => Err(moved(want, view.revision())),
             _ => self.attempt(ds, edits, view),
         };
         if let (Some(revision), Err(e)) = (materialized, &out) {
@@ -327,7 +324,7 @@ fn creates_node(e: &Edit) -> bool {
 /// may name several (a position, keys of a list not known as keyed, some of
 /// a list's keys) is wild. Beside a wild step, or beside a whole list where
 /// other paths name its entries, paths are taken for overlapping.
-pub(crate) fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
+fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
     use canopy_core::path::Selector;
     use std::collections::HashMap;
     #[derive(Default)]
