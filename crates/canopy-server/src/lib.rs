@@ -292,13 +292,5 @@ fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
 /// As [`run`]; the runtime cannot start.
 pub fn serve_blocking(app: Arc<App>, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    // The store is dropped after the runtime, on this thread: its drop
-    // releases this process's locks through the backend, and a blocking
-    // client (PostgreSQL's, which runs a runtime of its own) may not block
-    // inside the server's runtime, which aborts the process.
-    let keep = app.clone();
-    let out = rt.block_on(run(app, ready));
-    drop(rt);
-    drop(keep);
-    out
+    rt.block_on(run(app, ready))
 }

@@ -39,6 +39,8 @@ impl Store {
         if ds == Datastore::Operational {
             return Err(Error::Usage("operational cannot be locked: it is not configuration".into()));
         }
+        // Set before trying: a lock stored whose reply was lost is released too.
+        self.locking.store(true, std::sync::atomic::Ordering::Relaxed);
         self.control_write(|control, live, batch| {
             if let Some(c) = live.holder(ds) {
                 return Err(Error::Locked(format!("{} is already locked by {}", ds.name(), c.describe(&self.conn))));

@@ -62,14 +62,32 @@ pub struct Store {
     cache_mode: &'static str,
     /// This connection (locks and pushed state belong to it).
     pub(crate) conn: Conn,
+    /// Whether this connection ever asked for a lock: only then has its
+    /// drop locks to release.
+    pub(crate) locking: std::sync::atomic::AtomicBool,
     /// What the connections of this store in this process share.
     pub(crate) hub: Arc<Hub>,
 }
 
 impl Drop for Store {
+    /// Releases this connection's locks and pushed state. That I/O runs on
+    /// a thread of its own: a store may be dropped where blocking is not
+    /// allowed (a task of an async runtime, where PostgreSQL's blocking
+    /// client panics), and a drop has no caller to report an error to.
     fn drop(&mut self) {
-        self.release_locks();
-        let _ = self.clear_pushed();
+        let locking = *self.locking.get_mut();
+        let pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&self.conn.id);
+        if locking || pushed {
+            let this = &*self;
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    if locking {
+                        this.release_locks();
+                    }
+                    let _ = this.clear_pushed();
+                });
+            });
+        }
         self.conn.close();
     }
 }
@@ -253,6 +271,7 @@ impl Store {
                 (true, true) => "watch",
             },
             conn: Conn::new(),
+            locking: std::sync::atomic::AtomicBool::new(false),
             hub,
         };
         // Learned lists and the YANG schema are read (and checked) at open.

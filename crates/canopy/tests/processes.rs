@@ -286,3 +286,30 @@ fn writers_of_one_leaf_each_get_their_own_revision() {
         assert_eq!(read(&store, "/m:c/x"), format!(r#"{{"m:c":{{"x":"{last}"}}}}"#), "{name}");
     }
 }
+
+/// A store dropped inside an async runtime (a task of a server, say) releases
+/// its connection's lock and pushed state as any drop does: PostgreSQL's
+/// blocking client, which may not block there, is not called on that thread.
+#[test]
+fn stores_dropped_in_an_async_runtime_release_their_locks_and_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for (name, url) in stores(dir.path()) {
+        let holder = Store::open(&url).unwrap();
+        holder.lock(Datastore::Running).unwrap();
+        holder.session(Datastore::Operational).set("/m:state/up", Value::String("yes".into())).unwrap();
+        let other = Store::open(&url).unwrap();
+        assert_eq!(other.locks().unwrap().len(), 1, "{name}");
+        assert!(other.session(Datastore::Operational).get_item("/m:state/up").unwrap().is_some(), "{name}");
+        runtime.block_on(async move { drop(holder) });
+        assert!(other.locks().unwrap().is_empty(), "{name}: the lock outlived its connection");
+        assert!(other.session(Datastore::Operational).get_item("/m:state/up").unwrap().is_none(), "{name}");
+        other.running().set("/m:c/after", Value::String("unlocked".into())).unwrap();
+        // A store that never locked nor pushed does no I/O when dropped;
+        // nor does one listening for announcements.
+        runtime.block_on(async move { drop(other) });
+        let watched = Store::open(&with_params(&url, "cache=watch")).unwrap();
+        assert_eq!(read(&watched, "/m:c/after"), r#"{"m:c":{"after":"unlocked"}}"#, "{name}");
+        runtime.block_on(async move { drop(watched) });
+    }
+}

@@ -133,6 +133,20 @@ pub struct PostgresBackend {
     channel: String,
 }
 
+impl Drop for PostgresBackend {
+    /// Closes the pooled connections on a thread of their own: closing one
+    /// blocks on the client's runtime, which panics on a thread that drives
+    /// another async runtime (a store dropped inside a server's task).
+    fn drop(&mut self) {
+        let pool = std::mem::take(self.idle.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if !pool.is_empty() {
+            std::thread::scope(|s| {
+                s.spawn(move || drop(pool));
+            });
+        }
+    }
+}
+
 /// The parts of a `postgres://` URL.
 struct Target {
     host: String,
