@@ -133,7 +133,7 @@ fn index_entry(index: &str, key: &str) -> String {
 }
 
 /// The edits that install `p`.
-fn install_edits(p: &Pkg) -> canopy::Result<Vec<Edit>> {
+pub fn install_edits(p: &Pkg) -> canopy::Result<Vec<Edit>> {
     let id = p.id();
     let mut c = container(&[
         ("id", s(id.clone())),
@@ -184,7 +184,8 @@ fn erase(store: &Store, id: &str) -> Result<()> {
     Ok(())
 }
 
-fn erase_edits(store: &Store, id: &str) -> canopy::Result<Vec<Edit>> {
+/// The edits that erase the installed package `id`, read from `store`.
+pub fn erase_edits(store: &Store, id: &str) -> canopy::Result<Vec<Edit>> {
     let keys = read_installed(store, id)?;
     let mut edits = vec![Edit::delete(pkg_path(id).parse()?)];
     for (index, keys) in INDEXES.iter().zip(keys) {
@@ -210,7 +211,8 @@ fn update(store: &Store, p: &Pkg) -> Result<()> {
     Ok(())
 }
 
-fn update_edits(store: &Store, p: &Pkg) -> canopy::Result<Vec<Edit>> {
+/// The edits that reinstall `p` as its next release and erase the old one.
+pub fn update_edits(store: &Store, p: &Pkg) -> canopy::Result<Vec<Edit>> {
     let old = p.id();
     let keys = read_installed(store, &old)?;
     let mut new = p.clone();
@@ -225,7 +227,8 @@ fn update_edits(store: &Store, p: &Pkg) -> canopy::Result<Vec<Edit>> {
     Ok(edits)
 }
 
-fn open(url: &str) -> Result<Store> {
+/// Opens the store at `url` with the suite's lists declared.
+pub fn open(url: &str) -> Result<Store> {
     let store = Store::open(url)?;
     store.declare_list("/rpm:db/package", ListInfo::keyed(["id"]))?;
     for index in INDEXES {
