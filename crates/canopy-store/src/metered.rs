@@ -15,6 +15,8 @@ pub struct Reads {
     pub scanned: AtomicU64,
     /// Point lookups.
     pub gets: AtomicU64,
+    /// Snapshots taken (write views not counted).
+    pub snapshots: AtomicU64,
 }
 
 impl Reads {
@@ -26,6 +28,7 @@ impl Reads {
     pub fn reset(&self) {
         self.scanned.store(0, Ordering::Relaxed);
         self.gets.store(0, Ordering::Relaxed);
+        self.snapshots.store(0, Ordering::Relaxed);
     }
 }
 
@@ -77,6 +80,7 @@ impl<B: Backend> Backend for Metered<B> {
     }
 
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        self.reads.snapshots.fetch_add(1, Ordering::Relaxed);
         Ok(Box::new(Counted { inner: self.inner.snapshot()?, reads: &self.reads }))
     }
 

@@ -170,12 +170,12 @@ impl Store {
     /// configuration, then stored state, then each live connection's pushed
     /// state (by first push, then connection identity), then what providers
     /// supply, merged in that order.
-    pub(crate) fn operational_tree(&self, query: &Query) -> Result<Container> {
+    pub(crate) fn operational_tree(&self, view: &crate::view::ReadView<'_>, query: &Query) -> Result<Container> {
         let whole = ReadOptions::default();
         // Running's part, with the ancestors it has of what the query reaches
         // (so that configured ancestors of state read alone show as intended).
         let mut out = self
-            .with_stored_tree(Datastore::Running, query, |t, schema, _| {
+            .with_stored_tree(view, Datastore::Running, query, |t, schema, _| {
                 let mut out = part(&t, query, schema);
                 let reach = query.instance_prefix(&|sp| schema.list_info(sp));
                 let mut at = reach;
@@ -191,10 +191,11 @@ impl Store {
             })?
             .map_err(|e| Error::Usage(format!("operational view: running's configuration: {e}")))?;
         mark_origin(&mut out, ORIGIN_INTENDED);
-        let stored = self.with_stored_tree(Datastore::Operational, query, |t, schema, _| part(&t, query, schema))?;
+        let stored =
+            self.with_stored_tree(view, Datastore::Operational, query, |t, schema, _| part(&t, query, schema))?;
         merge(&mut out, stored, ORIGIN_UNKNOWN)
             .map_err(|e| Error::Usage(format!("operational view: the stored state: {e}")))?;
-        for t in self.pushed_state(query)? {
+        for t in self.pushed_state(view, query)? {
             merge(&mut out, t, ORIGIN_UNKNOWN)
                 .map_err(|e| Error::Usage(format!("operational view: pushed state: {e}")))?;
         }
@@ -216,16 +217,15 @@ impl Store {
     /// merge order. Connections of this process are read from the hub's copy;
     /// others' from the store, loading only the part the query reaches.
     /// Records of ended connections are skipped.
-    fn pushed_state(&self, query: &Query) -> Result<Vec<Container>> {
+    fn pushed_state(&self, view: &crate::view::ReadView<'_>, query: &Query) -> Result<Vec<Container>> {
         let whole = ReadOptions::default();
-        let snap = self.backend().snapshot()?;
-        let control = self.control_at(&*snap)?;
+        let (snap, catalog) = view.get()?;
+        let control = &catalog.control;
         if control.pushers.is_empty() {
             return Ok(Vec::new());
         }
         let live = control.live(self.backend(), &self.hub)?;
         let mut out = Vec::with_capacity(live.pushers.len());
-        let mut schema = None;
         for p in &live.pushers {
             if p.conn.in_this_process() {
                 let local = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner());
@@ -234,12 +234,8 @@ impl Store {
                     continue;
                 }
             }
-            let schema = match &schema {
-                Some(s) => s,
-                None => schema.insert(self.schema_at(&*snap)?),
-            };
             let space = keys::Space::pushed(&p.conn.encode());
-            let tree = crate::read::load_for(&*snap, space, query, schema)?;
+            let tree = crate::read::load_for(snap, space, query, &catalog.lists)?;
             out.push(crate::read::selection(Cow::Owned(tree), query, whole, None));
         }
         Ok(out)

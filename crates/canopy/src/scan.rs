@@ -25,6 +25,7 @@ use crate::load::{corrupt, in_datastore};
 use crate::read::{selection, ReadOptions};
 use crate::results::{EntryFragments, ResultWriter};
 use crate::store::{Session, Store};
+use crate::view::ReadView;
 
 impl Store {
     /// Runs `q` entry by entry over what `ds` reads (see the module's
@@ -33,6 +34,7 @@ impl Store {
     /// (see [`scan_at`]). `None`, having called nothing, otherwise.
     pub(crate) fn scan_query(
         &self,
+        view: &ReadView<'_>,
         ds: Datastore,
         merged: bool,
         q: &Query,
@@ -43,9 +45,8 @@ impl Store {
             return Ok(None);
         }
         crate::subscribe::check_not_calling(self.conn.id)?;
-        let snap = self.backend.snapshot()?;
-        let catalog = self.catalog_at(&*snap)?;
-        scan_at(&*snap, &catalog, ds, q, f)
+        let (snap, catalog) = view.get()?;
+        scan_at(snap, catalog, ds, q, f)
     }
 }
 
@@ -74,15 +75,22 @@ pub(crate) fn scan_at(
 impl Session<'_> {
     /// [`Session::get_json`] of a query read entry by entry; `false`, having
     /// written nothing, when it cannot be read so.
-    pub(crate) fn scan_json<W: Write>(&self, q: &Query, opts: ReadOptions, pretty: bool, out: W) -> Result<bool> {
+    pub(crate) fn scan_json<W: Write>(
+        &self,
+        view: &ReadView<'_>,
+        q: &Query,
+        opts: ReadOptions,
+        pretty: bool,
+        out: W,
+    ) -> Result<bool> {
         let mut out = Some(out);
         if opts.depth.is_none() {
-            if let Some(done) = self.filter_json(q, opts, pretty, &mut out)? {
+            if let Some(done) = self.filter_json(view, q, opts, pretty, &mut out)? {
                 return Ok(done);
             }
         }
         let mut writer: Option<ResultWriter<W>> = None;
-        let scanned = self.store.scan_query(self.ds, self.pushes(), q, opts, |scan, q, tree, yang| {
+        let scanned = self.store.scan_query(view, self.ds, self.pushes(), q, opts, |scan, q, tree, yang| {
             let r = selection(Cow::Owned(tree), q, opts, yang);
             if r.children.is_empty() && r.meta.is_empty() {
                 return Ok(true);
@@ -112,6 +120,7 @@ impl Session<'_> {
     /// the query is not one of those.
     fn filter_json<W: Write>(
         &self,
+        view: &ReadView<'_>,
         q: &Query,
         opts: ReadOptions,
         pretty: bool,
@@ -122,8 +131,7 @@ impl Session<'_> {
             return Ok(None);
         }
         crate::subscribe::check_not_calling(store.conn.id)?;
-        let snap = store.backend.snapshot()?;
-        let catalog = store.catalog_at(&*snap)?;
+        let (snap, catalog) = view.get()?;
         let yang = catalog.yang.as_deref();
         let q_rooted = crate::rooted::rooted(q, yang);
         let Some(scan) = plan(&q_rooted, &catalog.lists, yang) else { return Ok(None) };
@@ -132,7 +140,7 @@ impl Session<'_> {
         let ds = catalog.control.read_ds(self.ds);
         let schema = &*catalog.lists;
         let data = keys::data_prefix(ds);
-        let Some(template) = ancestors(&*snap, &data, schema, &scan.parent)? else {
+        let Some(template) = ancestors(snap, &data, schema, &scan.parent)? else {
             // Nothing stored: what the general read writes then.
             let w = ResultWriter::new(out.take().expect("one writer"), pretty, scan);
             w.finish().map_err(Error::Output)?;
@@ -147,7 +155,7 @@ impl Session<'_> {
         let output = crate::stream::Output { out: out.take().expect("one writer"), failed: &mut failed };
         let mut writer = ResultWriter::new(output, pretty, scan.clone());
         let mut items = Vec::new();
-        let read = each_raw(&*snap, &data, &list_rel, |frags| {
+        let read = each_raw(snap, &data, &list_rel, |frags| {
             let entry_len = frags.iter().next().map_or(0, |(k, _)| k.len());
             items.clear();
             for (rel, v) in frags.iter() {
@@ -182,9 +190,9 @@ impl Session<'_> {
 
     /// [`Session::get`] of a query read entry by entry, the results put
     /// together as they come; `None` when it cannot be read so.
-    pub(crate) fn scan_get(&self, q: &Query, opts: ReadOptions) -> Result<Option<Container>> {
+    pub(crate) fn scan_get(&self, view: &ReadView<'_>, q: &Query, opts: ReadOptions) -> Result<Option<Container>> {
         let mut merged: Option<Container> = None;
-        let scanned = self.store.scan_query(self.ds, self.pushes(), q, opts, |scan, q, tree, yang| {
+        let scanned = self.store.scan_query(view, self.ds, self.pushes(), q, opts, |scan, q, tree, yang| {
             let mut r = selection(Cow::Owned(tree), q, opts, yang);
             if r.children.is_empty() && r.meta.is_empty() {
                 return Ok(true);
@@ -211,12 +219,13 @@ impl Session<'_> {
 
     /// How many nodes a query read entry by entry selects; `None` when it
     /// cannot be read so.
-    pub(crate) fn scan_count(&self, q: &Query) -> Result<Option<usize>> {
+    pub(crate) fn scan_count(&self, view: &ReadView<'_>, q: &Query) -> Result<Option<usize>> {
         let mut n = 0;
-        let scanned = self.store.scan_query(self.ds, self.pushes(), q, ReadOptions::default(), |_, q, tree, _| {
-            n += q.evaluate(&tree).len();
-            Ok(true)
-        })?;
+        let scanned =
+            self.store.scan_query(view, self.ds, self.pushes(), q, ReadOptions::default(), |_, q, tree, _| {
+                n += q.evaluate(&tree).len();
+                Ok(true)
+            })?;
         Ok(scanned.map(|_| n))
     }
 }

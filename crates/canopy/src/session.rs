@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::read::{owned, selection, ReadOptions};
 use crate::store::Session;
 use crate::transaction::Commit;
+use crate::view::ReadView;
 
 impl Session<'_> {
     /// The datastore this session works on.
@@ -41,10 +42,11 @@ impl Session<'_> {
     /// [`Error::Data`] for a query that does not parse; backend errors.
     pub fn get(&self, query: &str, opts: ReadOptions) -> Result<Container> {
         let q = Query::parse(query)?;
-        if let Some(tree) = self.scan_get(&q, opts)? {
+        let view = ReadView::new(self.store);
+        if let Some(tree) = self.scan_get(&view, &q, opts)? {
             return Ok(tree);
         }
-        self.store.with_view(self.ds, self.stored, &q, |tree, _, yang| selection(tree, &q, opts, yang))
+        self.store.with_view(&view, self.ds, self.stored, &q, |tree, _, yang| selection(tree, &q, opts, yang))
     }
 
     /// Reads what `query` selects and writes it as RFC 7951 JSON to `out`.
@@ -58,6 +60,7 @@ impl Session<'_> {
     /// As [`Session::get`], and write errors of `out`.
     pub fn get_json<W: std::io::Write>(&self, query: &str, opts: ReadOptions, pretty: bool, mut out: W) -> Result<()> {
         let q = Query::parse(query)?;
+        let view = ReadView::new(self.store);
         // Uncached, a whole subtree streams from the stored fragments.
         let explicit = opts.with_defaults == WithDefaults::Explicit;
         let plain = !self.pushes() && explicit;
@@ -66,8 +69,7 @@ impl Session<'_> {
         let instance = q.to_instance_path();
         let (cached, depth) = (self.store.cache.is_some(), opts.depth.is_some());
         if !cached && !depth && plain && (descendant || instance.as_ref().is_some_and(crate::stream::streamable)) {
-            let snap = self.store.backend.snapshot()?;
-            let catalog = self.store.catalog_at(&*snap)?;
+            let (snap, catalog) = view.get()?;
             let yang = catalog.yang.as_deref();
             let p = match instance {
                 Some(p) => Some(p),
@@ -77,17 +79,17 @@ impl Session<'_> {
                 crate::view::check_query(yang, &q)?;
                 let ds = catalog.control.read_ds(self.ds);
                 let p = canonical_path(&Container::default(), &p, &*catalog.lists);
-                if crate::stream::write_path(&*snap, ds, &catalog.lists, &p, pretty, &mut out)? {
+                if crate::stream::write_path(snap, ds, &catalog.lists, &p, pretty, &mut out)? {
                     return Ok(());
                 }
             }
         }
         // A query that stays inside the entries of one list, entry by entry.
-        if self.scan_json(&q, opts, pretty, &mut out)? {
+        if self.scan_json(&view, &q, opts, pretty, &mut out)? {
             return Ok(());
         }
         let wopts = canopy_core::json::WriteOptions { pretty, depth: None };
-        let written = self.store.with_view(self.ds, self.stored, &q, |tree, _, yang| {
+        let written = self.store.with_view(&view, self.ds, self.stored, &q, |tree, _, yang| {
             let paths = q.evaluate(&tree);
             match (paths.as_slice(), &tree) {
                 ([p], Cow::Borrowed(t)) if p.is_root() && opts.depth.is_none() && explicit => {
@@ -120,7 +122,8 @@ impl Session<'_> {
                 }
             }
         };
-        if let Some(found) = self.store.entry_direct(self.ds, self.stored, &p)? {
+        let view = ReadView::new(self.store);
+        if let Some(found) = self.store.entry_direct(&view, self.ds, self.stored, &p)? {
             return Ok(found.map(Subtree::Entry));
         }
         let q = match q {
@@ -128,7 +131,7 @@ impl Session<'_> {
             None => Query::parse(path)?,
         };
         self.store
-            .with_view(self.ds, self.stored, &q, |tree, schema, yang| {
+            .with_view(&view, self.ds, self.stored, &q, |tree, schema, yang| {
                 let p = crate::yang::check_read_path(yang, &p)?;
                 let p = canonical_path(&tree, &p, schema);
                 Ok(tree.lookup(&p).map(owned))
@@ -142,10 +145,11 @@ impl Session<'_> {
     /// As [`Session::get`].
     pub fn count(&self, query: &str) -> Result<usize> {
         let q = Query::parse(query)?;
-        if let Some(n) = self.scan_count(&q)? {
+        let view = ReadView::new(self.store);
+        if let Some(n) = self.scan_count(&view, &q)? {
             return Ok(n);
         }
-        self.store.with_view(self.ds, self.stored, &q, |tree, _, _| q.evaluate(&tree).len())
+        self.store.with_view(&view, self.ds, self.stored, &q, |tree, _, _| q.evaluate(&tree).len())
     }
 
     /// Sets the leaf at `path` (merging: containers and list entries on the way

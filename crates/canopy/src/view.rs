@@ -3,6 +3,8 @@
 //! for the query, or the operational view).
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::sync::Arc;
 
 use canopy_core::path::query::Query;
 use canopy_core::path::{Path, Selector};
@@ -10,13 +12,41 @@ use canopy_core::schema::NodeKind;
 use canopy_core::tree::Container;
 use canopy_core::Schemaless;
 use canopy_store::keys::{self, Datastore};
+use canopy_store::Snapshot;
 use canopy_yang::YangSchema;
 
 use crate::cache::{catch_up, load_all, Cached};
+use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::read::load_for;
 use crate::store::{poisoned, Store};
 use crate::subscribe;
+
+/// The snapshot and its catalog that one read operation reads through:
+/// taken when the operation first needs them and shared by the ways it is
+/// tried (a key lookup, entry by entry, streamed, as a tree), so that the
+/// operation takes one snapshot and reads one revision.
+pub(crate) struct ReadView<'s> {
+    store: &'s Store,
+    at: OnceCell<(Box<dyn Snapshot + 's>, Arc<Catalog>)>,
+}
+
+impl<'s> ReadView<'s> {
+    pub(crate) fn new(store: &'s Store) -> ReadView<'s> {
+        ReadView { store, at: OnceCell::new() }
+    }
+
+    /// The snapshot and its catalog, taken at the first call.
+    pub(crate) fn get(&self) -> Result<(&dyn Snapshot, &Catalog)> {
+        if self.at.get().is_none() {
+            let snap = self.store.backend.snapshot()?;
+            let catalog = self.store.catalog_at(&*snap)?;
+            let _ = self.at.set((snap, catalog));
+        }
+        let (snap, catalog) = self.at.get().expect("set above");
+        Ok((&**snap, catalog))
+    }
+}
 
 impl Store {
     /// Runs `f` on a tree holding at least what `query` selects from the
@@ -26,6 +56,7 @@ impl Store {
     /// YANG schema of the revision read.
     pub(crate) fn with_view<T>(
         &self,
+        view: &ReadView<'_>,
         ds: Datastore,
         stored: bool,
         query: &Query,
@@ -35,18 +66,24 @@ impl Store {
             subscribe::check_not_calling(self.conn.id)?;
             // The operational view merges several datastores and the
             // connections' pushed state, each read at its own snapshot.
-            let catalog = self.catalog_at(&*self.backend.snapshot()?)?;
+            let (_, catalog) = view.get()?;
             check_query(catalog.yang.as_deref(), query)?;
-            let tree = self.operational_tree(query)?;
+            let tree = self.operational_tree(view, query)?;
             return Ok(f(Cow::Owned(tree), &catalog.lists, catalog.yang.as_deref()));
         }
-        self.with_stored_tree(ds, query, f)
+        self.with_stored_tree(view, ds, query, f)
     }
 
     /// A list entry read by its key alone (see [`crate::load::entry_direct`]),
     /// uncached, from what `ds` reads when that is a stored datastore; `None`
     /// when this read cannot serve the path.
-    pub(crate) fn entry_direct(&self, ds: Datastore, stored: bool, path: &Path) -> Result<Option<Option<Container>>> {
+    pub(crate) fn entry_direct(
+        &self,
+        view: &ReadView<'_>,
+        ds: Datastore,
+        stored: bool,
+        path: &Path,
+    ) -> Result<Option<Option<Container>>> {
         // Decided from the path's shape before anything is read, so that
         // paths this read cannot serve (a leaf, a position) pay nothing.
         let entry = matches!(path.last().map(|s| &s.selector), Some(Selector::Keys(_)))
@@ -55,15 +92,14 @@ impl Store {
             return Ok(None);
         }
         subscribe::check_not_calling(self.conn.id)?;
-        let snap = self.backend.snapshot()?;
-        let catalog = self.catalog_at(&*snap)?;
+        let (snap, catalog) = view.get()?;
         let ds = catalog.control.read_ds(ds);
         let checked = match catalog.yang.as_deref() {
             Some(y) => Cow::Owned(y.resolve_path(path)?.0),
             None => Cow::Borrowed(path),
         };
         let p = canopy_core::edit::canonical_path_cow(&Container::default(), &checked, &*catalog.lists);
-        crate::load::entry_direct(&*snap, ds, &catalog.lists, &p)
+        crate::load::entry_direct(snap, ds, &catalog.lists, &p)
     }
 
     /// Runs `f` on a tree that holds at least what `query` can select from
@@ -73,6 +109,7 @@ impl Store {
     /// the query's check against the schema, the lists and the data.
     pub(crate) fn with_stored_tree<T>(
         &self,
+        view: &ReadView<'_>,
         ds: Datastore,
         query: &Query,
         f: impl FnOnce(Cow<'_, Container>, &Schemaless, Option<&YangSchema>) -> T,
@@ -95,8 +132,7 @@ impl Store {
                 }
             }
         }
-        let snap = self.backend.snapshot()?;
-        let catalog = self.catalog_at(&*snap)?;
+        let (snap, catalog) = view.get()?;
         let ds = catalog.control.read_ds(ds);
         let (schema, yang) = (&*catalog.lists, catalog.yang.as_deref());
         check_query(yang, query)?;
@@ -113,18 +149,18 @@ impl Store {
             // datastore read again.
             let caught_up = match g.get_mut(&ds) {
                 Some(c) if c.revision == snap.revision() => true,
-                Some(c) => catch_up(&*snap, ds, c)?,
+                Some(c) => catch_up(snap, ds, c)?,
                 None => false,
             };
             if !caught_up {
-                let tree = load_all(&*snap, ds, schema)?;
+                let tree = load_all(snap, ds, schema)?;
                 g.insert(ds, Cached { revision: snap.revision(), tree });
             }
             return Ok(f(Cow::Borrowed(&g[&ds].tree), schema, yang));
         }
         // `//name` loads only where the schema has `name` (the same results).
         let planned = crate::rooted::rooted(query, yang);
-        let root = load_for(&*snap, keys::Space::datastore(ds), &planned, schema)?;
+        let root = load_for(snap, keys::Space::datastore(ds), &planned, schema)?;
         Ok(f(Cow::Owned(root), schema, yang))
     }
 }
@@ -139,7 +175,18 @@ pub(crate) fn check_query(yang: Option<&YangSchema>, q: &Query) -> Result<()> {
                 && s.selector == Selector::None
                 && y.kind(&Path { segments: p.segments[..=i].to_vec() }.schema_path()) == Some(NodeKind::List)
         });
-        if !keyless_inner {
+        // So is a predicate on other leaves than the list's keys
+        // (`/m:c/lst[mtu=1500]`): an XPath filter, not an entry's keys.
+        let filters = p.segments.iter().enumerate().any(|(i, s)| {
+            let Selector::Keys(k) = &s.selector else { return false };
+            let model = y.model();
+            let sp = Path { segments: p.segments[..=i].to_vec() }.schema_path();
+            model.by_path.get(&sp).is_some_and(|&n| {
+                let keys = &model.nodes[n].keys;
+                !(k.len() == keys.len() && keys.iter().all(|key| k.iter().any(|(name, _)| name.as_str() == key)))
+            })
+        });
+        if !keyless_inner && !filters {
             y.resolve_path(&p)?;
         } else {
             let bare = Path {

@@ -266,3 +266,31 @@ fn a_merge_of_a_whole_list_keeps_what_it_leaves_out() {
     assert!(created.is_err(), "a create of the stored list: {created:?}");
     assert_eq!(s.count("/m:c/i").unwrap(), ENTRIES);
 }
+
+/// One read takes one snapshot, whichever way it is served (a key lookup,
+/// entry by entry, streamed, as a loaded tree, the operational view): it
+/// reads one revision, and on a server one snapshot is one round trip or a
+/// few, not several.
+#[test]
+fn one_read_takes_one_snapshot() {
+    let (store, reads) = store(PLAIN);
+    store.running().set("/m:c/i[name='if5']/sub/x", canopy::Value::String("deep".into())).unwrap();
+    let snapshots = |what: &str, read: &dyn Fn() -> canopy::Result<()>| {
+        reads.reset();
+        read().unwrap_or_else(|e| panic!("{what}: {e}"));
+        let n = reads.snapshots.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(n, 1, "{what} took {n} snapshots");
+    };
+    let s = store.running();
+    let o = store.session(canopy::Datastore::Operational);
+    let all = canopy::ReadOptions::default();
+    for q in ["/m:c/i[name='if5']/sub/x", "/m:c/i[name='if5']", "/m:c/i[mtu=1500]", "/m:c/i/sub", "//x", "/m:c"] {
+        snapshots(&format!("get {q}"), &|| s.get(q, all).map(drop));
+        snapshots(&format!("count {q}"), &|| s.count(q).map(drop));
+        snapshots(&format!("get on operational {q}"), &|| o.get(q, all).map(drop));
+        snapshots(&format!("get_json {q}"), &|| s.get_json(q, all, false, Vec::new()));
+    }
+    for p in ["/m:c/i[name='if5']", "/m:c/i[name='if5']/sub/x", "/m:c/i[name='nope']", "/m:c"] {
+        snapshots(&format!("get_item {p}"), &|| s.get_item(p).map(drop));
+    }
+}

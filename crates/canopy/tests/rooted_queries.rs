@@ -133,3 +133,32 @@ fn a_descendant_key_query_is_a_lookup() {
     let total = reads.total();
     assert!(total < 3_000, "a scan of the device list read {total} keys");
 }
+
+/// An absolute query whose predicate names a leaf other than the list's
+/// keys (`/net:devices/device[state='up']`) is an XPath filter, not an
+/// entry's keys: it selects the entries that match, as its `//` spelling
+/// does, uncached and cached.
+#[test]
+fn absolute_predicates_on_other_leaves_filter_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let planned = open(&format!("lmdb:{}?sync=off", dir.path().display()));
+    planned.running().import(doc(30).as_bytes(), canopy::Operation::Merge).unwrap();
+    let built = Store::open(&format!("lmdb:{}?sync=off&cache=on", dir.path().display())).unwrap();
+    for (q, like, n) in [
+        ("/net:devices/device[state='up']", "//device[state='up']", 10),
+        ("/net:devices/device[n=7]", "//device[n=7]", 1),
+        ("/net:devices/device[id='d003']/port[s=3]", "//device[id='d003']/port[s=3]", 1),
+        ("/net:devices/device[id='d003'][state='up']", "//device[id='d003' and state='up']", 1),
+        ("/net:devices/device[state='nope']", "//device[state='nope']", 0),
+    ] {
+        let opts = ReadOptions::default();
+        let want = json(&built, like, opts);
+        assert_eq!(json(&planned, q, opts), want, "{q}");
+        assert_eq!(json(&built, q, opts), want, "{q}");
+        assert_eq!(planned.running().get(q, opts).unwrap(), built.running().get(like, opts).unwrap(), "{q}");
+        assert_eq!(planned.running().count(q).unwrap(), n, "{q}");
+        assert_eq!(built.running().count(q).unwrap(), n, "{q}");
+    }
+    // A name the schema does not have is still refused.
+    assert!(planned.running().get("/net:devices/nosuch[state='up']", ReadOptions::default()).is_err());
+}
