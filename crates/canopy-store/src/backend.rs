@@ -279,6 +279,20 @@ pub trait Backend: Send + Sync {
     /// The store cannot be read (I/O, unavailable).
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>>;
 
+    /// A snapshot for one short read that can be tried again: its reads see
+    /// its revision, as a [`Backend::snapshot`]'s do, while the store is
+    /// still at it, and may fail with [`crate::ErrorKind::Conflict`] once
+    /// another writer has committed (never showing that writer's data); the
+    /// caller then reads again on a new one. A backend whose snapshots cost
+    /// round trips to register and end (Redis) overrides it; the default is
+    /// a snapshot, whose reads do not fail so.
+    ///
+    /// # Errors
+    /// As [`Backend::snapshot`].
+    fn brief_snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        self.snapshot()
+    }
+
     /// The store's revision now, as [`Snapshot::revision`] of a new snapshot
     /// says (the default), without keeping a view: a backend that can read
     /// it for less (on a database server, one round trip instead of a

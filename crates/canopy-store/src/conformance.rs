@@ -249,6 +249,34 @@ pub fn snapshots_are_isolated(open: Opener, dir: &Path) {
     assert_eq!(b.snapshot().unwrap().get(b"\x10a").unwrap().as_deref(), Some(&b"2"[..]));
 }
 
+/// A brief snapshot reads its revision while the store is there; after
+/// another commit its reads show the old data or fail with `Conflict`,
+/// never the new data.
+pub fn brief_snapshots_never_show_later_commits(open: Opener, dir: &Path) {
+    let b = open(dir);
+    put(&*b, &[(b"\x10a", b"1"), (b"\x10b", b"1")]);
+    let brief = b.brief_snapshot().unwrap();
+    assert_eq!(brief.revision(), 1);
+    assert_eq!(brief.get(b"\x10a").unwrap().as_deref(), Some(&b"1"[..]));
+    put(&*b, &[(b"\x10a", b"2"), (b"\x10c", b"2")]);
+    match brief.get(b"\x10a") {
+        Ok(v) => assert_eq!(v.as_deref(), Some(&b"1"[..])),
+        Err(e) => assert_eq!(e.kind(), crate::ErrorKind::Conflict, "{e}"),
+    }
+    let mut seen = Vec::new();
+    match brief.scan(b"\x10", None, false, &mut |k, v| {
+        seen.push((k.to_vec(), v.to_vec()));
+        Ok(true)
+    }) {
+        Ok(()) => assert_eq!(seen, vec![(b"\x10a".to_vec(), b"1".to_vec()), (b"\x10b".to_vec(), b"1".to_vec())]),
+        Err(e) => assert_eq!(e.kind(), crate::ErrorKind::Conflict, "{e}"),
+    }
+    drop(brief);
+    let now = b.brief_snapshot().unwrap();
+    assert_eq!(now.revision(), 2);
+    assert_eq!(now.get(b"\x10c").unwrap().as_deref(), Some(&b"2"[..]));
+}
+
 /// A snapshot's scans, in both directions and across many pages, see its
 /// revision whatever later batches insert, change and delete around and
 /// inside the range (backends without native snapshots keep the old state
@@ -433,7 +461,8 @@ macro_rules! conformance_tests {
             empty_store, put_get_delete_revision, scans_in_order_with_bounds,
             delete_prefix_removes_exactly_the_subtree, scan_and_delete_from_the_empty_key, conflicting_batch_writes_nothing,
             write_views_read_then_commit, unflushed_batches_apply_like_others,
-            snapshots_are_isolated, snapshot_scans_are_isolated, values_from_empty_to_16_mib, many_small_keys,
+            snapshots_are_isolated, snapshot_scans_are_isolated, brief_snapshots_never_show_later_commits,
+            values_from_empty_to_16_mib, many_small_keys,
             readers_run_during_writes, compact_keeps_data);
         #[test]
         fn survives_reopen() {
@@ -451,8 +480,8 @@ macro_rules! conformance_tests {
             empty_store, put_get_delete_revision, scans_in_order_with_bounds,
             delete_prefix_removes_exactly_the_subtree, scan_and_delete_from_the_empty_key, conflicting_batch_writes_nothing,
             write_views_read_then_commit, unflushed_batches_apply_like_others,
-            snapshots_are_isolated, snapshot_scans_are_isolated, values_from_empty_to_16_mib,
-            readers_run_during_writes, compact_keeps_data);
+            snapshots_are_isolated, snapshot_scans_are_isolated, brief_snapshots_never_show_later_commits,
+            values_from_empty_to_16_mib, readers_run_during_writes, compact_keeps_data);
         #[test]
         #[ignore = $why]
         fn many_small_keys() {

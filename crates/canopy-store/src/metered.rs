@@ -15,7 +15,7 @@ pub struct Reads {
     pub scanned: AtomicU64,
     /// Point lookups.
     pub gets: AtomicU64,
-    /// Snapshots taken (write views not counted).
+    /// Snapshots taken, brief ones too (write views not counted).
     pub snapshots: AtomicU64,
 }
 
@@ -82,6 +82,11 @@ impl<B: Backend> Backend for Metered<B> {
     fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
         self.reads.snapshots.fetch_add(1, Ordering::Relaxed);
         Ok(Box::new(Counted { inner: self.inner.snapshot()?, reads: &self.reads }))
+    }
+
+    fn brief_snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        self.reads.snapshots.fetch_add(1, Ordering::Relaxed);
+        Ok(Box::new(Counted { inner: self.inner.brief_snapshot()?, reads: &self.reads }))
     }
 
     fn revision(&self) -> Result<u64> {

@@ -104,6 +104,10 @@ impl Backend for Prefixed {
         Ok(Box::new(View { inner: self.inner.snapshot()?, prefix: &self.prefix, owner: self }))
     }
 
+    fn brief_snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        Ok(Box::new(View { inner: self.inner.brief_snapshot()?, prefix: &self.prefix, owner: self }))
+    }
+
     fn revision(&self) -> Result<u64> {
         self.inner.revision()
     }

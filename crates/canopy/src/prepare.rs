@@ -137,6 +137,13 @@ pub(crate) fn load_whole(loader: &mut Loader, root: &mut Container, path: &Path)
     match &last.selector {
         Selector::None => {
             let parent = path.parent().unwrap_or_default();
+            // A leaf, leaf-list or anydata came whole with its parent's fragment.
+            let inline = container_at(root, &parent.segments)
+                .and_then(|c| c.children.get(&last.name))
+                .is_some_and(Node::is_inline);
+            if inline {
+                return Ok(());
+            }
             let Some(mut rel) = node_key(root, &parent) else { return Ok(()) };
             keys::push_name(&mut rel, &last.name);
             loader.range(root, &rel)?;

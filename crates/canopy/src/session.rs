@@ -42,11 +42,12 @@ impl Session<'_> {
     /// [`Error::Data`] for a query that does not parse; backend errors.
     pub fn get(&self, query: &str, opts: ReadOptions) -> Result<Container> {
         let q = Query::parse(query)?;
-        let view = ReadView::new(self.store);
-        if let Some(tree) = self.scan_get(&view, &q, opts)? {
-            return Ok(tree);
-        }
-        self.store.with_view(&view, self.ds, self.stored, &q, |tree, _, yang| selection(tree, &q, opts, yang))
+        self.store.read_briefly(|view| {
+            if let Some(tree) = self.scan_get(view, &q, opts)? {
+                return Ok(tree);
+            }
+            self.store.with_view(view, self.ds, self.stored, &q, |tree, _, yang| selection(tree, &q, opts, yang))
+        })
     }
 
     /// Reads what `query` selects and writes it as RFC 7951 JSON to `out`.
@@ -122,21 +123,23 @@ impl Session<'_> {
                 }
             }
         };
-        let view = ReadView::new(self.store);
-        if let Some(found) = self.store.entry_direct(&view, self.ds, self.stored, &p)? {
-            return Ok(found.map(Subtree::Entry));
-        }
-        let q = match q {
-            Some(q) => q,
-            None => Query::parse(path)?,
-        };
-        self.store
-            .with_view(&view, self.ds, self.stored, &q, |tree, schema, yang| {
-                let p = crate::yang::check_read_path(yang, &p)?;
-                let p = canonical_path(&tree, &p, schema);
-                Ok(tree.lookup(&p).map(owned))
-            })
-            .and_then(|r| r)
+        let mut q = q;
+        self.store.read_briefly(|view| {
+            if let Some(found) = self.store.entry_direct(view, self.ds, self.stored, &p)? {
+                return Ok(found.map(Subtree::Entry));
+            }
+            let q = match &mut q {
+                Some(q) => q,
+                None => q.insert(Query::parse(path)?),
+            };
+            self.store
+                .with_view(view, self.ds, self.stored, &q, |tree, schema, yang| {
+                    let p = crate::yang::check_read_path(yang, &p)?;
+                    let p = canonical_path(&tree, &p, schema);
+                    Ok(tree.lookup(&p).map(owned))
+                })
+                .and_then(|r| r)
+        })
     }
 
     /// How many nodes `query` selects.
@@ -145,11 +148,12 @@ impl Session<'_> {
     /// As [`Session::get`].
     pub fn count(&self, query: &str) -> Result<usize> {
         let q = Query::parse(query)?;
-        let view = ReadView::new(self.store);
-        if let Some(n) = self.scan_count(&view, &q)? {
-            return Ok(n);
-        }
-        self.store.with_view(&view, self.ds, self.stored, &q, |tree, _, _| q.evaluate(&tree).len())
+        self.store.read_briefly(|view| {
+            if let Some(n) = self.scan_count(view, &q)? {
+                return Ok(n);
+            }
+            self.store.with_view(view, self.ds, self.stored, &q, |tree, _, _| q.evaluate(&tree).len())
+        })
     }
 
     /// Sets the leaf at `path` (merging: containers and list entries on the way

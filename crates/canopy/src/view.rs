@@ -28,18 +28,25 @@ use crate::subscribe;
 /// operation takes one snapshot and reads one revision.
 pub(crate) struct ReadView<'s> {
     store: &'s Store,
+    /// A brief snapshot (see [`Store::read_briefly`]).
+    brief: bool,
     at: OnceCell<(Box<dyn Snapshot + 's>, Arc<Catalog>)>,
 }
 
 impl<'s> ReadView<'s> {
+    /// A view on a snapshot whose reads do not fail when the store moves on
+    /// (for reads that write their reply as they read).
     pub(crate) fn new(store: &'s Store) -> ReadView<'s> {
-        ReadView { store, at: OnceCell::new() }
+        ReadView { store, brief: false, at: OnceCell::new() }
     }
 
     /// The snapshot and its catalog, taken at the first call.
     pub(crate) fn get(&self) -> Result<(&dyn Snapshot, &Catalog)> {
         if self.at.get().is_none() {
-            let snap = self.store.backend.snapshot()?;
+            let snap = match self.brief {
+                true => self.store.backend.brief_snapshot()?,
+                false => self.store.backend.snapshot()?,
+            };
             let catalog = self.store.catalog_at(&*snap)?;
             let _ = self.at.set((snap, catalog));
         }
@@ -48,7 +55,27 @@ impl<'s> ReadView<'s> {
     }
 }
 
+/// How many times a read is tried on brief snapshots before it takes a
+/// snapshot whose reads cannot fail so.
+const BRIEF_TRIES: usize = 3;
+
 impl Store {
+    /// Runs the read `f` on a brief snapshot ([`canopy_store::Backend::brief_snapshot`]:
+    /// on Redis, one round trip to begin and none to end), and again on a new
+    /// one when another writer committed while it read; the last try takes a
+    /// snapshot whose reads do not fail so. `f` returns what it read and
+    /// writes nothing, so that a try can be given up.
+    pub(crate) fn read_briefly<T>(&self, mut f: impl FnMut(&ReadView<'_>) -> Result<T>) -> Result<T> {
+        for _ in 1..BRIEF_TRIES {
+            let view = ReadView { store: self, brief: true, at: OnceCell::new() };
+            match f(&view) {
+                Err(crate::Error::Store(e)) if e.kind() == canopy_store::ErrorKind::Conflict => continue,
+                other => return other,
+            }
+        }
+        f(&ReadView::new(self))
+    }
+
     /// Runs `f` on a tree holding at least what `query` selects from the
     /// view a session reads: a datastore's contents (the candidate's being
     /// running's until it is edited), or for operational (unless `stored`)

@@ -281,6 +281,10 @@ impl Backend for Heeded {
         self.inner.snapshot()
     }
 
+    fn brief_snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        self.inner.brief_snapshot()
+    }
+
     fn revision(&self) -> Result<u64> {
         self.inner.revision()
     }

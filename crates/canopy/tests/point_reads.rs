@@ -93,3 +93,105 @@ fn entry_reads_match_the_general_read() {
         assert!(store.running().get_item("/m:c/lst[a='0'][b=").is_err(), "{url}: a malformed path is refused");
     }
 }
+
+/// A backend whose brief snapshots' reads fail with `Conflict` while
+/// `failing` is above zero (as Redis's do once another writer commits).
+mod moving {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use canopy_store::backend::{Backend, Batch, Snapshot, Visit};
+    use canopy_store::error::{ErrorKind, Result, StoreError};
+    use canopy_store::memory::MemoryBackend;
+
+    #[derive(Default)]
+    pub struct Counts {
+        /// Brief snapshots still to fail.
+        pub failing: AtomicUsize,
+        pub brief: AtomicUsize,
+        pub registered: AtomicUsize,
+    }
+
+    pub struct Moving {
+        pub inner: MemoryBackend,
+        pub counts: Arc<Counts>,
+    }
+
+    struct Brief<'a> {
+        inner: Box<dyn Snapshot + 'a>,
+        fails: bool,
+    }
+
+    impl Brief<'_> {
+        fn check(&self) -> Result<()> {
+            match self.fails {
+                true => Err(StoreError::new(ErrorKind::Conflict, "the store moved on while it was read")),
+                false => Ok(()),
+            }
+        }
+    }
+
+    impl Snapshot for Brief<'_> {
+        fn revision(&self) -> u64 {
+            self.inner.revision()
+        }
+        fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+            self.check()?;
+            self.inner.get(key)
+        }
+        fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
+            self.check()?;
+            self.inner.scan(start, end, reverse, visit)
+        }
+    }
+
+    impl Backend for Moving {
+        fn kind(&self) -> &'static str {
+            "moving"
+        }
+        fn snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+            self.counts.registered.fetch_add(1, Ordering::Relaxed);
+            self.inner.snapshot()
+        }
+        fn brief_snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+            self.counts.brief.fetch_add(1, Ordering::Relaxed);
+            let fails = self.counts.failing.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            Ok(Box::new(Brief { inner: self.inner.snapshot()?, fails: fails.is_ok() }))
+        }
+        fn apply(&self, batch: &Batch) -> Result<u64> {
+            self.inner.apply(batch)
+        }
+    }
+}
+
+/// Reads on brief snapshots (`get`, `get_item`, `count`) that meet another
+/// writer's commit are read again, and after two tries on a snapshot whose
+/// reads do not fail: the reply is always the data, never the conflict.
+#[test]
+fn reads_that_meet_a_commit_are_read_again() {
+    use std::sync::atomic::Ordering;
+    let counts = std::sync::Arc::new(moving::Counts::default());
+    let backend = moving::Moving { inner: canopy_store::memory::MemoryBackend::new(), counts: counts.clone() };
+    let store = Store::from_backend(Box::new(backend), "moving:", canopy::Options::default()).unwrap();
+    store.declare_list("/m:c/lst", ListInfo::keyed(["a"])).unwrap();
+    store.running().set("/m:c/lst[a='1']/v", leaf("one")).unwrap();
+    store.running().set("/m:c/lst[a='2']/v", leaf("two")).unwrap();
+    let s = store.running();
+    let reads: [(&str, &dyn Fn() -> String); 4] = [
+        ("get", &|| format!("{:?}", s.get("/m:c/lst[a='1']/v", canopy::ReadOptions::default()).unwrap())),
+        ("get_item of an entry", &|| format!("{:?}", s.get_item("/m:c/lst[a='2']").unwrap())),
+        ("get_item of a leaf", &|| format!("{:?}", s.get_item("/m:c/lst[a='2']/v").unwrap())),
+        ("count", &|| s.count("/m:c/lst").unwrap().to_string()),
+    ];
+    for (what, read) in reads {
+        let want = read();
+        for (failing, brief, registered) in [(1, 2, 0), (2, 2, 1), (5, 2, 1)] {
+            counts.failing.store(failing, Ordering::Relaxed);
+            counts.brief.store(0, Ordering::Relaxed);
+            counts.registered.store(0, Ordering::Relaxed);
+            assert_eq!(read(), want, "{what}, {failing} failing");
+            assert_eq!(counts.brief.load(Ordering::Relaxed), brief, "{what}, {failing} failing");
+            assert_eq!(counts.registered.load(Ordering::Relaxed), registered, "{what}, {failing} failing");
+        }
+    }
+}

@@ -445,6 +445,13 @@ impl Backend for RedisBackend {
         Ok(Box::new(RedisSnapshot { backend: self, id, revision }))
     }
 
+    /// One `GET` of the revision, registering nothing: its reads fail with
+    /// `Conflict` once another writer has committed, and nothing ends it.
+    fn brief_snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
+        let revision = Backend::revision(self)?;
+        Ok(Box::new(RedisSnapshot { backend: self, id: String::new(), revision }))
+    }
+
     /// One `GET` of the revision key (no snapshot registered).
     fn revision(&self) -> Result<u64> {
         let key = format!("{}:rev", self.prefix);
