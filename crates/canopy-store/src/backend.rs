@@ -85,6 +85,15 @@ pub trait Snapshot {
     /// Errors of the backend, or the first error `visit` returns.
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()>;
 
+    /// The values of `keys`, in their order: for a backend on a server (the
+    /// default asks for each in turn), one round trip.
+    ///
+    /// # Errors
+    /// As [`Snapshot::get`].
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+
     /// Visits every key that starts with `prefix`, in order (see [`Snapshot::scan`]).
     ///
     /// # Errors
@@ -162,6 +171,10 @@ impl<B: Backend + ?Sized> Snapshot for ReadThenApply<'_, B> {
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.snap.get(key)
+    }
+
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.snap.get_many(keys)
     }
 
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {

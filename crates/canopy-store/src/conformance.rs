@@ -245,8 +245,14 @@ pub fn snapshots_are_isolated(open: Opener, dir: &Path) {
     assert_eq!(before.revision(), 1);
     assert_eq!(before.get(b"\x10a").unwrap().as_deref(), Some(&b"1"[..]));
     assert_eq!(before.get(b"\x10b").unwrap(), None);
+    // Several keys at once, at the snapshot's revision, in the order asked.
+    let keys: [&[u8]; 4] = [b"\x10b", b"\x10a", b"\x10zz", b"\x10a"];
+    assert_eq!(before.get_many(&keys).unwrap(), vec![None, Some(b"1".to_vec()), None, Some(b"1".to_vec())]);
+    assert_eq!(before.get_many(&[]).unwrap(), Vec::<Option<Vec<u8>>>::new());
     drop(before);
     assert_eq!(b.snapshot().unwrap().get(b"\x10a").unwrap().as_deref(), Some(&b"2"[..]));
+    let now = b.snapshot().unwrap();
+    assert_eq!(now.get_many(&keys).unwrap(), vec![Some(b"2".to_vec()), Some(b"2".to_vec()), None, Some(b"2".to_vec())]);
 }
 
 /// A brief snapshot reads its revision while the store is there; after
@@ -261,6 +267,10 @@ pub fn brief_snapshots_never_show_later_commits(open: Opener, dir: &Path) {
     put(&*b, &[(b"\x10a", b"2"), (b"\x10c", b"2")]);
     match brief.get(b"\x10a") {
         Ok(v) => assert_eq!(v.as_deref(), Some(&b"1"[..])),
+        Err(e) => assert_eq!(e.kind(), crate::ErrorKind::Conflict, "{e}"),
+    }
+    match brief.get_many(&[b"\x10c", b"\x10a"]) {
+        Ok(v) => assert_eq!(v, vec![None, Some(b"1".to_vec())]),
         Err(e) => assert_eq!(e.kind(), crate::ErrorKind::Conflict, "{e}"),
     }
     let mut seen = Vec::new();

@@ -60,6 +60,11 @@ impl<S: Snapshot + ?Sized> Snapshot for Counted<'_, S> {
         self.inner.get(key)
     }
 
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.reads.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
+        self.inner.get_many(keys)
+    }
+
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
         self.inner.scan(start, end, reverse, &mut |k, v| {
             self.reads.scanned.fetch_add(1, Ordering::Relaxed);

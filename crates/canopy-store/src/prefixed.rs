@@ -83,6 +83,12 @@ impl<S: Snapshot + ?Sized> Snapshot for View<'_, S> {
         self.inner.get(&self.owner.key(key))
     }
 
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let owned: Vec<Vec<u8>> = keys.iter().map(|k| self.owner.key(k)).collect();
+        let refs: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+        self.inner.get_many(&refs)
+    }
+
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
         scan_in(&*self.inner, self.prefix, start, end, reverse, visit)
     }

@@ -38,6 +38,8 @@ pub(crate) struct Loader<'a> {
     ranges: BTreeSet<Vec<u8>>,
     /// User-ordered lists whose first and last stored entries were read.
     ends: HashSet<Vec<u8>>,
+    /// Fragments read ahead by [`Loader::reach`], not placed yet.
+    ahead: HashMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
 impl<'a> Loader<'a> {
@@ -56,6 +58,7 @@ impl<'a> Loader<'a> {
             empty_lists: Vec::new(),
             streak: (Vec::new(), 0),
             ranges: BTreeSet::new(),
+            ahead: HashMap::new(),
             ends: HashSet::new(),
         }
     }
@@ -79,9 +82,15 @@ impl<'a> Loader<'a> {
         if self.covered(rel) {
             return Ok(self.seen.get(rel) != Some(&false));
         }
-        let mut key = self.data.clone();
-        key.extend_from_slice(rel);
-        match self.snap.get(&key)? {
+        let value = match self.ahead.remove(rel) {
+            Some(v) => v,
+            None => {
+                let mut key = self.data.clone();
+                key.extend_from_slice(rel);
+                self.snap.get(&key)?
+            }
+        };
+        match value {
             Some(v) => {
                 self.seen.insert(rel.to_vec(), true);
                 let d = fragment::decode(&v).map_err(|e| in_datastore(&self.data, corrupt(rel, e)))?;
@@ -172,6 +181,55 @@ impl<'a> Loader<'a> {
     /// As [`Loader::path`], and whether the walk found the node of `path`
     /// or one of its ancestors not stored (then nothing below it is).
     pub fn reach(&mut self, root: &mut Container, path: &Path) -> Result<(Option<Vec<u8>>, bool)> {
+        self.read_ahead(path)?;
+        let reached = self.walk(root, path);
+        self.ahead.clear();
+        reached
+    }
+
+    /// Reads the fragments of the root and of each node on `path` that
+    /// [`Loader::reach`] may read, those not read before, with one
+    /// [`Snapshot::get_many`] when there are several (on a server, one round
+    /// trip instead of one per level).
+    fn read_ahead(&mut self, path: &Path) -> Result<()> {
+        let mut rels: Vec<Vec<u8>> = Vec::new();
+        let mut rel = Vec::new();
+        if !self.covered(&rel) {
+            rels.push(rel.clone());
+        }
+        for (i, seg) in path.segments.iter().enumerate() {
+            keys::push_name(&mut rel, &seg.name);
+            match &seg.selector {
+                // The last node named without a selector may be a leaf its
+                // parent's fragment holds (then the walk reads nothing for it).
+                Selector::None if i + 1 == path.segments.len() => break,
+                Selector::None => {}
+                Selector::Keys(keys) => {
+                    for (_, v) in keys {
+                        keycode::push_key_value(&mut rel, v);
+                    }
+                }
+                Selector::Position(_) | Selector::Value(_) => break,
+            }
+            if self.known_absent(&rel) {
+                break;
+            }
+            if !self.covered(&rel) {
+                rels.push(rel.clone());
+            }
+        }
+        if rels.len() < 2 {
+            return Ok(());
+        }
+        let full: Vec<Vec<u8>> = rels.iter().map(|r| [self.data.as_slice(), r].concat()).collect();
+        let refs: Vec<&[u8]> = full.iter().map(Vec::as_slice).collect();
+        let values = self.snap.get_many(&refs)?;
+        self.ahead.extend(rels.into_iter().zip(values));
+        Ok(())
+    }
+
+    /// [`Loader::reach`]'s walk down `path`.
+    fn walk(&mut self, root: &mut Container, path: &Path) -> Result<(Option<Vec<u8>>, bool)> {
         self.fragment(root, &[])?;
         let mut rel = Vec::new();
         // Below a node that is not stored nothing is (every stored fragment

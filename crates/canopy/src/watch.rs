@@ -243,6 +243,10 @@ impl Snapshot for HeededView<'_> {
         self.inner.get(key)
     }
 
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.inner.get_many(keys)
+    }
+
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
         self.inner.scan(start, end, reverse, visit)
     }

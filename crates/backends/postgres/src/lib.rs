@@ -72,13 +72,15 @@ enum Sql {
     DeleteFrom,
     BumpRevision,
     PutRevision,
+    GetMany,
 }
 
-const SQL_COUNT: usize = 11;
+const SQL_COUNT: usize = 12;
 
 fn sql_text(table: &str, which: Sql) -> String {
     match which {
         Sql::Get => format!("SELECT v FROM {table} WHERE k = $1"),
+        Sql::GetMany => format!("SELECT k, v FROM {table} WHERE k = ANY($1::bytea[])"),
         Sql::ScanTo => format!("SELECT k, v FROM {table} WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3"),
         Sql::ScanFrom => format!("SELECT k, v FROM {table} WHERE k >= $1 ORDER BY k LIMIT $2"),
         Sql::ScanToRev => format!("SELECT k, v FROM {table} WHERE k >= $1 AND k < $2 ORDER BY k DESC LIMIT $3"),
@@ -332,7 +334,8 @@ impl PostgresBackend {
             config.password(pw);
         }
         let table = format!("\"{}\".{TABLE}", target.schema);
-        let sql = [
+        // One statement text per kind (the array's length is checked).
+        let kinds: [Sql; SQL_COUNT] = [
             Sql::Get,
             Sql::ScanTo,
             Sql::ScanFrom,
@@ -344,10 +347,9 @@ impl PostgresBackend {
             Sql::DeleteFrom,
             Sql::BumpRevision,
             Sql::PutRevision,
-        ]
-        .iter()
-        .map(|w| sql_text(&table, *w))
-        .collect();
+            Sql::GetMany,
+        ];
+        let sql = kinds.iter().map(|w| sql_text(&table, *w)).collect();
         let channel = format!("canopy_{:016x}", fnv1a(table.as_bytes()));
         let backend = PostgresBackend {
             config,
@@ -683,6 +685,22 @@ impl Snapshot for PgView<'_> {
             let row = conn.client.query_opt(&st, &[&key]).map_err(|e| pg.err("read", e))?;
             row.map(|r| r.try_get::<_, Vec<u8>>(0)).transpose().map_err(|e| pg.err("read", e))
         })
+    }
+
+    /// One query for every key.
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let pg = self.pg;
+        let rows = self.on_conn(|conn| {
+            let st = conn.statement(pg, Sql::GetMany)?;
+            conn.client.query(&st, &[&keys]).map_err(|e| pg.err("read", e))
+        })?;
+        let mut found = std::collections::HashMap::with_capacity(rows.len());
+        for r in rows {
+            let k: Vec<u8> = r.try_get(0).map_err(|e| pg.err("read", e))?;
+            let v: Vec<u8> = r.try_get(1).map_err(|e| pg.err("read", e))?;
+            found.insert(k, v);
+        }
+        Ok(keys.iter().map(|k| found.get(*k).cloned()).collect())
     }
 
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {

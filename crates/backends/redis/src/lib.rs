@@ -56,6 +56,7 @@ struct Scripts {
     open: Script,
     close: Script,
     get: Script,
+    get_many: Script,
     scan: Script,
     commit: Script,
 }
@@ -67,6 +68,7 @@ impl Scripts {
             open: s(include_str!("lua/open.lua")),
             close: s(include_str!("lua/close.lua")),
             get: s(include_str!("lua/get.lua")),
+            get_many: s(include_str!("lua/get_many.lua")),
             scan: s(include_str!("lua/scan.lua")),
             commit: s(include_str!("lua/commit.lua")),
         }
@@ -362,6 +364,32 @@ impl Snapshot for RedisSnapshot<'_> {
         Ok(reply.into_iter().next())
     }
 
+    /// One script for every key.
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let b = self.backend;
+        let reply: Vec<Value> = b.reading("read", |c| {
+            let mut inv = b.scripts.get_many.key(&b.prefix);
+            inv.arg(&self.id).arg(self.revision).arg(b.lease_ms);
+            for k in keys {
+                inv.arg(*k);
+            }
+            inv.invoke(c)
+        })?;
+        let damaged = || StoreError::corrupted(format!("{}: a read's reply is not a canopy script's", b.place));
+        let mut items = reply.into_iter().map(bytes);
+        let found = items.next().flatten().ok_or_else(damaged)?;
+        if found.len() != keys.len() {
+            return Err(damaged());
+        }
+        found
+            .iter()
+            .map(|f| match f {
+                b'1' => items.next().flatten().map(Some).ok_or_else(damaged),
+                _ => Ok(None),
+            })
+            .collect()
+    }
+
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
         if end.is_some_and(|end| end <= start) {
             return Ok(());
@@ -417,6 +445,10 @@ impl Snapshot for RedisWrite<'_> {
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.0.get(key)
+    }
+
+    fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.0.get_many(keys)
     }
 
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
