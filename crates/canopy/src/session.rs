@@ -133,7 +133,7 @@ impl Session<'_> {
                 None => q.insert(Query::parse(path)?),
             };
             self.store
-                .with_view(view, self.ds, self.stored, &q, |tree, schema, yang| {
+                .with_view(view, self.ds, self.stored, q, |tree, schema, yang| {
                     let p = crate::yang::check_read_path(yang, &p)?;
                     let p = canonical_path(&tree, &p, schema);
                     Ok(tree.lookup(&p).map(owned))
