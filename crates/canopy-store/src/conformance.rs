@@ -249,6 +249,10 @@ pub fn snapshots_are_isolated(open: Opener, dir: &Path) {
     let keys: [&[u8]; 4] = [b"\x10b", b"\x10a", b"\x10zz", b"\x10a"];
     assert_eq!(before.get_many(&keys).unwrap(), vec![None, Some(b"1".to_vec()), None, Some(b"1".to_vec())]);
     assert_eq!(before.get_many(&[]).unwrap(), Vec::<Option<Vec<u8>>>::new());
+    let many: Vec<&[u8]> = (0..2500).map(|i| if i % 2 == 0 { &b"\x10a"[..] } else { &b"\x10q"[..] }).collect();
+    let got = before.get_many(&many).unwrap();
+    assert_eq!(got.len(), 2500);
+    assert!(got.iter().enumerate().all(|(i, v)| v.as_deref() == (i % 2 == 0).then_some(&b"1"[..])));
     drop(before);
     assert_eq!(b.snapshot().unwrap().get(b"\x10a").unwrap().as_deref(), Some(&b"2"[..]));
     let now = b.snapshot().unwrap();

@@ -79,13 +79,17 @@ impl Drop for Store {
         let pushed = self.hub.pushed.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&self.conn.id);
         if locking || pushed {
             let this = &*self;
+            let release = || {
+                if locking {
+                    this.release_locks();
+                }
+                let _ = this.clear_pushed();
+            };
             std::thread::scope(|s| {
-                s.spawn(|| {
-                    if locking {
-                        this.release_locks();
-                    }
-                    let _ = this.clear_pushed();
-                });
+                // No thread to be had: here, then.
+                if std::thread::Builder::new().spawn_scoped(s, release).is_err() {
+                    release();
+                }
             });
         }
         self.conn.close();

@@ -37,6 +37,19 @@ pub(crate) fn streamable(path: &Path) -> bool {
     path.segments.iter().all(|s| matches!(s.selector, Selector::None | Selector::Keys(_)))
 }
 
+/// Whether every keyed step of `path` names its entry by all of its list's
+/// keys, as `lists` knows them: a predicate on other leaves (`[mtu='1500']`)
+/// is an XPath filter, which [`write_path`] cannot read by key.
+pub(crate) fn names_entries(path: &Path, lists: &Schemaless) -> bool {
+    path.segments.iter().enumerate().all(|(i, s)| match &s.selector {
+        Selector::Keys(k) => {
+            let sp = Path { segments: path.segments[..=i].to_vec() }.schema_path();
+            crate::prepare::names_one_entry(k, lists.lists.get(&sp))
+        }
+        _ => true,
+    })
+}
+
 /// Writes the node at `path` (canonical; see [`streamable`]) with its
 /// ancestors as one RFC 7951 document: a container, a list entry or a whole
 /// list, entry after entry as the range scan meets them, a user-ordered list

@@ -159,7 +159,14 @@ impl Store {
                 }
             }
         }
-        let (snap, catalog) = view.get()?;
+        // A cached store reads at the newest revision, on a snapshot of its
+        // own: the view's may be older than the cached tree, which would
+        // then be read again whole.
+        let own = self.cache.is_some().then(|| ReadView::new(self));
+        let (snap, catalog) = match &own {
+            Some(own) => own.get()?,
+            None => view.get()?,
+        };
         let ds = catalog.control.read_ds(ds);
         let (schema, yang) = (&*catalog.lists, catalog.yang.as_deref());
         check_query(yang, query)?;

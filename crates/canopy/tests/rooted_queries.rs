@@ -150,10 +150,15 @@ fn absolute_predicates_on_other_leaves_filter_entries() {
         ("/net:devices/device[id='d003']/port[s=3]", "//device[id='d003']/port[s=3]", 1),
         ("/net:devices/device[id='d003'][state='up']", "//device[id='d003' and state='up']", 1),
         ("/net:devices/device[state='nope']", "//device[state='nope']", 0),
+        // A value that is some entry's key selects nothing through another leaf.
+        ("/net:devices/device[state='d003']", "//device[state='d003']", 0),
+        ("/net:devices/device[id='d003']/port[name='a']", "//device[id='d003']/port[name='a']", 0),
+        ("/net:devices/device[id='d003']/port[name='pa']", "//device[id='d003']/port[name='pa']", 1),
     ] {
         let opts = ReadOptions::default();
         let want = json(&built, like, opts);
         assert_eq!(json(&planned, q, opts), want, "{q}");
+        assert_eq!(json(&planned, like, opts), want, "{like}");
         assert_eq!(json(&built, q, opts), want, "{q}");
         assert_eq!(planned.running().get(q, opts).unwrap(), built.running().get(like, opts).unwrap(), "{q}");
         assert_eq!(planned.running().count(q).unwrap(), n, "{q}");

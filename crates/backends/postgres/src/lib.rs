@@ -142,8 +142,10 @@ impl Drop for PostgresBackend {
     fn drop(&mut self) {
         let pool = std::mem::take(self.idle.get_mut().unwrap_or_else(|p| p.into_inner()));
         if !pool.is_empty() {
+            // With no thread to be had, the closure and the pool with it are
+            // dropped here instead.
             std::thread::scope(|s| {
-                s.spawn(move || drop(pool));
+                let _ = std::thread::Builder::new().spawn_scoped(s, move || drop(pool));
             });
         }
     }

@@ -48,6 +48,8 @@ const MAX_IDLE: usize = 8;
 /// How often the listening thread looks whether anyone still listens.
 const LISTEN_POLL: Duration = Duration::from_millis(500);
 const FIRST_PAGE: usize = 64;
+/// Keys one `get_many` script reads at most.
+const GET_MANY_CHUNK: usize = 1000;
 const MAX_PAGE: usize = 1024;
 
 const COMMON: &str = include_str!("lua/common.lua");
@@ -364,8 +366,16 @@ impl Snapshot for RedisSnapshot<'_> {
         Ok(reply.into_iter().next())
     }
 
-    /// One script for every key.
+    /// One script for every key (for every 1,000: a script's arguments are
+    /// unpacked on Lua's stack).
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        if keys.len() > GET_MANY_CHUNK {
+            let mut out = Vec::with_capacity(keys.len());
+            for chunk in keys.chunks(GET_MANY_CHUNK) {
+                out.extend(self.get_many(chunk)?);
+            }
+            return Ok(out);
+        }
         let b = self.backend;
         let reply: Vec<Value> = b.reading("read", |c| {
             let mut inv = b.scripts.get_many.key(&b.prefix);
