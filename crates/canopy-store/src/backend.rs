@@ -94,6 +94,13 @@ pub trait Snapshot {
         keys.iter().map(|k| self.get(k)).collect()
     }
 
+    /// Whether each read is a round trip to a server, so that reading
+    /// several keys with one [`Snapshot::get_many`] saves time (the
+    /// default: no, reads are local).
+    fn remote(&self) -> bool {
+        false
+    }
+
     /// Visits every key that starts with `prefix`, in order (see [`Snapshot::scan`]).
     ///
     /// # Errors
@@ -175,6 +182,10 @@ impl<B: Backend + ?Sized> Snapshot for ReadThenApply<'_, B> {
 
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         self.snap.get_many(keys)
+    }
+
+    fn remote(&self) -> bool {
+        self.snap.remote()
     }
 
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {

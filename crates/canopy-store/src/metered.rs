@@ -65,6 +65,10 @@ impl<S: Snapshot + ?Sized> Snapshot for Counted<'_, S> {
         self.inner.get_many(keys)
     }
 
+    fn remote(&self) -> bool {
+        self.inner.remote()
+    }
+
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
         self.inner.scan(start, end, reverse, &mut |k, v| {
             self.reads.scanned.fetch_add(1, Ordering::Relaxed);

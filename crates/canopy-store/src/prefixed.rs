@@ -89,6 +89,10 @@ impl<S: Snapshot + ?Sized> Snapshot for View<'_, S> {
         self.inner.get_many(&refs)
     }
 
+    fn remote(&self) -> bool {
+        self.inner.remote()
+    }
+
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
         scan_in(&*self.inner, self.prefix, start, end, reverse, visit)
     }

@@ -187,11 +187,14 @@ impl<'a> Loader<'a> {
         reached
     }
 
-    /// Reads the fragments of the root and of each node on `path` that
-    /// [`Loader::reach`] may read, those not read before, with one
-    /// [`Snapshot::get_many`] when there are several (on a server, one round
-    /// trip instead of one per level).
+    /// On a server ([`Snapshot::remote`]), reads the fragments of the root and
+    /// of each node on `path` that [`Loader::reach`] may read, those not read
+    /// before, with one [`Snapshot::get_many`] when there are several (one
+    /// round trip instead of one per level).
     fn read_ahead(&mut self, path: &Path) -> Result<()> {
+        if !self.snap.remote() {
+            return Ok(());
+        }
         let mut rels: Vec<Vec<u8>> = Vec::new();
         let mut rel = Vec::new();
         if !self.covered(&rel) {

@@ -247,6 +247,10 @@ impl Snapshot for HeededView<'_> {
         self.inner.get_many(keys)
     }
 
+    fn remote(&self) -> bool {
+        self.inner.remote()
+    }
+
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
         self.inner.scan(start, end, reverse, visit)
     }

@@ -689,6 +689,10 @@ impl Snapshot for PgView<'_> {
         })
     }
 
+    fn remote(&self) -> bool {
+        true
+    }
+
     /// One query for every key.
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         let pg = self.pg;

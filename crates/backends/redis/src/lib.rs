@@ -366,6 +366,10 @@ impl Snapshot for RedisSnapshot<'_> {
         Ok(reply.into_iter().next())
     }
 
+    fn remote(&self) -> bool {
+        true
+    }
+
     /// One script for every key (for every 1,000: a script's arguments are
     /// unpacked on Lua's stack).
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
@@ -459,6 +463,10 @@ impl Snapshot for RedisWrite<'_> {
 
     fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         self.0.get_many(keys)
+    }
+
+    fn remote(&self) -> bool {
+        true
     }
 
     fn scan(&self, start: &[u8], end: Option<&[u8]>, reverse: bool, visit: &mut Visit<'_>) -> Result<()> {
