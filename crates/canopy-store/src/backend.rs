@@ -317,6 +317,19 @@ pub trait Backend: Send + Sync {
         self.snapshot()
     }
 
+    /// A brief snapshot that may take `revision` (the newest the caller
+    /// knows of) for the store's revision without asking: when the store is
+    /// elsewhere, its reads fail with `Conflict`, as a brief snapshot's do
+    /// once the store moves on. The default asks ([`Backend::brief_snapshot`]),
+    /// and its [`Snapshot::revision`] says the revision it read at.
+    ///
+    /// # Errors
+    /// As [`Backend::snapshot`].
+    fn brief_snapshot_at(&self, revision: u64) -> Result<Box<dyn Snapshot + '_>> {
+        let _ = revision;
+        self.brief_snapshot()
+    }
+
     /// The store's revision now, as [`Snapshot::revision`] of a new snapshot
     /// says (the default), without keeping a view: a backend that can read
     /// it for less (on a database server, one round trip instead of a

@@ -289,6 +289,22 @@ pub fn brief_snapshots_never_show_later_commits(open: Opener, dir: &Path) {
     let now = b.brief_snapshot().unwrap();
     assert_eq!(now.revision(), 2);
     assert_eq!(now.get(b"\x10c").unwrap().as_deref(), Some(&b"2"[..]));
+    // At a revision taken for the store's without asking: reads show the
+    // revision the snapshot says, or fail as a conflict when that was not
+    // the store's.
+    for hint in [1, 2, 3] {
+        let at = b.brief_snapshot_at(hint).unwrap();
+        match at.get_many(&[b"\x10a", b"\x10c"]) {
+            Ok(v) => {
+                assert_eq!(at.revision(), 2, "taken at {hint}");
+                assert_eq!(v, vec![Some(b"2".to_vec()), Some(b"2".to_vec())]);
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), crate::ErrorKind::Conflict, "{e}");
+                assert_ne!(hint, 2, "a brief snapshot at the store's revision failed: {e}");
+            }
+        }
+    }
 }
 
 /// A snapshot's scans, in both directions and across many pages, see its

@@ -95,6 +95,12 @@ impl Catalogs {
         Ok(fresh)
     }
 
+    /// The revision of the catalog held, if one was read.
+    pub fn newest(&self) -> Option<u64> {
+        let revision = self.current.read().map(|c| c.revision).unwrap_or(u64::MAX);
+        (revision != u64::MAX).then_some(revision)
+    }
+
     /// The catalog held, when it is `revision`'s (nothing is read).
     pub fn held(&self, revision: u64) -> Option<Arc<Catalog>> {
         let held = self.current.read().ok()?;

@@ -28,24 +28,36 @@ use crate::subscribe;
 /// operation takes one snapshot and reads one revision.
 pub(crate) struct ReadView<'s> {
     store: &'s Store,
-    /// A brief snapshot (see [`Store::read_briefly`]).
-    brief: bool,
+    kind: ViewKind,
     at: OnceCell<(Box<dyn Snapshot + 's>, Arc<Catalog>)>,
+}
+
+/// Which snapshot a [`ReadView`] reads on.
+#[derive(Clone, Copy)]
+enum ViewKind {
+    /// One whose reads do not fail when the store moves on.
+    Registered,
+    /// A brief one, at the revision the backend says (see [`Store::read_briefly`]).
+    Brief,
+    /// A brief one at this revision, taken for the store's without asking.
+    BriefAt(u64),
 }
 
 impl<'s> ReadView<'s> {
     /// A view on a snapshot whose reads do not fail when the store moves on
     /// (for reads that write their reply as they read).
     pub(crate) fn new(store: &'s Store) -> ReadView<'s> {
-        ReadView { store, brief: false, at: OnceCell::new() }
+        ReadView { store, kind: ViewKind::Registered, at: OnceCell::new() }
     }
 
     /// The snapshot and its catalog, taken at the first call.
     pub(crate) fn get(&self) -> Result<(&dyn Snapshot, &Catalog)> {
         if self.at.get().is_none() {
-            let snap = match self.brief {
-                true => self.store.backend.brief_snapshot()?,
-                false => self.store.backend.snapshot()?,
+            let backend = &self.store.backend;
+            let snap = match self.kind {
+                ViewKind::Registered => backend.snapshot()?,
+                ViewKind::Brief => backend.brief_snapshot()?,
+                ViewKind::BriefAt(revision) => backend.brief_snapshot_at(revision)?,
             };
             let catalog = self.store.catalog_at(&*snap)?;
             let _ = self.at.set((snap, catalog));
@@ -55,19 +67,24 @@ impl<'s> ReadView<'s> {
     }
 }
 
-/// How many times a read is tried on brief snapshots before it takes a
-/// snapshot whose reads cannot fail so.
-const BRIEF_TRIES: usize = 3;
+/// How many times a read is tried on brief snapshots at the revision the
+/// backend says before it takes a snapshot whose reads cannot fail so.
+const BRIEF_TRIES: usize = 2;
 
 impl Store {
     /// Runs the read `f` on a brief snapshot ([`canopy_store::Backend::brief_snapshot`]:
-    /// on Redis, one round trip to begin and none to end), and again on a new
-    /// one when another writer committed while it read; the last try takes a
-    /// snapshot whose reads do not fail so. `f` returns what it read and
-    /// writes nothing, so that a try can be given up.
+    /// on Redis, no round trip to begin or end), and again on a new one when
+    /// the store was not at its revision or another writer committed while it
+    /// read; the last try takes a snapshot whose reads do not fail so. The
+    /// first try takes the newest revision this store knows of (heard from
+    /// the backend with `cache=watch`, else its catalog's) for the store's,
+    /// without asking; the next asks. `f` returns what it read and writes
+    /// nothing, so that a try can be given up.
     pub(crate) fn read_briefly<T>(&self, mut f: impl FnMut(&ReadView<'_>) -> Result<T>) -> Result<T> {
-        for _ in 1..BRIEF_TRIES {
-            let view = ReadView { store: self, brief: true, at: OnceCell::new() };
+        let known = self.watch.as_ref().and_then(|w| w.revision()).or_else(|| self.catalog.newest());
+        let tries = known.map(ViewKind::BriefAt).into_iter().chain([ViewKind::Brief; BRIEF_TRIES]);
+        for kind in tries {
+            let view = ReadView { store: self, kind, at: OnceCell::new() };
             match f(&view) {
                 Err(crate::Error::Store(e)) if e.kind() == canopy_store::ErrorKind::Conflict => continue,
                 other => return other,

@@ -502,6 +502,12 @@ impl Backend for RedisBackend {
         Ok(Box::new(RedisSnapshot { backend: self, id: String::new(), revision }))
     }
 
+    /// Nothing asked: the reads' scripts fail with `Conflict` when the store
+    /// is not at `revision`.
+    fn brief_snapshot_at(&self, revision: u64) -> Result<Box<dyn Snapshot + '_>> {
+        Ok(Box::new(RedisSnapshot { backend: self, id: String::new(), revision }))
+    }
+
     /// One `GET` of the revision key (no snapshot registered).
     fn revision(&self) -> Result<u64> {
         let key = format!("{}:rev", self.prefix);
