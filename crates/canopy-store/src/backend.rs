@@ -380,6 +380,19 @@ pub trait Backend: Send + Sync {
         Ok(Box::new(ReadThenApply { snap: self.snapshot()?, backend: self }))
     }
 
+    /// [`Backend::begin_write`] that may take `revision` (the newest the
+    /// caller knows of) for the store's without asking: when the store is
+    /// elsewhere, the view's reads and its commit fail with `Conflict`. The
+    /// default asks, as `begin_write` does; its [`Snapshot::revision`] says
+    /// the revision it read at.
+    ///
+    /// # Errors
+    /// As [`Backend::begin_write`].
+    fn begin_write_at(&self, revision: u64) -> Result<Box<dyn WriteView + '_>> {
+        let _ = revision;
+        self.begin_write()
+    }
+
     /// Begins a [`BulkWrite`] on top of revision `expect_revision`, for
     /// writes the caller cannot hold in memory as one batch: `Ok(None)` when
     /// the backend has no such write (the default), and the caller gathers

@@ -115,6 +115,10 @@ impl<B: Backend> Backend for Metered<B> {
         Ok(Box::new(Counted { inner: self.inner.begin_write()?, reads: &self.reads }))
     }
 
+    fn begin_write_at(&self, revision: u64) -> Result<Box<dyn WriteView + '_>> {
+        Ok(Box::new(Counted { inner: self.inner.begin_write_at(revision)?, reads: &self.reads }))
+    }
+
     fn sync_mode(&self) -> SyncMode {
         self.inner.sync_mode()
     }

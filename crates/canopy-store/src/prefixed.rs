@@ -138,6 +138,10 @@ impl Backend for Prefixed {
         Ok(Box::new(View { inner: self.inner.begin_write()?, prefix: &self.prefix, owner: self }))
     }
 
+    fn begin_write_at(&self, revision: u64) -> Result<Box<dyn WriteView + '_>> {
+        Ok(Box::new(View { inner: self.inner.begin_write_at(revision)?, prefix: &self.prefix, owner: self }))
+    }
+
     fn sync_mode(&self) -> SyncMode {
         self.inner.sync_mode()
     }

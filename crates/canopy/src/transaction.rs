@@ -52,9 +52,20 @@ impl Store {
     pub(crate) fn transact_built(&self, ds: Datastore, mut build: impl FnMut() -> Result<Vec<Edit>>) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
-        for attempt in 1..=CONFLICT_RETRIES {
-            match self.transact_once(ds, build()?, None) {
-                Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => conflict_pause(attempt),
+        // The first try takes the newest revision this store knows of for
+        // the store's, without asking; when that was not it, the next try
+        // asks, at once.
+        let mut assumed = self.known_revision();
+        let mut attempt = 0;
+        while attempt < CONFLICT_RETRIES {
+            let at = assumed.take();
+            match self.transact_once(ds, build()?, None, at) {
+                Err(Error::Store(e)) if e.kind() == ErrorKind::Conflict => {
+                    if at.is_none() {
+                        attempt += 1;
+                        conflict_pause(attempt);
+                    }
+                }
                 other => return other,
             }
         }
@@ -71,7 +82,7 @@ impl Store {
     pub(crate) fn transact_owned(&self, ds: Datastore, edits: Vec<Edit>) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
-        self.transact_once(ds, edits, None)
+        self.transact_once(ds, edits, None, None)
     }
 
     /// Runs `edits` as one transaction on `ds` if the store is still at
@@ -81,15 +92,27 @@ impl Store {
     pub(crate) fn transact_at(&self, ds: Datastore, edits: &[Edit], revision: u64) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
-        self.transact_once(ds, edits.to_vec(), Some(revision))
+        self.transact_once(ds, edits.to_vec(), Some(revision), Some(revision))
     }
 
-    /// One try of a transaction; with `expect`, only on that revision.
-    pub(crate) fn transact_once(&self, ds: Datastore, edits: Vec<Edit>, expect: Option<u64>) -> Result<Commit> {
+    /// One try of a transaction; with `expect`, only on that revision. With
+    /// `at`, its view takes that revision for the store's without asking
+    /// ([`canopy_store::Backend::begin_write_at`]): when the store is
+    /// elsewhere, the try fails as a conflict.
+    pub(crate) fn transact_once(
+        &self,
+        ds: Datastore,
+        edits: Vec<Edit>,
+        expect: Option<u64>,
+        at: Option<u64>,
+    ) -> Result<Commit> {
         // Locks, read through the view the transaction is built on, and the
         // candidate's first edit, which gives it its own copy of running
         // (undone when the edit fails) before the transaction's own view.
-        let view = self.backend.begin_write()?;
+        let view = match at {
+            Some(r) => self.backend.begin_write_at(r)?,
+            None => self.backend.begin_write()?,
+        };
         let control = self.control_at(&*view)?;
         self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, ds)?;
         let (view, materialized) = match ds == Datastore::Candidate && !control.candidate_modified {

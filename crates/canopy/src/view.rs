@@ -81,7 +81,7 @@ impl Store {
     /// without asking; the next asks. `f` returns what it read and writes
     /// nothing, so that a try can be given up.
     pub(crate) fn read_briefly<T>(&self, mut f: impl FnMut(&ReadView<'_>) -> Result<T>) -> Result<T> {
-        let known = self.watch.as_ref().and_then(|w| w.revision()).or_else(|| self.catalog.newest());
+        let known = self.known_revision();
         let tries = known.map(ViewKind::BriefAt).into_iter().chain([ViewKind::Brief; BRIEF_TRIES]);
         for kind in tries {
             let view = ReadView { store: self, kind, at: OnceCell::new() };
@@ -91,6 +91,12 @@ impl Store {
             }
         }
         f(&ReadView::new(self))
+    }
+
+    /// The newest revision this store knows of without asking: heard from
+    /// the backend with `cache=watch` (while trusted), else its catalog's.
+    pub(crate) fn known_revision(&self) -> Option<u64> {
+        self.watch.as_ref().and_then(|w| w.revision()).or_else(|| self.catalog.newest())
     }
 
     /// Runs `f` on a tree holding at least what `query` selects from the

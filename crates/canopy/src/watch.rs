@@ -313,6 +313,10 @@ impl Backend for Heeded {
         Ok(Box::new(HeededView { inner: self.inner.begin_write()?, state: &self.state }))
     }
 
+    fn begin_write_at(&self, revision: u64) -> Result<Box<dyn WriteView + '_>> {
+        Ok(Box::new(HeededView { inner: self.inner.begin_write_at(revision)?, state: &self.state }))
+    }
+
     fn begin_bulk(&self, expect_revision: u64) -> Result<Option<Box<dyn BulkWrite>>> {
         Ok(self
             .inner

@@ -313,3 +313,28 @@ fn stores_dropped_in_an_async_runtime_release_their_locks_and_state() {
         runtime.block_on(async move { drop(watched) });
     }
 }
+
+/// A store whose newest known revision is stale (another store committed
+/// since) still commits at once: a transaction's first try may take the
+/// known revision for the store's without asking, and the next asks; a read
+/// likewise. One-try writes (`apply_owned`) do not take it.
+#[test]
+fn writes_and_reads_after_another_stores_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, url) in stores(dir.path()) {
+        let a = Store::open(&url).unwrap();
+        let b = Store::open(&url).unwrap();
+        let leaf = |v: &str| Value::String(v.into());
+        a.running().set("/m:c/x", leaf("a1")).unwrap();
+        for round in 0..3 {
+            let theirs = b.running().set("/m:c/x", leaf(&format!("b{round}"))).unwrap().revision;
+            assert_eq!(read(&a, "/m:c/x"), format!(r#"{{"m:c":{{"x":"b{round}"}}}}"#), "{name}");
+            let mine = a.running().set("/m:c/y", leaf(&format!("a{round}"))).unwrap().revision;
+            assert!(mine > theirs, "{name}");
+            b.running().set("/m:c/x", leaf("again")).unwrap();
+            let edit = canopy::Edit::merge("/m:c/z".parse().unwrap(), Node::leaf(leaf(&format!("z{round}"))));
+            a.running().apply_owned(vec![edit]).unwrap();
+            assert_eq!(read(&b, "/m:c/z"), format!(r#"{{"m:c":{{"z":"z{round}"}}}}"#), "{name}");
+        }
+    }
+}

@@ -561,6 +561,12 @@ impl Backend for RedisBackend {
         Ok(Box::new(RedisWrite(RedisSnapshot { backend: self, id: String::new(), revision })))
     }
 
+    /// Nothing asked: the reads fail, and the commit script refuses the
+    /// batch, as a conflict when the store is not at `revision`.
+    fn begin_write_at(&self, revision: u64) -> Result<Box<dyn WriteView + '_>> {
+        Ok(Box::new(RedisWrite(RedisSnapshot { backend: self, id: String::new(), revision })))
+    }
+
     fn sync_mode(&self) -> SyncMode {
         self.sync
     }
