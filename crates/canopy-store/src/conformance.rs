@@ -237,6 +237,40 @@ pub fn write_views_read_then_commit(open: Opener, dir: &Path) {
     assert_eq!(all(&*b).len(), 3);
 }
 
+/// A write view taken at a revision assumed without asking: when that is
+/// the store's, it reads and commits as any view; when it is not, its reads
+/// show the revision it says or fail as a conflict, and its commit lands only
+/// on the revision it says (a backend that asks anyway says the real one).
+pub fn write_views_at_a_taken_revision(open: Opener, dir: &Path) {
+    let b = open(dir);
+    put(&*b, &[(b"\x10a", b"1")]);
+    put(&*b, &[(b"\x10a", b"2")]);
+    for hint in [1, 2, 3, 2] {
+        let now = b.snapshot().unwrap().revision();
+        let value = b.snapshot().unwrap().get(b"\x10a").unwrap();
+        let view = b.begin_write_at(hint).unwrap();
+        let said = view.revision();
+        let read = view.get(b"\x10a");
+        let mut batch = Batch::default();
+        batch.put(b"\x10w".to_vec(), hint.to_string().into_bytes());
+        match view.commit(&batch) {
+            Ok(r) => {
+                assert_eq!(said, now, "taken at {hint}: committed on a view at {said}, the store at {now}");
+                assert_eq!(r, now + 1);
+                assert_eq!(read.unwrap(), value);
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+                assert_ne!(said, now, "a view at the store's revision could not commit: {e}");
+                if let Err(e) = read {
+                    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+                }
+                assert_eq!(b.snapshot().unwrap().revision(), now, "a refused commit wrote");
+            }
+        }
+    }
+}
+
 pub fn snapshots_are_isolated(open: Opener, dir: &Path) {
     let b = open(dir);
     put(&*b, &[(b"\x10a", b"1")]);
@@ -490,7 +524,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@tests $open, $when;
             empty_store, put_get_delete_revision, scans_in_order_with_bounds,
             delete_prefix_removes_exactly_the_subtree, scan_and_delete_from_the_empty_key, conflicting_batch_writes_nothing,
-            write_views_read_then_commit, unflushed_batches_apply_like_others,
+            write_views_read_then_commit, write_views_at_a_taken_revision, unflushed_batches_apply_like_others,
             snapshots_are_isolated, snapshot_scans_are_isolated, brief_snapshots_never_show_later_commits,
             values_from_empty_to_16_mib, many_small_keys,
             readers_run_during_writes, compact_keeps_data);
@@ -509,7 +543,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@tests $open, $when;
             empty_store, put_get_delete_revision, scans_in_order_with_bounds,
             delete_prefix_removes_exactly_the_subtree, scan_and_delete_from_the_empty_key, conflicting_batch_writes_nothing,
-            write_views_read_then_commit, unflushed_batches_apply_like_others,
+            write_views_read_then_commit, write_views_at_a_taken_revision, unflushed_batches_apply_like_others,
             snapshots_are_isolated, snapshot_scans_are_isolated, brief_snapshots_never_show_later_commits,
             values_from_empty_to_16_mib, readers_run_during_writes, compact_keeps_data);
         #[test]

@@ -43,6 +43,7 @@ mod stream;
 pub mod subscribe;
 mod transaction;
 mod view;
+mod vouched;
 mod watch;
 mod yang;
 

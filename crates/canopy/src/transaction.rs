@@ -2,6 +2,9 @@
 //! subscribers, stored as one batch and published, with one retry loop when
 //! another process committed first.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use canopy_core::diff::Change;
 use canopy_core::edit::{apply_edit_deferring, apply_edit_owned, fill_created, Edit};
 use canopy_core::tree::Container;
@@ -14,6 +17,7 @@ use crate::load::Loader;
 use crate::prepare::{erasable, erase_edit, learn_edit, prepare, Typed};
 use crate::store::{conflict_pause, poisoned, Store, CONFLICT_RETRIES};
 use crate::subscribe::{self, Matched};
+use crate::vouched::Vouched;
 
 /// The result of a committed transaction.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,13 +96,16 @@ impl Store {
     pub(crate) fn transact_at(&self, ds: Datastore, edits: &[Edit], revision: u64) -> Result<Commit> {
         subscribe::check_not_calling(self.conn.id)?;
         let _w = self.writer.lock().map_err(|_| poisoned())?;
-        self.transact_once(ds, edits.to_vec(), Some(revision), Some(revision))
+        self.transact_once(ds, edits.to_vec(), Some(revision), None)
     }
 
     /// One try of a transaction; with `expect`, only on that revision. With
     /// `at`, its view takes that revision for the store's without asking
     /// ([`canopy_store::Backend::begin_write_at`]): when the store is
-    /// elsewhere, the try fails as a conflict.
+    /// elsewhere, or when nothing read through the view or its commit
+    /// vouched for it ([`crate::vouched`]), whatever the try came to, it
+    /// fails as a conflict (what it decided from that revision's catalog
+    /// alone, such as a lock, may be stale).
     pub(crate) fn transact_once(
         &self,
         ds: Datastore,
@@ -106,13 +113,34 @@ impl Store {
         expect: Option<u64>,
         at: Option<u64>,
     ) -> Result<Commit> {
+        let seen = Arc::new(AtomicBool::new(at.is_none()));
+        let view: Box<dyn WriteView + '_> = match at {
+            Some(r) => Box::new(Vouched { inner: self.backend.begin_write_at(r)?, seen: seen.clone() }),
+            None => self.backend.begin_write()?,
+        };
+        let out = self.transact_on(ds, edits, expect, view, &seen);
+        match seen.load(Ordering::Relaxed) {
+            true => out,
+            false => Err(Error::Store(canopy_store::StoreError::new(
+                ErrorKind::Conflict,
+                format!("nothing showed the store at revision {}, taken for its own", at.unwrap_or_default()),
+            ))),
+        }
+    }
+
+    /// [`Store::transact_once`] on `view`; `seen` is raised when the view is
+    /// replaced by views that asked.
+    fn transact_on(
+        &self,
+        ds: Datastore,
+        edits: Vec<Edit>,
+        expect: Option<u64>,
+        view: Box<dyn WriteView + '_>,
+        seen: &AtomicBool,
+    ) -> Result<Commit> {
         // Locks, read through the view the transaction is built on, and the
         // candidate's first edit, which gives it its own copy of running
         // (undone when the edit fails) before the transaction's own view.
-        let view = match at {
-            Some(r) => self.backend.begin_write_at(r)?,
-            None => self.backend.begin_write()?,
-        };
         let control = self.control_at(&*view)?;
         self.check_unlocked(&control.live_locks(self.backend(), &self.hub)?, ds)?;
         let (view, materialized) = match ds == Datastore::Candidate && !control.candidate_modified {
@@ -122,6 +150,7 @@ impl Store {
                 // Locks and the candidate's state are read again from the
                 // snapshot the copy is made of (the copy commits on its revision).
                 drop(view);
+                seen.store(true, Ordering::Relaxed);
                 let snap = self.backend.snapshot()?;
                 if let Some(r) = expect.filter(|&r| r != snap.revision()) {
                     return Err(moved(r, snap.revision()));

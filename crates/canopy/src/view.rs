@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use canopy_core::path::query::Query;
@@ -30,6 +31,8 @@ pub(crate) struct ReadView<'s> {
     store: &'s Store,
     kind: ViewKind,
     at: OnceCell<(Box<dyn Snapshot + 's>, Arc<Catalog>)>,
+    /// Raised by a read through a snapshot taken at an assumed revision.
+    seen: Arc<AtomicBool>,
 }
 
 /// Which snapshot a [`ReadView`] reads on.
@@ -47,7 +50,18 @@ impl<'s> ReadView<'s> {
     /// A view on a snapshot whose reads do not fail when the store moves on
     /// (for reads that write their reply as they read).
     pub(crate) fn new(store: &'s Store) -> ReadView<'s> {
-        ReadView { store, kind: ViewKind::Registered, at: OnceCell::new() }
+        ReadView::of(store, ViewKind::Registered)
+    }
+
+    fn of(store: &'s Store, kind: ViewKind) -> ReadView<'s> {
+        ReadView { store, kind, at: OnceCell::new(), seen: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// Whether what was read through this view can be trusted: its snapshot
+    /// was not taken, was asked for, or something read through it showed
+    /// the store at the revision it assumed (see [`crate::vouched`]).
+    fn vouched(&self) -> bool {
+        !matches!(self.kind, ViewKind::BriefAt(_)) || self.at.get().is_none() || self.seen.load(Ordering::Relaxed)
     }
 
     /// The snapshot and its catalog, taken at the first call.
@@ -57,7 +71,10 @@ impl<'s> ReadView<'s> {
             let snap = match self.kind {
                 ViewKind::Registered => backend.snapshot()?,
                 ViewKind::Brief => backend.brief_snapshot()?,
-                ViewKind::BriefAt(revision) => backend.brief_snapshot_at(revision)?,
+                ViewKind::BriefAt(revision) => Box::new(crate::vouched::Vouched {
+                    inner: backend.brief_snapshot_at(revision)?,
+                    seen: self.seen.clone(),
+                }),
             };
             let catalog = self.store.catalog_at(&*snap)?;
             let _ = self.at.set((snap, catalog));
@@ -84,9 +101,11 @@ impl Store {
         let known = self.known_revision();
         let tries = known.map(ViewKind::BriefAt).into_iter().chain([ViewKind::Brief; BRIEF_TRIES]);
         for kind in tries {
-            let view = ReadView { store: self, kind, at: OnceCell::new() };
+            let view = ReadView::of(self, kind);
             match f(&view) {
                 Err(crate::Error::Store(e)) if e.kind() == canopy_store::ErrorKind::Conflict => continue,
+                // Decided from an assumed revision's catalog alone.
+                _ if !view.vouched() => continue,
                 other => return other,
             }
         }

@@ -338,3 +338,42 @@ fn writes_and_reads_after_another_stores_commit() {
         }
     }
 }
+
+/// What one store knows of the newest revision goes stale when another
+/// store commits: its locks, its YANG schema and who pushed state are not
+/// trusted until the backend has shown the store at that revision.
+#[test]
+fn another_stores_locks_schemas_and_pushed_state_are_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = r#"module m { namespace "urn:m"; prefix m;
+      container c { leaf x { type int8; } }
+      container state { config false; leaf up { type string; } } }"#;
+    let n = r#"module n { namespace "urn:n"; prefix n; container top { leaf v { type string; } } }"#;
+    for (name, url) in stores(dir.path()) {
+        let a = Store::open(&url).unwrap();
+        a.schema_add_texts(&[("m.yang".into(), m.into())], &[]).unwrap();
+        let b = Store::open(&url).unwrap();
+        let cached = Store::open(&with_params(&url, "cache=on")).unwrap();
+        b.running().set("/m:c/x", Value::Number("1".into())).unwrap();
+        let empty = canopy::ReadOptions::default();
+        assert!(cached.session(Datastore::Operational).get("/m:state", empty).unwrap().children.is_empty(), "{name}");
+        // A module another store added: its paths read and its types hold at once.
+        a.schema_add_texts(&[("n.yang".into(), n.into())], &[]).unwrap();
+        assert!(b.running().get("/n:top/v", empty).unwrap().children.is_empty(), "{name}");
+        a.running().set("/n:top/v", Value::String("set".into())).unwrap();
+        assert_eq!(read(&b, "/n:top/v"), r#"{"n:top":{"v":"set"}}"#, "{name}");
+        // A lock another store took, then released.
+        a.lock(Datastore::Running).unwrap();
+        let locked = b.running().set("/m:c/x", Value::Number("2".into()));
+        assert!(matches!(locked, Err(canopy::Error::Locked(_))), "{name}: {locked:?}");
+        a.unlock(Datastore::Running).unwrap();
+        b.running()
+            .set("/m:c/x", Value::Number("3".into()))
+            .unwrap_or_else(|e| panic!("{name}: after the unlock: {e}"));
+        assert!(b.running().set("/m:c/x", Value::Number("300".into())).is_err(), "{name}: int8 took 300");
+        // State another store pushed, read through a cached store's operational view.
+        a.session(Datastore::Operational).set("/m:state/up", Value::String("yes".into())).unwrap();
+        let state = cached.session(Datastore::Operational).get_item("/m:state/up").unwrap();
+        assert!(state.is_some(), "{name}: pushed state not seen");
+    }
+}
