@@ -330,6 +330,14 @@ pub trait Backend: Send + Sync {
         self.brief_snapshot()
     }
 
+    /// Whether [`Backend::brief_snapshot_at`] and [`Backend::begin_write_at`]
+    /// take the revision given without asking (saving a round trip when it
+    /// is the store's). The default: no, they ask, and callers need not
+    /// offer one.
+    fn takes_revisions(&self) -> bool {
+        false
+    }
+
     /// The store's revision now, as [`Snapshot::revision`] of a new snapshot
     /// says (the default), without keeping a view: a backend that can read
     /// it for less (on a database server, one round trip instead of a

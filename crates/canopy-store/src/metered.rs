@@ -98,6 +98,10 @@ impl<B: Backend> Backend for Metered<B> {
         Ok(Box::new(Counted { inner: self.inner.brief_snapshot()?, reads: &self.reads }))
     }
 
+    fn takes_revisions(&self) -> bool {
+        self.inner.takes_revisions()
+    }
+
     fn brief_snapshot_at(&self, revision: u64) -> Result<Box<dyn Snapshot + '_>> {
         self.reads.snapshots.fetch_add(1, Ordering::Relaxed);
         Ok(Box::new(Counted { inner: self.inner.brief_snapshot_at(revision)?, reads: &self.reads }))

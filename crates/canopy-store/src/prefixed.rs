@@ -118,6 +118,10 @@ impl Backend for Prefixed {
         Ok(Box::new(View { inner: self.inner.brief_snapshot()?, prefix: &self.prefix, owner: self }))
     }
 
+    fn takes_revisions(&self) -> bool {
+        self.inner.takes_revisions()
+    }
+
     fn brief_snapshot_at(&self, revision: u64) -> Result<Box<dyn Snapshot + '_>> {
         Ok(Box::new(View { inner: self.inner.brief_snapshot_at(revision)?, prefix: &self.prefix, owner: self }))
     }

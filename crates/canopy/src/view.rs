@@ -112,9 +112,14 @@ impl Store {
         f(&ReadView::new(self))
     }
 
-    /// The newest revision this store knows of without asking: heard from
-    /// the backend with `cache=watch` (while trusted), else its catalog's.
+    /// The newest revision this store knows of without asking, when its
+    /// backend takes revisions so ([`canopy_store::Backend::takes_revisions`]):
+    /// heard from the backend with `cache=watch` (while trusted), else its
+    /// catalog's.
     pub(crate) fn known_revision(&self) -> Option<u64> {
+        if !self.backend.takes_revisions() {
+            return None;
+        }
         self.watch.as_ref().and_then(|w| w.revision()).or_else(|| self.catalog.newest())
     }
 

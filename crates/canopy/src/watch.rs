@@ -293,6 +293,10 @@ impl Backend for Heeded {
         self.inner.brief_snapshot()
     }
 
+    fn takes_revisions(&self) -> bool {
+        self.inner.takes_revisions()
+    }
+
     fn brief_snapshot_at(&self, revision: u64) -> Result<Box<dyn Snapshot + '_>> {
         self.inner.brief_snapshot_at(revision)
     }

@@ -153,6 +153,10 @@ mod moving {
             self.counts.registered.fetch_add(1, Ordering::Relaxed);
             self.inner.snapshot()
         }
+        /// Offered the revision the store knows of (and asking anyway).
+        fn takes_revisions(&self) -> bool {
+            true
+        }
         fn brief_snapshot(&self) -> Result<Box<dyn Snapshot + '_>> {
             self.counts.brief.fetch_add(1, Ordering::Relaxed);
             let fails = self.counts.failing.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));

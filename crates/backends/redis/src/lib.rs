@@ -502,6 +502,10 @@ impl Backend for RedisBackend {
         Ok(Box::new(RedisSnapshot { backend: self, id: String::new(), revision }))
     }
 
+    fn takes_revisions(&self) -> bool {
+        true
+    }
+
     /// Nothing asked: the reads' scripts fail with `Conflict` when the store
     /// is not at `revision`.
     fn brief_snapshot_at(&self, revision: u64) -> Result<Box<dyn Snapshot + '_>> {
