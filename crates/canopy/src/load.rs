@@ -181,17 +181,27 @@ impl<'a> Loader<'a> {
     /// As [`Loader::path`], and whether the walk found the node of `path`
     /// or one of its ancestors not stored (then nothing below it is).
     pub fn reach(&mut self, root: &mut Container, path: &Path) -> Result<(Option<Vec<u8>>, bool)> {
-        self.read_ahead(path)?;
+        self.read_ahead(path, false)?;
         let reached = self.walk(root, path);
         self.ahead.clear();
         reached
+    }
+
+    /// As [`Loader::path`], for a path that names a node with children (a
+    /// container or an entry: the parent of another node, never a leaf), so
+    /// that its own fragment is read ahead with its ancestors'.
+    pub fn parent(&mut self, root: &mut Container, path: &Path) -> Result<Option<Vec<u8>>> {
+        self.read_ahead(path, true)?;
+        let reached = self.walk(root, path);
+        self.ahead.clear();
+        Ok(reached?.0)
     }
 
     /// On a server ([`Snapshot::remote`]), reads the fragments of the root and
     /// of each node on `path` that [`Loader::reach`] may read, those not read
     /// before, with one [`Snapshot::get_many`] when there are several (one
     /// round trip instead of one per level).
-    fn read_ahead(&mut self, path: &Path) -> Result<()> {
+    fn read_ahead(&mut self, path: &Path, last_has_children: bool) -> Result<()> {
         if !self.snap.remote() {
             return Ok(());
         }
@@ -205,7 +215,7 @@ impl<'a> Loader<'a> {
             match &seg.selector {
                 // The last node named without a selector may be a leaf its
                 // parent's fragment holds (then the walk reads nothing for it).
-                Selector::None if i + 1 == path.segments.len() => break,
+                Selector::None if i + 1 == path.segments.len() && !last_has_children => break,
                 Selector::None => {}
                 Selector::Keys(keys) => {
                     for (_, v) in keys {

@@ -288,7 +288,7 @@ pub(crate) fn erase_edit(
         };
     }
     if let Some(parent) = path.parent() {
-        loader.path(root, &parent)?;
+        loader.parent(root, &parent)?;
     }
     changes.push(Change::Erased { path });
     Ok(())
@@ -307,7 +307,7 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
             continue;
         }
         let parent = canonical_path(root, &Path { segments: edit.path.segments[..i].to_vec() }, schema);
-        loader.path(root, &parent)?;
+        loader.parent(root, &parent)?;
         if let Some(mut rel) = node_key(root, &parent) {
             keys::push_name(&mut rel, &seg.name);
             loader.range(root, &rel)?;
