@@ -10,6 +10,7 @@ import pytest
 
 from conftest import (
     DATA,
+    DS,
     DEFAULTS,
     JB,
     JUKEBOX,
@@ -879,6 +880,32 @@ def test_filter_selects_a_leaf_of_every_entry(servers):
     artists = unwrap_data(r.json())["example-jukebox:jukebox"]["library"]["artist"]
     assert sorted(a["name"] for a in artists) == ["Foo Fighters", "Nick Cave and the Bad Seeds"]
     assert all(set(a) == {"name"} for a in artists), artists
+
+
+def filter_on_a_leaf_that_is_not_a_key(srv, resource):
+    # `album[year=2011]` is an XPath predicate, not an entry's keys (the
+    # album list's key is its name): it selects the albums of that year,
+    # and an absolute path with it is not refused as a bad key.
+    base = "/example-jukebox:jukebox/library/artist[name='Foo Fighters']/album"
+    r = srv.get(resource + qs(filter=base + "[year=2011]/name"))
+    assert r.status_code == 200, r.text
+    artists = unwrap_data(r.json())["example-jukebox:jukebox"]["library"]["artist"]
+    assert artists == [{"name": "Foo Fighters", "album": [{"name": "Wasting Light"}]}], r.text
+    # Nick Cave's album is of 1988, not Foo Fighters'.
+    r = srv.get(resource + qs(filter=base + "[year=1988]"))
+    assert r.status_code == 200, r.text
+    assert "Tender Prey" not in r.text, r.text
+    r = srv.get(resource + qs(filter="/example-jukebox:jukebox/library/artist/album[year=1988]/name"))
+    assert r.status_code == 200, r.text
+    assert "Tender Prey" in r.text and "Wasting Light" not in r.text, r.text
+
+
+def test_filter_predicate_on_a_leaf_that_is_not_a_key_in_running(servers):
+    filter_on_a_leaf_that_is_not_a_key(servers(config=TWO_ARTISTS), DS + "running")
+
+
+def test_filter_predicate_on_a_leaf_that_is_not_a_key_in_the_operational_view(servers):
+    filter_on_a_leaf_that_is_not_a_key(servers(config=TWO_ARTISTS), DATA)
 
 
 def test_filter_bad_xpath_is_400(servers):

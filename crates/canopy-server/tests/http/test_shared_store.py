@@ -1,5 +1,7 @@
 """Two `canopy serve` processes on one store on a database server (PostgreSQL,
-Redis, etcd, MongoDB's wire protocol), each reading through `cache=watch`: what
+Redis, etcd, MongoDB's wire protocol), each reading through `cache=watch` or
+uncached (where reads and writes first take the revision their store last
+knew for the store's, on Redis without asking, and must not trust it): what
 one commits the other serves, a stale `If-Match` sent to either is refused
 (RFC 9110 section 13.1.1), conditional read-modify-write cycles through both
 lose no update, and each stops with exit status 0 on SIGTERM.
@@ -61,13 +63,16 @@ class SharedServer(Server):
         return self.url_of_store
 
 
-@pytest.fixture(params=BACKENDS, ids=[b[0] for b in BACKENDS])
+MODES = [(b, cache) for b in BACKENDS for cache in ("watch", "off")]
+
+
+@pytest.fixture(params=MODES, ids=[f"{b[0]}-cache-{cache}" for b, cache in MODES])
 def shared(request, tmp_path: Path):
     """Two servers on one fresh store of the backend, with example-jukebox and
     an album whose year the tests count up."""
-    _, var, param = request.param
+    (_, var, param), cache = request.param
     base = store_url(var, param)
-    url = base + ("&" if "?" in base else "?") + "cache=watch"
+    url = base + ("&" if "?" in base else "?") + f"cache={cache}"
     cmd = [str(canopy_bin()), "--store", base, "schema", "add", str(MODULES / JUKEBOX), "--search", str(MODULES)]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"schema add: {done.stderr.strip()}"
