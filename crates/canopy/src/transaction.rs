@@ -113,30 +113,30 @@ impl Store {
         expect: Option<u64>,
         at: Option<u64>,
     ) -> Result<Commit> {
-        let seen = Arc::new(AtomicBool::new(at.is_none()));
-        let view: Box<dyn WriteView + '_> = match at {
-            Some(r) => Box::new(Vouched { inner: self.backend.begin_write_at(r)?, seen: seen.clone() }),
-            None => self.backend.begin_write()?,
+        let Some(at) = at else {
+            return self.transact_on(ds, edits, expect, self.backend.begin_write()?, None);
         };
-        let out = self.transact_on(ds, edits, expect, view, &seen);
+        let seen = Arc::new(AtomicBool::new(false));
+        let view = Box::new(Vouched { inner: self.backend.begin_write_at(at)?, seen: seen.clone() });
+        let out = self.transact_on(ds, edits, expect, view, Some(&seen));
         match seen.load(Ordering::Relaxed) {
             true => out,
             false => Err(Error::Store(canopy_store::StoreError::new(
                 ErrorKind::Conflict,
-                format!("nothing showed the store at revision {}, taken for its own", at.unwrap_or_default()),
+                format!("nothing showed the store at revision {at}, taken for its own"),
             ))),
         }
     }
 
-    /// [`Store::transact_once`] on `view`; `seen` is raised when the view is
-    /// replaced by views that asked.
+    /// [`Store::transact_once`] on `view`; `seen` (for a view at an assumed
+    /// revision) is raised when the view is replaced by views that asked.
     fn transact_on(
         &self,
         ds: Datastore,
         edits: Vec<Edit>,
         expect: Option<u64>,
         view: Box<dyn WriteView + '_>,
-        seen: &AtomicBool,
+        seen: Option<&AtomicBool>,
     ) -> Result<Commit> {
         // Locks, read through the view the transaction is built on, and the
         // candidate's first edit, which gives it its own copy of running
@@ -150,7 +150,9 @@ impl Store {
                 // Locks and the candidate's state are read again from the
                 // snapshot the copy is made of (the copy commits on its revision).
                 drop(view);
-                seen.store(true, Ordering::Relaxed);
+                if let Some(seen) = seen {
+                    seen.store(true, Ordering::Relaxed);
+                }
                 let snap = self.backend.snapshot()?;
                 if let Some(r) = expect.filter(|&r| r != snap.revision()) {
                     return Err(moved(r, snap.revision()));

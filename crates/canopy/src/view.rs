@@ -31,8 +31,8 @@ pub(crate) struct ReadView<'s> {
     store: &'s Store,
     kind: ViewKind,
     at: OnceCell<(Box<dyn Snapshot + 's>, Arc<Catalog>)>,
-    /// Raised by a read through a snapshot taken at an assumed revision.
-    seen: Arc<AtomicBool>,
+    /// For a snapshot taken at an assumed revision: raised by a read through it.
+    seen: Option<Arc<AtomicBool>>,
 }
 
 /// Which snapshot a [`ReadView`] reads on.
@@ -54,14 +54,15 @@ impl<'s> ReadView<'s> {
     }
 
     fn of(store: &'s Store, kind: ViewKind) -> ReadView<'s> {
-        ReadView { store, kind, at: OnceCell::new(), seen: Arc::new(AtomicBool::new(false)) }
+        let seen = matches!(kind, ViewKind::BriefAt(_)).then(|| Arc::new(AtomicBool::new(false)));
+        ReadView { store, kind, at: OnceCell::new(), seen }
     }
 
     /// Whether what was read through this view can be trusted: its snapshot
     /// was not taken, was asked for, or something read through it showed
     /// the store at the revision it assumed (see [`crate::vouched`]).
     fn vouched(&self) -> bool {
-        !matches!(self.kind, ViewKind::BriefAt(_)) || self.at.get().is_none() || self.seen.load(Ordering::Relaxed)
+        self.at.get().is_none() || self.seen.as_ref().is_none_or(|s| s.load(Ordering::Relaxed))
     }
 
     /// The snapshot and its catalog, taken at the first call.
@@ -73,7 +74,7 @@ impl<'s> ReadView<'s> {
                 ViewKind::Brief => backend.brief_snapshot()?,
                 ViewKind::BriefAt(revision) => Box::new(crate::vouched::Vouched {
                     inner: backend.brief_snapshot_at(revision)?,
-                    seen: self.seen.clone(),
+                    seen: self.seen.clone().unwrap_or_default(),
                 }),
             };
             let catalog = self.store.catalog_at(&*snap)?;
@@ -263,8 +264,8 @@ pub(crate) fn check_query(yang: Option<&YangSchema>, q: &Query) -> Result<()> {
             let model = y.model();
             let sp = Path { segments: p.segments[..=i].to_vec() }.schema_path();
             model.by_path.get(&sp).is_some_and(|&n| {
-                let keys = &model.nodes[n].keys;
-                !(k.len() == keys.len() && keys.iter().all(|key| k.iter().any(|(name, _)| name.as_str() == key)))
+                let info = canopy_core::tree::ListInfo::keyed(model.nodes[n].keys.iter().cloned());
+                !crate::prepare::names_one_entry(k, Some(&info))
             })
         });
         if !keyless_inner && !filters {
