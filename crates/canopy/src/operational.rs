@@ -346,7 +346,10 @@ impl Store {
 /// selection evaluates the query again on the merged tree, and predicates
 /// (`artist[album/year<2000]/name`) read nodes the query does not select.
 fn part(t: &Container, query: &Query, schema: &dyn Schema) -> Container {
-    if query.to_instance_path().is_some() {
+    // Only what an instance path names: its predicates are keys, which the
+    // selection keeps. A predicate on other leaves (`album[year=2011]/name`)
+    // needs them in the merged view: the reached subtree, below.
+    if query.to_instance_path().is_some_and(|p| crate::stream::names_entries(&p, schema)) {
         return canopy_core::select(t, &query.evaluate(t));
     }
     let reach = query.instance_prefix(&|sp| schema.list_info(sp));

@@ -80,7 +80,7 @@ impl Session<'_> {
                 crate::view::check_query(yang, &q)?;
                 let ds = catalog.control.read_ds(self.ds);
                 let p = canonical_path(&Container::default(), &p, &*catalog.lists);
-                if crate::stream::names_entries(&p, &catalog.lists)
+                if crate::stream::names_entries(&p, &*catalog.lists)
                     && crate::stream::write_path(snap, ds, &catalog.lists, &p, pretty, &mut out)?
                 {
                     return Ok(());

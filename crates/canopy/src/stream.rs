@@ -40,11 +40,11 @@ pub(crate) fn streamable(path: &Path) -> bool {
 /// Whether every keyed step of `path` names its entry by all of its list's
 /// keys, as `lists` knows them: a predicate on other leaves (`[mtu='1500']`)
 /// is an XPath filter, which [`write_path`] cannot read by key.
-pub(crate) fn names_entries(path: &Path, lists: &Schemaless) -> bool {
+pub(crate) fn names_entries(path: &Path, lists: &dyn Schema) -> bool {
     path.segments.iter().enumerate().all(|(i, s)| match &s.selector {
         Selector::Keys(k) => {
             let sp = Path { segments: path.segments[..=i].to_vec() }.schema_path();
-            crate::prepare::names_one_entry(k, lists.lists.get(&sp))
+            crate::prepare::names_one_entry(k, lists.list_info(&sp).as_ref())
         }
         _ => true,
     })

@@ -163,6 +163,15 @@ fn absolute_predicates_on_other_leaves_filter_entries() {
         assert_eq!(planned.running().get(q, opts).unwrap(), built.running().get(like, opts).unwrap(), "{q}");
         assert_eq!(planned.running().count(q).unwrap(), n, "{q}");
         assert_eq!(built.running().count(q).unwrap(), n, "{q}");
+        // The operational view merges running with state: the same selection.
+        let oper = planned.session(canopy::Datastore::Operational);
+        assert_eq!(oper.count(q).unwrap(), n, "{q} on operational");
+    }
+    // A step below the filtered one, in running and in the operational view
+    // (which merges what the predicate reads, not only what it selects).
+    let below = "/net:devices/device[state='up']/info/name";
+    for s in [planned.running(), planned.session(canopy::Datastore::Operational), built.running()] {
+        assert_eq!(s.count(below).unwrap(), 10, "{below}");
     }
     // A name the schema does not have is still refused.
     assert!(planned.running().get("/net:devices/nosuch[state='up']", ReadOptions::default()).is_err());
