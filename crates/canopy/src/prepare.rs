@@ -181,8 +181,8 @@ pub(crate) fn erasable(
     validated: bool,
     hub: &Hub,
     apart: &dyn Fn() -> bool,
-) -> Vec<bool> {
-    let mut out = vec![false; edits.len()];
+) -> Vec<Erase> {
+    let mut out = vec![Erase::No; edits.len()];
     if !edits.iter().any(|e| matches!(e.op, Operation::Delete | Operation::Remove))
         || hub.subscribers().iter().any(|s| s.ds == ds && s.subscriber.wants_old_values())
     {
@@ -215,19 +215,37 @@ pub(crate) fn erasable(
             continue;
         }
         let last_keyed = matches!(e.path.last().map(|s| &s.selector), Some(Selector::Keys(_)));
-        let fragment_node = match yang {
-            Some(y) => {
-                matches!(y.kind(&sp), Some(NodeKind::Container | NodeKind::List))
-                    && !(validated && y.erase_needs_content(&sp, ds != Datastore::Operational))
-            }
+        let erase = match yang {
+            Some(y) => match matches!(y.kind(&sp), Some(NodeKind::Container | NodeKind::List))
+                && !(validated && y.erase_needs_content(&sp, ds != Datastore::Operational))
+            {
+                true => Erase::Yes,
+                false => Erase::No,
+            },
+            None if last_keyed || schema.lists.contains_key(&sp) => Erase::Yes,
             // Without a schema a name without keys may be a leaf (stored in
-            // its parent's fragment): only known lists and their entries.
-            None => last_keyed || schema.lists.contains_key(&sp),
+            // its parent's fragment) or a container (a fragment of its own).
+            None => Erase::IfStored,
         };
         let alone = !pairwise || edits.iter().enumerate().all(|(j, o)| j == i || !overlap(&o.path, &e.path));
-        out[i] = fragment_node && alone && !relative;
+        if alone && !relative {
+            out[i] = erase;
+        }
     }
     out
+}
+
+/// Whether a delete is erased unread (see [`erasable`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Erase {
+    /// Loaded and deleted from the tree, its content in the diff.
+    No,
+    /// Erased: a container, a list or a list entry.
+    Yes,
+    /// Erased if stored as fragments of its own (a container or list met
+    /// without a schema); otherwise (a leaf or leaf-list in its parent's
+    /// fragment, or nothing) loaded and deleted as [`Erase::No`].
+    IfStored,
 }
 
 /// Whether keys `k` of a step through list `info` name one entry: the list
@@ -271,27 +289,31 @@ fn may_be_same_entry(x: &Selector, y: &Selector) -> bool {
 
 /// Applies an edit [`erasable`] chose: checks that the node is stored (a
 /// delete of an absent node fails), loads its ancestors (validation checks
-/// what their losing a child means) and records [`Change::Erased`].
+/// what their losing a child means) and records [`Change::Erased`]. `false`
+/// when the edit was [`Erase::IfStored`] and nothing is stored under its
+/// path: it goes the loading way then.
 pub(crate) fn erase_edit(
     loader: &mut Loader,
     root: &mut Container,
     edit: &Edit,
+    erase: Erase,
     schema: &Schemaless,
     changes: &mut Vec<Change>,
-) -> Result<()> {
+) -> Result<bool> {
     let path = canonical_path_cow(root, &edit.path, schema).into_owned();
     let rel = keys::path_key(&path)?;
     if !loader.any_under(&rel)? {
-        return match edit.op {
-            Operation::Delete => Err(canopy_core::Error::NotFound { path: edit.path.to_string() }.into()),
-            _ => Ok(()),
+        return match (erase, &edit.op) {
+            (Erase::IfStored, _) => Ok(false),
+            (_, Operation::Delete) => Err(canopy_core::Error::NotFound { path: edit.path.to_string() }.into()),
+            _ => Ok(true),
         };
     }
     if let Some(parent) = path.parent() {
         loader.parent(root, &parent)?;
     }
     changes.push(Change::Erased { path });
-    Ok(())
+    Ok(true)
 }
 
 /// Loads what `edit` needs into the sparse tree `root`.

@@ -14,7 +14,7 @@ use canopy_store::{Batch, ErrorKind, Snapshot, WriteView};
 use crate::commit::batch_for;
 use crate::error::{Error, Result};
 use crate::load::Loader;
-use crate::prepare::{erasable, erase_edit, learn_edit, prepare, Typed};
+use crate::prepare::{erasable, erase_edit, learn_edit, prepare, Erase, Typed};
 use crate::store::{conflict_pause, poisoned, Store, CONFLICT_RETRIES};
 use crate::subscribe::{self, Matched};
 use crate::vouched::Vouched;
@@ -233,8 +233,7 @@ impl Store {
         let defer = checked.is_none() && edits.iter().any(creates_node) && is_apart();
         let mut deferred: Vec<usize> = Vec::new();
         for (e, erase) in edits.into_iter().zip(erasable) {
-            if erase {
-                erase_edit(&mut loader, &mut root, &e, &schema, &mut changes)?;
+            if erase != Erase::No && erase_edit(&mut loader, &mut root, &e, erase, &schema, &mut changes)? {
                 continue;
             }
             prepare(&mut loader, &mut root, &e, &schema)?;

@@ -85,6 +85,46 @@ fn deletes_erase_without_reading_what_they_delete() {
     }
 }
 
+/// Without a schema, a name without keys may be a container (fragments of
+/// its own: erased unread, as with a schema) or a leaf or leaf-list (in its
+/// parent's fragment: deleted the loading way). Absent, a delete fails.
+#[test]
+fn schemaless_containers_are_erased_and_leaves_deleted() {
+    let (backend, reads) = Metered::new(MemoryBackend::new());
+    let store = Store::from_backend(Box::new(backend), "memory:metered", canopy::Options::default()).unwrap();
+    store.declare_list("/m:c/box/i", canopy::ListInfo { keys: vec!["name".into()], user_ordered: false }).unwrap();
+    let entries: Vec<serde_json::Value> =
+        (0..ENTRIES).map(|i| serde_json::json!({ "name": format!("if{i}") })).collect();
+    let doc =
+        serde_json::json!({ "m:c": { "box": { "i": entries, "n": 1 }, "leaf": 5, "ll": [1, 2], "keep": { "x": 1 } } });
+    store.running().import(doc.to_string().as_bytes(), canopy::Operation::Merge).unwrap();
+
+    reads.reset();
+    let commit = store.running().delete("/m:c/box").unwrap();
+    let read = reads.total();
+    assert!(read < 50, "deleting a container of {ENTRIES} entries read {read} keys");
+    assert!(
+        matches!(&commit.changes[..], [canopy::Change::Erased { path }] if path.to_string() == "/m:c/box"),
+        "{:?}",
+        commit.changes
+    );
+    assert_eq!(store.running().count("/m:c/box/i").unwrap(), 0);
+
+    for leaf in ["/m:c/leaf", "/m:c/ll"] {
+        let commit = store.running().delete(leaf).unwrap();
+        let deleted = |c: &canopy::Change| matches!(c, canopy::Change::Deleted { path, .. } if path.to_string().starts_with(leaf));
+        assert!(!commit.changes.is_empty() && commit.changes.iter().all(deleted), "{leaf}: {:?}", commit.changes);
+    }
+    match store.running().delete("/m:c/nope") {
+        Err(Error::Data(canopy_core::Error::NotFound { .. })) => {}
+        other => panic!("deleting an absent node: {other:?}"),
+    }
+    let mut left = Vec::new();
+    store.running().get_json("/m:c", canopy::ReadOptions::default(), false, &mut left).unwrap();
+    assert_eq!(String::from_utf8(left).unwrap(), r#"{"m:c":{"keep":{"x":1}}}"#);
+    assert!(store.check().unwrap().is_empty(), "{:?}", store.check());
+}
+
 /// A delete of what is not stored fails and a remove changes nothing, as on
 /// the path that reads.
 #[test]
