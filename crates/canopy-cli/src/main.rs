@@ -567,7 +567,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let mut lists = Vec::new();
             for (spec, user_ordered) in list.iter().map(|s| (s, false)).chain(user_ordered.iter().map(|s| (s, true))) {
                 let (schema_path, keys) = parse_list_spec(spec)?;
-                lists.push((schema_path.to_string(), ListInfo { keys, user_ordered }));
+                lists.push((
+                    schema_path.to_string(),
+                    ListInfo { keys: keys.into_iter().map(Into::into).collect(), user_ordered },
+                ));
             }
             let op = if replace { Operation::Replace } else { Operation::Merge };
             report(&import(&writer, &file, op, &lists)?);

@@ -193,14 +193,14 @@ mod tests {
         for n in ["m", "a", "z", "b"] {
             assert!(c.insert(n.into(), Node::leaf(Value::String(n.into()))).is_none());
         }
-        assert_eq!(c.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "b", "m", "z"]);
+        assert_eq!(c.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["a", "b", "m", "z"]);
         assert!(c.insert("b".into(), Node::leaf(Value::Bool(true))).is_some());
         assert_eq!(c.len(), 4);
         assert!(matches!(c.get("b"), Some(Node::Leaf { value: Value::Bool(true), .. })));
         assert!(c.remove("m").is_some() && !c.contains_key("m"));
         c.entry("c".into()).or_insert_with(|| Node::leaf(Value::Empty));
         c.entry("c".into()).or_insert_with(|| panic!("present"));
-        assert_eq!(c.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "b", "c", "z"]);
+        assert_eq!(c.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["a", "b", "c", "z"]);
         c.retain(|k, _| k != "a");
         assert_eq!(c.iter().count(), 3);
     }

@@ -10,7 +10,7 @@
 
 use crate::error::{Error, Result};
 use crate::path::{Path, Selector};
-use crate::tree::{Container, Insert, LeafListEntry, List, ListInfo, Node};
+use crate::tree::{Container, Insert, LeafListEntry, List, ListInfo, Name, Node};
 use crate::value::Meta;
 
 /// Where an entry of a user-ordered list or leaf-list stands.
@@ -471,7 +471,7 @@ pub fn container_mut<'a>(root: &'a mut Container, path: &Path) -> Result<&'a mut
 
 /// Key values of a `Keys` selector in `info`'s key order; `None` when the
 /// selector does not name exactly the list's keys.
-pub fn ordered_key_values(info: &ListInfo, keys: &[(String, String)]) -> Option<Vec<String>> {
+pub fn ordered_key_values(info: &ListInfo, keys: &[(Name, String)]) -> Option<Vec<String>> {
     if keys.len() != info.keys.len() {
         return None;
     }

@@ -10,7 +10,7 @@ use crate::diff::{self, entry_selector, selector_values, with_selector, Change, 
 use crate::error::{Error, Result};
 use crate::path::{Path, Segment, Selector};
 use crate::schema::Schema;
-use crate::tree::{Children, Container, Insert, LeafListEntry, List, ListInfo, Node};
+use crate::tree::{Children, Container, Insert, LeafListEntry, List, ListInfo, Name, Node};
 use crate::value::{Meta, Value};
 
 /// The operation of an edit (RFC 6241 §7.2 names).
@@ -967,7 +967,7 @@ fn list_entry<'l>(l: &'l List, sel: &Selector) -> Option<&'l Container> {
 
 /// Indexes of the entries of a keyless list whose leaves equal every `(name,
 /// value)` pair.
-fn keyless_matches(l: &List, keys: &[(String, String)]) -> Vec<usize> {
+fn keyless_matches(l: &List, keys: &[(Name, String)]) -> Vec<usize> {
     l.entries()
         .enumerate()
         .filter(|(_, e)| keys.iter().all(|(k, v)| e.key_text(k).as_deref() == Some(v.as_str())))
@@ -981,7 +981,7 @@ fn keyless_matches(l: &List, keys: &[(String, String)]) -> Vec<usize> {
 fn append_keyless(
     l: &mut List,
     list_path: &Path,
-    keys: &[(String, String)],
+    keys: &[(Name, String)],
     mut content: Container,
     out: &mut Vec<Change>,
 ) -> Result<usize> {

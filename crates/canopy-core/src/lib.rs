@@ -9,6 +9,7 @@ pub mod edit;
 pub mod error;
 pub mod json;
 pub mod keycode;
+pub mod meta;
 pub mod path;
 pub mod schema;
 pub mod tree;

@@ -111,8 +111,8 @@ impl Path {
 /// prefix is dropped when it equals the parent's module.
 pub fn canonical_name(name: &str, parent_module: Option<&str>) -> Name {
     match name.split_once(':') {
-        Some((m, local)) if Some(m) == parent_module => local.to_string(),
-        _ => name.to_string(),
+        Some((m, local)) if Some(m) == parent_module => local.into(),
+        _ => name.into(),
     }
 }
 
@@ -219,7 +219,7 @@ mod tests {
     }
 
     fn keys(kv: &[(&str, &str)]) -> Selector {
-        Selector::Keys(kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        Selector::Keys(kv.iter().map(|(k, v)| ((*k).into(), v.to_string())).collect())
     }
 
     #[test]
@@ -315,7 +315,9 @@ mod tests {
                 proptest::collection::vec((ident(), value()), 1..4).prop_map(|kv| {
                     // Distinct key names, as a list has.
                     let mut seen = std::collections::BTreeSet::new();
-                    Selector::Keys(kv.into_iter().filter(|(k, _)| seen.insert(k.clone())).collect())
+                    Selector::Keys(
+                        kv.into_iter().filter(|(k, _)| seen.insert(k.clone())).map(|(k, v)| (k.into(), v)).collect(),
+                    )
                 }),
                 value().prop_map(Selector::Value),
                 (1u64..u64::MAX).prop_map(Selector::Position),

@@ -14,7 +14,7 @@ use crate::value::{Meta, Value};
 /// A node name in its canonical RFC 7951 form: `module:name` where the module
 /// differs from the parent's (always on top-level nodes that have a module),
 /// plain `name` otherwise.
-pub type Name = String;
+pub type Name = compact_str::CompactString;
 
 /// How the entries of a list are identified and ordered.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]

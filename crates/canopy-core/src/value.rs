@@ -1,12 +1,8 @@
 //! Scalar values of leaves and leaf-list entries, and node metadata.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
-/// Metadata of one node: annotation name (`module:name`) → value.
-///
-/// Kept in a `BTreeMap` so that printing and encoding are deterministic.
-pub type Meta = BTreeMap<String, String>;
+pub use crate::meta::Meta;
 
 /// The value of a leaf or leaf-list entry.
 ///

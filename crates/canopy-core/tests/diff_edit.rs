@@ -9,6 +9,7 @@ use proptest::prelude::*;
 
 fn meta_strategy() -> impl Strategy<Value = Meta> {
     prop::collection::btree_map(prop::sample::select(vec!["m:a".to_string(), "m:b".to_string()]), "[xy]{0,2}", 0..2)
+        .prop_map(|m| m.into_iter().collect())
 }
 
 fn value_strategy() -> impl Strategy<Value = Value> {
@@ -62,7 +63,10 @@ fn container_strategy(depth: u32) -> BoxedStrategy<Container> {
             leafish,
             0..3,
         )
-        .prop_map(|children| Container { meta: Meta::new(), children: children.into_iter().collect() })
+        .prop_map(|children| Container {
+            meta: Meta::new(),
+            children: children.into_iter().map(|(k, v): (String, Node)| (k.into(), v)).collect(),
+        })
         .boxed();
     }
     let inner = container_strategy(depth - 1);
@@ -82,7 +86,10 @@ fn container_strategy(depth: u32) -> BoxedStrategy<Container> {
         ),
         meta_strategy(),
     )
-        .prop_map(|(children, meta)| Container { meta, children: children.into_iter().collect() })
+        .prop_map(|(children, meta)| Container {
+            meta,
+            children: children.into_iter().map(|(k, v): (String, Node)| (k.into(), v)).collect(),
+        })
         .boxed()
 }
 

@@ -84,7 +84,7 @@ impl Fields {
                 Node::List(list) => {
                     let keys = list.info.keys.clone();
                     crate::filter::retain_entries(list, |e| {
-                        let key_leaves: Vec<(String, Node)> =
+                        let key_leaves: Vec<(canopy_core::tree::Name, Node)> =
                             keys.iter().filter_map(|k| e.children.get(k).map(|v| (k.clone(), v.clone()))).collect();
                         sub.apply(e, m);
                         for (k, v) in key_leaves {

@@ -45,11 +45,11 @@ pub fn by_schema(c: &mut Container, model: &Model, parent: Option<usize>, keep: 
 /// Keeps configuration or state nodes of an operational tree by their origin
 /// (configuration comes from `intended`): for stores without a schema.
 /// `inherited`: the origin of `c`'s parent.
-pub fn by_origin(c: &mut Container, inherited: Option<&str>, keep: Keep, keys: &[String]) {
-    let here = c.meta.get(ORIGIN).map(String::as_str).or(inherited).map(str::to_string);
+pub fn by_origin(c: &mut Container, inherited: Option<&str>, keep: Keep, keys: &[canopy_core::tree::Name]) {
+    let here = c.meta.get(ORIGIN).or(inherited).map(str::to_string);
     c.children.retain(|name, node| {
         let is_key = keys.iter().any(|k| k == name.as_str());
-        let origin_of = |meta: &canopy::Meta| meta.get(ORIGIN).cloned().or_else(|| here.clone());
+        let origin_of = |meta: &canopy::Meta| meta.get(ORIGIN).map(str::to_owned).or_else(|| here.clone());
         let wanted = |o: Option<String>| (o.as_deref() == Some(ORIGIN_INTENDED)) == (keep == Keep::Config);
         match node {
             Node::Container(inner) => {

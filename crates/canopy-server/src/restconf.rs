@@ -404,11 +404,11 @@ fn read(
         for n in 1..=path.segments.len() {
             let prefix = Path { segments: path.segments[..n].to_vec() };
             if let Some(c) = tree.lookup(&prefix).and_then(|r| r.container()) {
-                origin = c.meta.get(canopy::ORIGIN).cloned().or(origin);
+                origin = c.meta.get(canopy::ORIGIN).map(str::to_owned).or(origin);
             }
         }
         if let (Some(o), Ok(c)) = (origin, canopy_core::diff::container_mut(&mut tree, &path)) {
-            c.meta.entry(canopy::ORIGIN.to_string()).or_insert(o);
+            c.meta.insert_if_absent(canopy::ORIGIN, || o.into());
         }
     }
     if let Some(fields) = &params.fields {
@@ -830,7 +830,7 @@ fn post_child(resolver: &Resolver, parent: &Path, text: &str) -> Result<Path, Re
             let mut kv = Vec::new();
             for k in &keys {
                 let val = entry
-                    .get(k)
+                    .get(k.as_str())
                     .or_else(|| {
                         entry.iter().find(|(n, _)| n.split_once(':').is_some_and(|(_, l)| l == k)).map(|(_, v)| v)
                     })

@@ -57,7 +57,7 @@ impl<W: Write> TargetOnly<W> {
                     .iter()
                     .map(|s| if matches!(s.selector, canopy_core::path::Selector::Keys(_)) { 2 } else { 1 })
                     .sum::<usize>();
-                let q = crate::uri::qualified_name(path).unwrap_or_else(|| last.name.clone());
+                let q = crate::uri::qualified_name(path).unwrap_or_else(|| last.name.to_string());
                 (Some(levels * 2), quoted_key(&last.name), quoted_key(&q))
             }
         };

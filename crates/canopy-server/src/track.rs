@@ -71,7 +71,7 @@ fn keys(path: &Path) -> impl Iterator<Item = String> + '_ {
             Selector::Value(v) => Some(format!("={v}")),
             Selector::Position(n) => Some(format!("#{n}")),
         };
-        std::iter::once(seg.name.clone()).chain(sel)
+        std::iter::once(seg.name.to_string()).chain(sel)
     })
 }
 

@@ -180,7 +180,7 @@ impl Resolver {
     }
 
     /// Key names of the list at `path` (its last segment), if known.
-    pub fn keys(&self, path: &Path) -> Option<Vec<String>> {
+    pub fn keys(&self, path: &Path) -> Option<Vec<canopy_core::tree::Name>> {
         let sp = path.schema_path();
         match &self.yang {
             Some(y) => y.model().by_path.get(&sp).map(|&i| y.model().nodes[i].keys.clone()),
@@ -250,11 +250,11 @@ pub fn api_path(path: &Path) -> String {
 pub fn qualified_name(path: &Path) -> Option<String> {
     let last = path.last()?;
     if last.name.contains(':') {
-        return Some(last.name.clone());
+        return Some(last.name.to_string());
     }
     Some(match path.module() {
         Some(m) => format!("{m}:{}", last.name),
-        None => last.name.clone(),
+        None => last.name.to_string(),
     })
 }
 

@@ -280,8 +280,8 @@ impl<'a, W: Write> XmlStream<'a, W> {
                     let mut path = top.path.clone();
                     // Canonical: the module only where it changes.
                     let name = match key.split_once(':') {
-                        Some((m, l)) if Some(m) == top.module.as_deref() => l.to_string(),
-                        _ => key.clone(),
+                        Some((m, l)) if Some(m) == top.module.as_deref() => l.into(),
+                        _ => key.as_str().into(),
                     };
                     path.segments.push(Segment { name, selector: Selector::None });
                     let own = module.as_ref().and_then(|m| self.namespaces.get(m)).cloned();

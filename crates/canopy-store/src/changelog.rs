@@ -305,7 +305,9 @@ fn un_node(v: &Json) -> R<Node> {
             .and_then(Json::as_array)
             .ok_or("a list without `keys`")?
             .iter()
-            .map(|k| k.as_str().map(str::to_owned).ok_or_else(|| "a key name is not a string".to_owned()))
+            .map(|k| {
+                k.as_str().map(canopy_core::tree::Name::from).ok_or_else(|| "a key name is not a string".to_owned())
+            })
             .collect::<R<Vec<_>>>()?;
         let user_ordered = x.get("user-ordered").and_then(Json::as_bool).ok_or("a list without `user-ordered`")?;
         let mut list = List::new(ListInfo { keys, user_ordered });
@@ -339,7 +341,7 @@ fn un_container(v: &Json) -> R<Container> {
     for pair in v.get("children").and_then(Json::as_array).ok_or("a container without `children`")? {
         let pair = pair.as_array().filter(|a| a.len() == 2).ok_or("a child is not [name, node]")?;
         let name = pair[0].as_str().ok_or("a child's name is not a string")?;
-        c.children.insert(name.to_owned(), un_node(&pair[1])?);
+        c.children.insert(name.into(), un_node(&pair[1])?);
     }
     Ok(c)
 }
@@ -498,8 +500,8 @@ mod tests {
     fn escaped_text_comes_back() {
         let odd = "q\"\\ \u{1}\n\t\u{7f}é\u{2028}😀";
         let mut c = Container::default();
-        c.meta.insert(format!("m:{odd}"), odd.into());
-        c.children.insert(format!("n{odd}"), Node::leaf(Value::String(odd.into())));
+        c.meta.insert(format!("m:{odd}"), odd);
+        c.children.insert(format!("n{odd}").into(), Node::leaf(Value::String(odd.into())));
         c.children.insert("num".into(), Node::leaf(Value::Number("-1.5e3".into())));
         let changes = vec![
             Change::Created { path: p("/m:c"), node: Subtree::Node(Node::Container(c.clone())), place: None },

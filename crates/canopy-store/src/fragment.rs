@@ -198,8 +198,18 @@ impl<'a> Reader<'a> {
     }
 
     fn str(&mut self) -> Result<String> {
+        self.text().map(str::to_owned)
+    }
+
+    /// A string, borrowed from the fragment.
+    fn text(&mut self) -> Result<&'a str> {
         let b = self.bytes()?;
-        String::from_utf8(b.to_vec()).map_err(|_| self.err("invalid UTF-8"))
+        match self.text {
+            // The whole fragment is valid UTF-8: so is any piece of it that
+            // starts and ends on a character boundary.
+            Some(t) => t.get(self.pos - b.len()..self.pos).ok_or_else(|| self.err("invalid UTF-8")),
+            None => std::str::from_utf8(b).map_err(|_| self.err("invalid UTF-8")),
+        }
     }
 
     fn value(&mut self) -> Result<Value> {
@@ -225,10 +235,11 @@ impl<'a> Reader<'a> {
 
     fn meta(&mut self) -> Result<Meta> {
         let n = self.varint()?;
-        let mut m = Meta::new();
+        // Each annotation takes at least 2 bytes: do not trust a count the bytes cannot hold.
+        let mut m = Meta::with_capacity((n as usize).min(self.b.len().saturating_sub(self.pos) / 2));
         for _ in 0..n {
-            let k = self.str()?;
-            m.insert(k, self.str()?);
+            let k = self.text()?;
+            m.insert(k, self.text()?);
         }
         Ok(m)
     }
@@ -246,7 +257,7 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
     let text = std::str::from_utf8(b).ok();
     loop {
         if let Some((name, value)) = text.and_then(|t| inline.next_plain_leaf(t)) {
-            if c.children.insert(name.to_string(), Node::leaf(value.to_value())).is_some() {
+            if c.children.insert(name.into(), Node::leaf(value.to_value())).is_some() {
                 return Err(StoreError::corrupted(format!("fragment damaged: child `{name}` twice")));
             }
             continue;
@@ -260,7 +271,7 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
             ChildRef::Leaf(value, meta) => Node::Leaf { value: value.to_value(), meta: meta.unwrap_or_default() },
             ChildRef::Other(node) => node,
         };
-        if c.children.insert(name.to_string(), node).is_some() {
+        if c.children.insert(name.into(), node).is_some() {
             return Err(StoreError::corrupted(format!("fragment damaged: child `{name}` twice")));
         }
     }
@@ -481,13 +492,13 @@ mod tests {
     #[test]
     fn round_trip_and_rejects_damage() {
         let mut c = Container::default();
-        c.meta.insert("m:a".into(), "x".into());
+        c.meta.insert("m:a", "x");
         c.children.insert("l".into(), Node::leaf(Value::String("v".into())));
         c.children.insert("n".into(), Node::leaf(Value::Number("-1.5".into())));
         c.children.insert("e".into(), Node::leaf(Value::Empty));
         c.children.insert(
             "ll".into(),
-            Node::LeafList(vec![LeafListEntry { value: Value::Bool(true), meta: [("m:o".into(), "1".into())].into() }]),
+            Node::LeafList(vec![LeafListEntry { value: Value::Bool(true), meta: [("m:o", "1")].into() }]),
         );
         c.children.insert(
             "any".into(),
@@ -529,10 +540,7 @@ mod tests {
         c.children.insert("c".into(), Node::leaf(Value::Bool(true)));
         c.children.insert("d".into(), Node::leaf(Value::Bool(false)));
         c.children.insert("e".into(), Node::leaf(Value::Empty));
-        c.children.insert(
-            "g".into(),
-            Node::Leaf { value: Value::String("m".into()), meta: [("m:o".into(), "1".into())].into() },
-        );
+        c.children.insert("g".into(), Node::Leaf { value: Value::String("m".into()), meta: [("m:o", "1")].into() });
         c.children.insert("i".into(), Node::leaf(Value::String("é".into())));
         c.children.insert("z".into(), Node::leaf(Value::String("last".into())));
         let enc = encode(&c, None);

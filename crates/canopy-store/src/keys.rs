@@ -425,7 +425,7 @@ pub fn decode_list_info(path: &str, b: &[u8]) -> Result<ListInfo> {
         .as_array()
         .ok_or_else(bad)?
         .iter()
-        .map(|k| k.as_str().map(String::from).ok_or_else(bad))
+        .map(|k| k.as_str().map(canopy_core::tree::Name::from).ok_or_else(bad))
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let user_ordered = v["user-ordered"].as_bool().ok_or_else(bad)?;
     Ok(ListInfo { keys, user_ordered })

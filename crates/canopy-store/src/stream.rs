@@ -446,7 +446,7 @@ impl<'a, W: Write> JsonStream<'a, W> {
         let info = self.schema.list_info(&sp).unwrap_or_default();
         let parent_len = self.stack.last().map_or(0, |f| f.key.len());
         let mut holder = Container::default();
-        holder.children.insert(name.clone(), Node::List(Box::new(List::new(info))));
+        holder.children.insert(name.as_str().into(), Node::List(Box::new(List::new(info))));
         let mut parent_sp = sp.clone();
         parent_sp.truncate(sp.len() - name.len() - 1);
         treeio::build(&mut holder, &mut items, parent_len, &mut parent_sp, self.schema)?;

@@ -192,7 +192,7 @@ fn attach(
     let Some(sel) = sel else {
         match parent.children.get(&name) {
             None => {
-                parent.children.insert(name, Node::Container(c));
+                parent.children.insert(name.into(), Node::Container(c));
             }
             Some(Node::Container(_)) => {}
             Some(_) => {
@@ -212,7 +212,7 @@ fn attach(
                 return Err(StoreError::corrupted(format!("list {schema_path} is stored without its key names")))
             }
         };
-        parent.children.insert(name.clone(), Node::List(Box::new(List::new(info))));
+        parent.children.insert(name.as_str().into(), Node::List(Box::new(List::new(info))));
     }
     let list = match parent.children.get_mut(&name) {
         Some(Node::List(l)) => l,

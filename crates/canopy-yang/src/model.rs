@@ -17,16 +17,16 @@ use crate::ly::{Ctx, Expr};
 pub struct SNode {
     /// Its name under its parent, RFC 7951 style (`m:x` at the top and where
     /// the module changes, `x` otherwise).
-    pub name: String,
+    pub name: canopy_core::tree::Name,
     pub module: String,
     pub kind: NodeKind,
     /// `config true` (false: state data).
     pub config: bool,
     pub parent: Option<usize>,
     /// Children by their canonical name.
-    pub children: BTreeMap<String, usize>,
+    pub children: BTreeMap<canopy_core::tree::Name, usize>,
     /// List keys in schema order.
-    pub keys: Vec<String>,
+    pub keys: Vec<canopy_core::tree::Name>,
     pub user_ordered: bool,
     /// A presence container.
     pub presence: bool,
@@ -42,7 +42,7 @@ pub struct SNode {
     /// Leafref: the target node and whether an instance is required.
     pub leafref: Option<(usize, bool)>,
     /// `unique` statements: each a list of descendant paths (names from the list).
-    pub uniques: Vec<Vec<Vec<String>>>,
+    pub uniques: Vec<Vec<Vec<canopy_core::tree::Name>>>,
     /// Nearest enclosing choice and case (libyang node addresses), for
     /// defaults of non-default cases and mandatory choices.
     pub(crate) case: Option<(usize, usize)>,
@@ -105,13 +105,13 @@ pub struct LeafrefPath {
 #[derive(Clone, Debug)]
 pub struct KeyPredicate {
     /// The child of the list step compared (its canonical name).
-    pub key: String,
+    pub key: canopy_core::tree::Name,
     /// The `..` steps from the leafref node to the ancestor the key
     /// expression descends from.
     pub up: usize,
     /// The canonical names from that ancestor down to the leaf holding the
     /// value.
-    pub down: Vec<String>,
+    pub down: Vec<canopy_core::tree::Name>,
     /// That leaf.
     pub source: usize,
 }
@@ -136,7 +136,7 @@ pub(crate) struct ExprReads {
 pub struct Model {
     pub nodes: Vec<SNode>,
     /// Top-level nodes by canonical name (`m:x`).
-    pub top: BTreeMap<String, usize>,
+    pub top: BTreeMap<canopy_core::tree::Name, usize>,
     pub by_path: HashMap<String, usize>,
     pub(crate) by_raw: HashMap<usize, usize>,
     /// Leafref target node → the leafref nodes pointing at it.
@@ -339,13 +339,13 @@ impl Model {
         let idx = self.nodes.len();
         let depth = parent.map_or(1, |p| self.nodes[p].depth + 1);
         self.nodes.push(SNode {
-            name: name.clone(),
+            name: name.as_str().into(),
             module,
             kind,
             config: !node.is_state(),
             parent,
             children: BTreeMap::new(),
-            keys: node.list_keys().map(|k| k.name().to_string()).collect(),
+            keys: node.list_keys().map(|k| k.name().into()).collect(),
             user_ordered: matches!(kind, NodeKind::List | NodeKind::LeafList) && node.is_user_ordered(),
             presence: kind == NodeKind::Container && !node.is_np_container(),
             mandatory: node.is_mandatory(),
@@ -386,10 +386,10 @@ impl Model {
         self.by_raw.insert(node.as_raw() as usize, idx);
         match parent {
             None => {
-                self.top.insert(name, idx);
+                self.top.insert(name.into(), idx);
             }
             Some(p) => {
-                self.nodes[p].children.insert(name, idx);
+                self.nodes[p].children.insert(name.into(), idx);
             }
         }
         if matches!(kind, NodeKind::Container | NodeKind::List) {
@@ -482,7 +482,7 @@ impl Model {
             Some((p, l)) => (Some(p), l),
             None => (None, ident),
         };
-        let names: Box<dyn Iterator<Item = (&String, &usize)>> = match parent {
+        let names: Box<dyn Iterator<Item = (&canopy_core::tree::Name, &usize)>> = match parent {
             None => Box::new(self.top.iter()),
             Some(p) => Box::new(self.nodes[p].children.iter()),
         };
@@ -601,8 +601,8 @@ impl Model {
     /// The names a parent's children may be given, for error messages.
     pub fn child_names(&self, parent: Option<usize>) -> Vec<&str> {
         match parent {
-            None => self.top.keys().map(String::as_str).collect(),
-            Some(p) => self.nodes[p].children.keys().map(String::as_str).collect(),
+            None => self.top.keys().map(|k| k.as_str()).collect(),
+            Some(p) => self.nodes[p].children.keys().map(|k| k.as_str()).collect(),
         }
     }
 }

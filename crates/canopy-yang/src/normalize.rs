@@ -233,7 +233,7 @@ impl YangSchema {
                         "{} is {}: it takes no `{}` predicate",
                         n.path,
                         kind_name(kind),
-                        Segment { name: String::new(), selector: sel.clone() }
+                        Segment { name: Default::default(), selector: sel.clone() }
                     )))
                 }
             };
@@ -437,12 +437,12 @@ impl YangSchema {
         state: bool,
         errs: &mut Vec<Violation>,
     ) -> bool {
-        let keys: &[String] = match parent {
+        let keys: &[canopy_core::tree::Name] = match parent {
             Some(p) if self.model.nodes[p].kind == NodeKind::List => &self.model.nodes[p].keys,
             _ => &[],
         };
         let mut key_changed = false;
-        let mut renames: Vec<(String, String)> = Vec::new();
+        let mut renames: Vec<(canopy_core::tree::Name, canopy_core::tree::Name)> = Vec::new();
         for (name, child) in c.children.iter_mut() {
             let Some(ci) = self.model.child(parent, name) else {
                 let mut names = self.model.child_names(parent);

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use canopy_core::diff::{Change, Subtree};
 use canopy_core::path::{Path, Segment, Selector};
 use canopy_core::schema::NodeKind;
-use canopy_core::tree::{Container, Node, NodeRef};
+use canopy_core::tree::{Container, Name, Node, NodeRef};
 use canopy_core::{Value, Violation};
 
 use crate::YangSchema;
@@ -770,7 +770,7 @@ impl YangSchema {
                     Some(u) if u <= n => path.segments[..n - u].to_vec(),
                     Some(_) => return Ok(Err(format!("leafref: the path of {} leaves the data tree", path))),
                 };
-                let mut filters: Vec<Vec<(String, String)>> = vec![Vec::new(); segs.len()];
+                let mut filters: Vec<Vec<(Name, String)>> = vec![Vec::new(); segs.len()];
                 let mut pinned = false;
                 for (node, preds) in &lp.steps {
                     let sn = &self.model.nodes[*node];
@@ -782,7 +782,7 @@ impl YangSchema {
                                 return Ok(Err(format!(
                                     "leafref: {source}, which the predicate [{} = current()/{}] of its path reads, is not set",
                                     p.key,
-                                    std::iter::repeat_n("..", p.up).chain(p.down.iter().map(String::as_str)).collect::<Vec<_>>().join("/")
+                                    std::iter::repeat_n("..", p.up).chain(p.down.iter().map(|d| d.as_str())).collect::<Vec<_>>().join("/")
                                 )))
                             }
                         }
@@ -850,7 +850,7 @@ impl YangSchema {
     fn find(
         &self,
         segs: &[Segment],
-        filters: &[Vec<(String, String)>],
+        filters: &[Vec<(Name, String)>],
         value: &Value,
         data: &mut dyn DataAccess,
     ) -> Result<bool, LoadError> {
@@ -1131,7 +1131,7 @@ impl YangSchema {
 }
 
 /// The text of the leaf at relative name path `names` in entry `e`.
-fn value_at(e: &Container, names: &[String]) -> Option<String> {
+fn value_at(e: &Container, names: &[Name]) -> Option<String> {
     let (last, dirs) = names.split_last()?;
     let mut c = e;
     for d in dirs {
@@ -1148,7 +1148,7 @@ fn value_at(e: &Container, names: &[String]) -> Option<String> {
 
 /// The key selector of list `l` when `kv` (name = value pairs) gives each
 /// of its keys exactly once and nothing else.
-fn keys_of(l: &crate::model::SNode, kv: &[(String, String)]) -> Option<Vec<(String, String)>> {
+fn keys_of(l: &crate::model::SNode, kv: &[(Name, String)]) -> Option<Vec<(Name, String)>> {
     if l.kind != NodeKind::List || l.keys.is_empty() || kv.len() != l.keys.len() {
         return None;
     }
@@ -1171,7 +1171,7 @@ fn keys_of(l: &crate::model::SNode, kv: &[(String, String)]) -> Option<Vec<(Stri
 fn visit_nodes(
     c: &Container,
     segs: &[Segment],
-    filters: &[Vec<(String, String)>],
+    filters: &[Vec<(Name, String)>],
     at: &mut Path,
     f: &mut dyn FnMut(&Path, Option<&Value>),
 ) {

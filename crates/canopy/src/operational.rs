@@ -370,7 +370,7 @@ fn overlaps(a: &Path, b: &Path) -> bool {
 
 /// The origin a node states for itself.
 fn own_origin(meta: &Meta) -> Option<&str> {
-    meta.get(ORIGIN).map(String::as_str)
+    meta.get(ORIGIN)
 }
 
 /// Marks the top-level nodes of `tree` with `origin`, where they name none.
@@ -387,7 +387,7 @@ fn set_origin(node: &mut Node, origin: &str, parent: &str) {
         return;
     }
     let mark = |meta: &mut Meta| {
-        meta.entry(ORIGIN.into()).or_insert_with(|| origin.to_string());
+        meta.insert_if_absent(ORIGIN, || origin.into());
     };
     match node {
         Node::Leaf { meta, .. } | Node::AnyData { meta, .. } => mark(meta),
@@ -416,7 +416,7 @@ fn merge_container(dst: &mut Container, src: Container, origin: &str, parent: &s
                 for mut e in s {
                     if !d.iter().any(|x| x.value == e.value) {
                         if origin != here {
-                            e.meta.entry(ORIGIN.into()).or_insert_with(|| origin.to_string());
+                            e.meta.insert_if_absent(ORIGIN, || origin.into());
                         }
                         d.push(e);
                     }
@@ -443,7 +443,7 @@ fn merge_list(dst: &mut List, src: List, origin: &str, parent: &str) -> std::res
             }
             None => {
                 if origin != parent {
-                    entry.meta.entry(ORIGIN.into()).or_insert_with(|| origin.to_string());
+                    entry.meta.insert_if_absent(ORIGIN, || origin.into());
                 }
                 dst.insert(entry, &Insert::Last).map_err(|e| e.to_string())?;
             }

@@ -144,7 +144,7 @@ pub(crate) fn trim_at(tree: &mut Container, path: &Path, depth: usize) {
     }
 }
 
-pub(crate) fn trim_entry(e: &mut Container, keys: &[String], depth: usize) {
+pub(crate) fn trim_entry(e: &mut Container, keys: &[canopy_core::tree::Name], depth: usize) {
     if depth == 0 {
         e.children.retain(|name, _| keys.contains(name));
     } else {

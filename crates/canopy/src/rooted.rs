@@ -28,7 +28,7 @@ pub(crate) fn rooted<'q>(q: &'q Query, yang: Option<&YangSchema>) -> Cow<'q, Que
             let Some(names) = only_place(y, written) else { return Cow::Borrowed(q) };
             let mut steps: Vec<Step> = names
                 .into_iter()
-                .map(|name| Step { axis: Axis::Child, test: NodeTest::Name(name), predicates: Vec::new() })
+                .map(|name| Step { axis: Axis::Child, test: NodeTest::Name(name.into()), predicates: Vec::new() })
                 .collect();
             if let Some(own) = steps.last_mut() {
                 own.predicates = first.predicates.clone();

@@ -247,8 +247,8 @@ fn start_time(pid: u32) -> u64 {
 fn origin_of(tree: &Container, path: &str) -> Option<String> {
     let p: canopy::Path = path.parse().unwrap();
     match tree.lookup(&p)? {
-        canopy_core::tree::NodeRef::Leaf(_, meta) => meta.get(ORIGIN).cloned(),
-        r => r.container().and_then(|c| c.meta.get(ORIGIN).cloned()),
+        canopy_core::tree::NodeRef::Leaf(_, meta) => meta.get(ORIGIN).map(str::to_owned),
+        r => r.container().and_then(|c| c.meta.get(ORIGIN).map(str::to_owned)),
     }
 }
 

@@ -148,7 +148,7 @@ pub fn fragment_key(path: &str) -> Vec<u8> {
 pub fn container(leaves: &[(&str, canopy::Value)]) -> canopy::Container {
     let mut c = canopy::Container::default();
     for (name, v) in leaves {
-        c.children.insert((*name).to_string(), canopy::Node::leaf(v.clone()));
+        c.children.insert((*name).into(), canopy::Node::leaf(v.clone()));
     }
     c
 }

@@ -644,11 +644,11 @@ impl Sink for Container {
     }
 
     fn put_scalar(&mut self, name: &str, s: Scalar, text: &str) {
-        self.children.insert(name.to_owned(), Node::leaf(scalar_value(s, text)));
+        self.children.insert(name.into(), Node::leaf(scalar_value(s, text)));
     }
 
     fn put_node(&mut self, name: &str, node: Node) {
-        self.children.insert(name.to_owned(), node);
+        self.children.insert(name.into(), node);
     }
 
     fn target(&mut self, name: &str) -> Option<Target<'_>> {
@@ -847,10 +847,10 @@ impl<'s, R: Read> Parser<'s, R> {
         match node {
             Parsed::Scalar(s) => out.put_scalar(name, s, self.rd.scratch_str()),
             Parsed::Node(node) => out.put_node(name, node),
-            Parsed::Dropped => state.dropped.push(name.to_owned()),
+            Parsed::Dropped => state.dropped.push(name.into()),
             Parsed::Emitted => {
                 let at = state.emitted.partition_point(|n| n.as_str() < name);
-                state.emitted.insert(at, name.to_owned());
+                state.emitted.insert(at, name.into());
             }
         }
         self.sp.truncate(sp_len);
@@ -878,7 +878,7 @@ impl<'s, R: Read> Parser<'s, R> {
             if !path::is_valid_name(target) {
                 return Err(self.rd.err_at(at, format!("invalid member name `{raw}`")));
             }
-            let target = canonical(target.to_owned(), module);
+            let target = canonical(target.into(), module);
             let duplicate = match state.pending.len() {
                 0..16 => state.pending.iter().any(|p| p.target == target),
                 16 => {
@@ -1109,7 +1109,7 @@ impl<'s, R: Read> Parser<'s, R> {
     /// Emitting: parses the members of an object whose `{` was consumed (it
     /// started at `at`) and hands them to the receiver. A list entry must
     /// hold its `keys` as leaves.
-    fn emit_object(&mut self, module: Option<&str>, at: Pos, keys: &[String]) -> Result<()> {
+    fn emit_object(&mut self, module: Option<&str>, at: Pos, keys: &[Name]) -> Result<()> {
         let mut flat = self.flats.pop().unwrap_or_default();
         flat.clear();
         self.object_into(&mut flat, module, None)?;
@@ -1335,7 +1335,7 @@ fn container_annotation(target: &str) -> String {
 
 /// `name` without its prefix when that is the parent's module (as
 /// [`path::canonical_name`]), reusing the allocation when nothing changes.
-fn canonical(name: String, parent_module: Option<&str>) -> Name {
+fn canonical(name: Name, parent_module: Option<&str>) -> Name {
     match name.split_once(':') {
         Some((m, _)) if Some(m) == parent_module => path::canonical_name(&name, parent_module),
         _ => name,

@@ -556,7 +556,7 @@ fn value() -> impl Strategy<Value = Value> {
 
 fn meta_map() -> impl Strategy<Value = Meta> {
     let name = prop_oneof![3 => "[a-z]{1,3}:[a-z]{1,4}", 1 => text().prop_filter("non-empty", |s| !s.is_empty())];
-    prop::collection::btree_map(name, text(), 0..3)
+    prop::collection::btree_map(name, text(), 0..3).prop_map(|m| m.into_iter().collect())
 }
 
 fn any_json() -> impl Strategy<Value = serde_json::Value> {
@@ -663,7 +663,7 @@ fn build(members: &[(u8, Shape)], parent_module: Option<&str>, out: &mut Contain
                 Node::List(Box::new(list))
             }
         };
-        out.children.insert(name, node);
+        out.children.insert(name.into(), node);
     }
 }
 
@@ -747,9 +747,9 @@ fn tree_building_floor() {
         let mut list = List::new(ListInfo::keyed(["k1", "k2"]));
         for i in 1..=100_000 {
             let mut e = Container::default();
-            e.children.insert("k1".to_string(), Node::leaf(Value::Number(i.to_string())));
-            e.children.insert("k2".to_string(), Node::leaf(Value::String(format!("str{i}"))));
-            e.children.insert("l".to_string(), Node::leaf(Value::String(format!("l{i}"))));
+            e.children.insert("k1".into(), Node::leaf(Value::Number(i.to_string())));
+            e.children.insert("k2".into(), Node::leaf(Value::String(format!("str{i}"))));
+            e.children.insert("l".into(), Node::leaf(Value::String(format!("l{i}"))));
             list.insert(e, &Insert::Last).unwrap();
         }
         let build = t.elapsed();

@@ -77,7 +77,7 @@ impl<'a> Item<'a> {
                 (NodeRef::LeafListEntry(e), _) => Selector::Value(e.value.as_text().into_owned()),
                 _ => Selector::None,
             };
-            segments.push(Segment { name: item.name.to_string(), selector });
+            segments.push(Segment { name: item.name.into(), selector });
             cur = item.parent.as_deref();
         }
         segments.reverse();
@@ -549,10 +549,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn cont(children: Vec<(&str, Node)>) -> Container {
-        Container {
-            meta: Default::default(),
-            children: children.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        }
+        Container { meta: Default::default(), children: children.into_iter().map(|(k, v)| (k.into(), v)).collect() }
     }
 
     fn list(info: ListInfo, entries: Vec<Container>) -> Node {
@@ -578,7 +575,7 @@ pub(crate) mod tests {
     pub(crate) fn sample() -> Container {
         let dev = |id: &str, name: &str, extra: Vec<(&str, Node)>| {
             let mut c = cont(vec![("id", s(id)), ("name", s(name))]);
-            c.children.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
+            c.children.extend(extra.into_iter().map(|(k, v)| (k.into(), v)));
             c
         };
         let top = cont(vec![

@@ -659,7 +659,7 @@ mod tests {
     fn entry_scan_finds_the_list_a_query_stays_inside() {
         let scan =
             |q: &str| Query::parse(q).unwrap().entry_scan(&lists).map(|s| (s.parent.to_string(), s.list, s.unprefixed));
-        let top = |list: &str, unprefixed| Some(("/m:top".to_string(), list.to_string(), unprefixed));
+        let top = |list: &str, unprefixed| Some(("/m:top".to_string(), crate::tree::Name::from(list), unprefixed));
         assert_eq!(scan("/m:top/dev[name='a']"), top("dev", true));
         assert_eq!(scan("/m:top/m:dev[name='a' or sub/x>3]/sub"), top("dev", false));
         assert_eq!(scan("/m:top/dev[sub]/sub/x[.=../../name]"), top("dev", true));

@@ -212,7 +212,7 @@ impl Parser<'_> {
     }
 
     /// A name `identifier` or `prefix:identifier`; the current byte starts an identifier.
-    fn name(&mut self) -> Result<String> {
+    fn name(&mut self) -> Result<crate::tree::Name> {
         let start = self.pos;
         self.ident();
         if self.peek() == Some(b':') {
@@ -225,7 +225,7 @@ impl Parser<'_> {
                 }
             }
         }
-        Ok(self.s[start..self.pos].to_string())
+        Ok(self.s[start..self.pos].into())
     }
 
     fn ident(&mut self) {

@@ -389,7 +389,7 @@ pub(super) fn schema_at(model: &Model, at: &Path) -> Option<usize> {
 
 pub(super) fn child_schema(model: &Model, parent: Option<usize>, name: &str) -> Option<usize> {
     let (module, want) = name.split_once(':').map_or((None, name), |(m, n)| (Some(m), n));
-    let pick = |(n, i): (&String, &usize)| {
+    let pick = |(n, i): (&canopy_core::tree::Name, &usize)| {
         (local(n) == want && module.is_none_or(|m| model.nodes[*i].module == m)).then_some(*i)
     };
     match parent {
@@ -429,7 +429,7 @@ pub(super) fn writes(model: &Model, parent: &Path, body: &Json, whole_lists: boo
         let canon = n.name.clone();
         let member = |v: &Json| {
             let mut m = Map::new();
-            m.insert(canon.clone(), v.clone());
+            m.insert(canon.to_string(), v.clone());
             Json::Object(m).to_string()
         };
         if n.kind == canopy_core::schema::NodeKind::List && !whole_lists {

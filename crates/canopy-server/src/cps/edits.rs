@@ -174,7 +174,7 @@ fn entries_of(raws: &[&RawValue], lists: &Schemaless, list: &Path, canon: &str) 
 }
 
 /// The entry path of list path `list` with `keys`.
-fn with_keys(list: &Path, keys: Vec<(String, String)>) -> Path {
+fn with_keys(list: &Path, keys: Vec<(canopy_core::tree::Name, String)>) -> Path {
     let mut p = list.clone();
     if let Some(last) = p.segments.last_mut() {
         last.selector = Selector::Keys(keys);
@@ -184,7 +184,12 @@ fn with_keys(list: &Path, keys: Vec<(String, String)>) -> Path {
 
 /// The name of the schema node `name` (with or without its module) below
 /// `at` (schema node `pidx`), as paths name it, and its index in `model`.
-fn schema_name(model: &Model, pidx: Option<usize>, at: &Path, name: &str) -> Result<(String, usize), CpsError> {
+fn schema_name(
+    model: &Model,
+    pidx: Option<usize>,
+    at: &Path,
+    name: &str,
+) -> Result<(canopy_core::tree::Name, usize), CpsError> {
     let idx = child_schema(model, pidx, name).ok_or_else(|| {
         CpsError::bad("Data Validation Failed", format!("no data node `{name}` under {}", xpath_text(at)))
     })?;

@@ -379,7 +379,7 @@ impl Parser<'_> {
 #[derive(Clone)]
 pub struct Loc<'a> {
     pub name: &'a str,
-    pub keys: Vec<(String, String)>,
+    pub keys: Vec<(canopy_core::tree::Name, String)>,
     pub node: &'a Container,
 }
 
@@ -762,7 +762,7 @@ fn is_inner(n: &canopy_yang::model::SNode) -> bool {
 
 /// The key values of a list step whose predicate pins every key by `=` (in
 /// one AND group, the only one).
-fn pinned(n: &canopy_yang::model::SNode, step: &Step) -> Option<Vec<(String, String)>> {
+fn pinned(n: &canopy_yang::model::SNode, step: &Step) -> Option<Vec<(canopy_core::tree::Name, String)>> {
     let [all] = step.any.as_slice() else { return None };
     let mut keys = Vec::new();
     for k in &n.keys {

@@ -508,7 +508,7 @@ fn write_container(
             Some(node) => {
                 // As data_map writes it: through data_map of a holder of just it.
                 let mut holder = Container::default();
-                holder.children.insert(name.to_string(), node.clone());
+                holder.children.insert(name.into(), node.clone());
                 if let Some(v) = data_map(&holder, None, at).into_iter().next().map(|(_, v)| v) {
                     key(w, name, &mut first)?;
                     serde_json::to_writer(&mut *w, &v)?;
