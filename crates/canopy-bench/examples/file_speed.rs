@@ -67,7 +67,7 @@ fn measure(n: usize, format: &'static dyn Format) -> anyhow::Result<()> {
         let store = Store::open(&format!("{scheme}:{}?sync={sync}", file.display()))?;
         let t = Instant::now();
         for i in 0..runs {
-            store.running().set("/perf:cont/lst[k1='5'][k2='str5']/l", Value::String(format!("v{i}")))?;
+            store.running().set("/perf:cont/lst[k1='5'][k2='str5']/l", Value::String(format!("v{i}").into()))?;
         }
         let commit = t.elapsed().as_secs_f64() / runs as f64;
         println!("commit of one leaf, sync={sync}: {:.1} ms, {:.0} MB/s", commit * 1e3, size / commit);

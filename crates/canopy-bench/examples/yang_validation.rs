@@ -84,7 +84,7 @@ fn main() -> anyhow::Result<()> {
                 let r = s.running();
                 let t = Instant::now();
                 for j in 0..ops {
-                    r.set(&path, Value::String(format!("v{round}-{j}"))).expect("set");
+                    r.set(&path, Value::String(format!("v{round}-{j}").into())).expect("set");
                 }
                 let d = t.elapsed();
                 let t2 = Instant::now();

@@ -77,9 +77,9 @@ fn raw_pairs(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
 /// The fragment canopy stores for item `i` with leaf `l`.
 fn entry_fragment(i: usize, l: &str) -> Vec<u8> {
     let mut c = Container::default();
-    c.children.insert("k1".into(), Node::leaf(Value::Number(i.to_string())));
-    c.children.insert("k2".into(), Node::leaf(Value::String(format!("str{i}"))));
-    c.children.insert("l".into(), Node::leaf(Value::String(l.to_string())));
+    c.children.insert("k1".into(), Node::leaf(Value::Number(i.to_string().into())));
+    c.children.insert("k2".into(), Node::leaf(Value::String(format!("str{i}").into())));
+    c.children.insert("l".into(), Node::leaf(Value::String(l.into())));
     fragment::encode(&c, None)
 }
 
@@ -267,7 +267,9 @@ pub fn run(backend: &str, n: usize, repeat: usize) -> Result<(Vec<Row>, Figures)
         let canopy = measure(repeat, |_| {
             round += 1;
             for (j, i) in items(n, ops, round).into_iter().enumerate() {
-                session.set(&format!("{}/l", entry_path(i)), Value::String(format!("{sync}{round}-{j}"))).expect("set");
+                session
+                    .set(&format!("{}/l", entry_path(i)), Value::String(format!("{sync}{round}-{j}").into()))
+                    .expect("set");
             }
         });
         drop(store);

@@ -62,6 +62,11 @@ impl Children {
 
     /// Inserts or replaces; returns the node that was there.
     pub fn insert(&mut self, name: Name, node: Node) -> Option<Node> {
+        // Children decoded or copied arrive in name order: the end is tried first.
+        if self.items.last().is_none_or(|(last, _)| last.as_str() < name.as_str()) {
+            self.items.push((name, node));
+            return None;
+        }
         match self.find(&name) {
             Ok(i) => Some(std::mem::replace(&mut self.items[i].1, node)),
             Err(i) => {
@@ -69,6 +74,30 @@ impl Children {
                 None
             }
         }
+    }
+
+    /// Moves `other`'s children in: in one move when they all come after
+    /// this map's (two halves of one sorted sequence), else one by one.
+    ///
+    /// # Errors
+    /// The first name both hold (this map keeps its own node; the children of
+    /// `other` after it are not moved).
+    pub fn append(&mut self, other: Children) -> Result<(), Name> {
+        let after = match (self.items.last(), other.items.first()) {
+            (Some((last, _)), Some((first, _))) => last.as_str() < first.as_str(),
+            _ => true,
+        };
+        if after {
+            self.items.extend(other.items);
+            return Ok(());
+        }
+        for (name, node) in other.items {
+            match self.find(&name) {
+                Ok(_) => return Err(name),
+                Err(i) => self.items.insert(i, (name, node)),
+            }
+        }
+        Ok(())
     }
 
     pub fn remove(&mut self, name: &str) -> Option<Node> {
@@ -203,5 +232,21 @@ mod tests {
         assert_eq!(c.keys().map(|k| k.as_str()).collect::<Vec<_>>(), ["a", "b", "c", "z"]);
         c.retain(|k, _| k != "a");
         assert_eq!(c.iter().count(), 3);
+    }
+
+    #[test]
+    fn appends_halves_and_interleaved_maps() {
+        let map =
+            |names: &[&str]| -> Children { names.iter().map(|n| ((*n).into(), Node::leaf(Value::Empty))).collect() };
+        let names = |c: &Children| c.keys().map(|k| k.to_string()).collect::<Vec<_>>();
+        let mut a = map(&["a", "b"]);
+        a.append(map(&["c", "d"])).unwrap();
+        assert_eq!(names(&a), ["a", "b", "c", "d"]);
+        a.append(map(&["bb", "e"])).unwrap();
+        assert_eq!(names(&a), ["a", "b", "bb", "c", "d", "e"]);
+        assert_eq!(a.append(map(&["0", "c"])).unwrap_err().as_str(), "c");
+        let mut empty = Children::new();
+        empty.append(map(&["x"])).unwrap();
+        assert_eq!(names(&empty), ["x"]);
     }
 }

@@ -39,7 +39,7 @@ pub trait Schema: Send + Sync {
     /// types it (a `uint32` key is a number); without one it is a string.
     fn path_value(&self, at: &crate::Path, key: Option<&str>, text: &str) -> crate::Value {
         let _ = (at, key);
-        crate::Value::String(text.to_string())
+        crate::Value::String(text.into())
     }
 }
 

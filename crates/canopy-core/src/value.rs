@@ -4,6 +4,9 @@ use std::fmt;
 
 pub use crate::meta::Meta;
 
+/// Text of a value: inline up to 24 bytes.
+pub type Text = compact_str::CompactString;
+
 /// The value of a leaf or leaf-list entry.
 ///
 /// Without a schema, values are JSON scalars as RFC 7951 writes them. Numbers keep
@@ -12,9 +15,9 @@ pub use crate::meta::Meta;
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Value {
     /// A JSON string.
-    String(String),
+    String(Text),
     /// A JSON number, as its decimal text.
-    Number(String),
+    Number(Text),
     /// `true` or `false`.
     Bool(bool),
     /// The YANG `empty` type, `[null]` in RFC 7951.
@@ -51,19 +54,19 @@ impl Value {
             return Value::Empty;
         }
         match serde_json::from_str::<serde_json::Value>(t) {
-            Ok(serde_json::Value::String(s)) => Value::String(s),
+            Ok(serde_json::Value::String(s)) => Value::String(s.into()),
             Ok(serde_json::Value::Bool(b)) => Value::Bool(b),
-            Ok(serde_json::Value::Number(n)) => Value::Number(n.to_string()),
-            _ => Value::String(text.to_string()),
+            Ok(serde_json::Value::Number(n)) => Value::Number(n.to_string().into()),
+            _ => Value::String(text.into()),
         }
     }
 
     /// Converts a JSON scalar; `None` for objects, arrays other than `[null]`, and `null`.
     pub fn from_json(v: &serde_json::Value) -> Option<Value> {
         match v {
-            serde_json::Value::String(s) => Some(Value::String(s.clone())),
+            serde_json::Value::String(s) => Some(Value::String(s.clone().into())),
             serde_json::Value::Bool(b) => Some(Value::Bool(*b)),
-            serde_json::Value::Number(n) => Some(Value::Number(n.to_string())),
+            serde_json::Value::Number(n) => Some(Value::Number(n.to_string().into())),
             serde_json::Value::Array(a) if a.len() == 1 && a[0].is_null() => Some(Value::Empty),
             _ => None,
         }
@@ -72,8 +75,10 @@ impl Value {
     /// The RFC 7951 JSON form.
     pub fn to_json(&self) -> serde_json::Value {
         match self {
-            Value::String(s) => serde_json::Value::String(s.clone()),
-            Value::Number(n) => serde_json::from_str(n).unwrap_or_else(|_| serde_json::Value::String(n.clone())),
+            Value::String(s) => serde_json::Value::String(s.clone().to_string()),
+            Value::Number(n) => {
+                serde_json::from_str(n).unwrap_or_else(|_| serde_json::Value::String(n.clone().to_string()))
+            }
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Empty => serde_json::Value::Array(vec![serde_json::Value::Null]),
         }
@@ -114,8 +119,8 @@ impl<'a> ValueRef<'a> {
     /// The owned value.
     pub fn to_value(self) -> Value {
         match self {
-            ValueRef::String(s) => Value::String(s.to_string()),
-            ValueRef::Number(n) => Value::Number(n.to_string()),
+            ValueRef::String(s) => Value::String(s.into()),
+            ValueRef::Number(n) => Value::Number(n.into()),
             ValueRef::Bool(b) => Value::Bool(b),
             ValueRef::Empty => Value::Empty,
         }

@@ -14,8 +14,8 @@ fn meta_strategy() -> impl Strategy<Value = Meta> {
 
 fn value_strategy() -> impl Strategy<Value = Value> {
     prop_oneof![
-        "[a-c]{0,2}".prop_map(Value::String),
-        (0i64..20).prop_map(|n| Value::Number(n.to_string())),
+        "[a-c]{0,2}".prop_map(|s| Value::String(s.into())),
+        (0i64..20).prop_map(|n| Value::Number(n.to_string().into())),
         any::<bool>().prop_map(Value::Bool),
         Just(Value::Empty),
     ]
@@ -24,7 +24,7 @@ fn value_strategy() -> impl Strategy<Value = Value> {
 fn entry_strategy(key: u8, inner: BoxedStrategy<Container>) -> impl Strategy<Value = Container> {
     (inner, meta_strategy()).prop_map(move |(mut c, meta)| {
         c.meta = meta;
-        c.children.insert("k".into(), Node::leaf(Value::Number(key.to_string())));
+        c.children.insert("k".into(), Node::leaf(Value::Number(key.to_string().into())));
         c
     })
 }
@@ -52,7 +52,7 @@ fn container_strategy(depth: u32) -> BoxedStrategy<Container> {
             Node::LeafList(
                 vs.into_iter()
                     .filter(|(v, _)| seen.insert(v.clone()))
-                    .map(|(v, meta)| LeafListEntry { value: Value::String(v), meta })
+                    .map(|(v, meta)| LeafListEntry { value: Value::String(v.into()), meta })
                     .collect(),
             )
         }),
@@ -133,7 +133,7 @@ proptest! {
             let mut l = List::new(ListInfo { keys: vec!["k".into()], user_ordered: true });
             for k in keys {
                 let mut e = Container::default();
-                e.children.insert("k".into(), Node::leaf(Value::Number(k.to_string())));
+                e.children.insert("k".into(), Node::leaf(Value::Number(k.to_string().into())));
                 l.insert(e, &Insert::Last).unwrap();
             }
             let mut c = Container::default();

@@ -83,11 +83,11 @@ fn node_ref(n: &canopy::Node) -> NodeRef<'_> {
 /// Write errors.
 pub fn write_patch<W: io::Write>(w: &mut JsonWriter<W>, patch_id: &str, changes: &[&Change]) -> io::Result<()> {
     w.begin_container("ietf-yang-patch:yang-patch")?;
-    w.leaf("patch-id", &canopy::Value::String(patch_id.to_string()), &Default::default())?;
+    w.leaf("patch-id", &canopy::Value::String(patch_id.into()), &Default::default())?;
     w.begin_list("edit")?;
     for (i, c) in changes.iter().enumerate() {
         w.begin_entry()?;
-        let s = |t: &str| canopy::Value::String(t.to_string());
+        let s = |t: &str| canopy::Value::String(t.into());
         let none = Default::default();
         w.leaf("edit-id", &s(&format!("edit-{}", i + 1)), &none)?;
         let path = c.path();

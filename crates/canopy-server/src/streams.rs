@@ -159,7 +159,7 @@ fn render(ev: &Event, ds: Datastore, filter: &Path) -> Option<SseEvent> {
     }
     let mut out = Vec::new();
     let mut w = JsonWriter::new(&mut out, false);
-    let text = |s: String| canopy::Value::String(s);
+    let text = |s: String| canopy::Value::String(s.into());
     let none = Default::default();
     let written = (|| -> std::io::Result<()> {
         w.begin_container("ietf-restconf:notification")?;

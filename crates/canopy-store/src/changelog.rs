@@ -382,8 +382,8 @@ fn un_value(v: &Json) -> R<Value> {
         Json::Bool(b) => Ok(Value::Bool(*b)),
         Json::Null => Ok(Value::Empty),
         Json::Array(a) if a.len() == 2 => match (a[0].as_str(), a[1].as_str()) {
-            (Some("s"), Some(s)) => Ok(Value::String(s.to_owned())),
-            (Some("n"), Some(n)) => Ok(Value::Number(n.to_owned())),
+            (Some("s"), Some(s)) => Ok(Value::String(s.into())),
+            (Some("n"), Some(n)) => Ok(Value::Number(n.into())),
             _ => Err(format!("unknown value {v}")),
         },
         _ => Err(format!("unknown value {v}")),

@@ -15,6 +15,7 @@
 //! Child containers and lists are not inside: they are fragments of their own.
 
 use canopy_core::json::{ChildView, NodeView};
+use canopy_core::tree::Children;
 use canopy_core::{Container, LeafListEntry, Meta, Node, Value, ValueRef};
 
 use crate::error::{Result, StoreError};
@@ -197,10 +198,6 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn str(&mut self) -> Result<String> {
-        self.text().map(str::to_owned)
-    }
-
     /// A string, borrowed from the fragment.
     fn text(&mut self) -> Result<&'a str> {
         let b = self.bytes()?;
@@ -212,10 +209,30 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Two strings of under 128 bytes each (an annotation's name and
+    /// value, as they mostly are), read at once; `None` (nothing read) for
+    /// anything else, which the general way then reads or refuses.
+    #[inline]
+    fn short_pair(&mut self) -> Option<(&'a str, &'a str)> {
+        let b = self.b;
+        let k_at = self.pos + 1;
+        let k_len = usize::from(*b.get(self.pos).filter(|&&n| n < 0x80)?);
+        let v_at = k_at + k_len + 1;
+        let v_len = usize::from(*b.get(v_at - 1).filter(|&&n| n < 0x80)?);
+        let end = v_at + v_len;
+        let (k, v) = (b.get(k_at..v_at - 1)?, b.get(v_at..end)?);
+        let (k, v) = match self.text {
+            Some(t) => (t.get(k_at..v_at - 1)?, t.get(v_at..end)?),
+            None => (std::str::from_utf8(k).ok()?, std::str::from_utf8(v).ok()?),
+        };
+        self.pos = end;
+        Some((k, v))
+    }
+
     fn value(&mut self) -> Result<Value> {
         Ok(match self.byte()? {
-            b's' => Value::String(self.str()?),
-            b'n' => Value::Number(self.str()?),
+            b's' => Value::String(self.text()?.into()),
+            b'n' => Value::Number(self.text()?.into()),
             b't' => Value::Bool(true),
             b'f' => Value::Bool(false),
             b'e' => Value::Empty,
@@ -238,27 +255,45 @@ impl<'a> Reader<'a> {
         // Each annotation takes at least 2 bytes: do not trust a count the bytes cannot hold.
         let mut m = Meta::with_capacity((n as usize).min(self.b.len().saturating_sub(self.pos) / 2));
         for _ in 0..n {
-            let k = self.text()?;
-            m.insert(k, self.text()?);
+            let (k, v) = match self.short_pair() {
+                Some(kv) => kv,
+                None => (self.text()?, self.text()?),
+            };
+            m.insert(k, v);
         }
         Ok(m)
     }
 }
+
+/// Fragments with at least this many inline children (a key set of
+/// hundreds of thousands of leaves) are decoded in two halves on two threads.
+const HALVES_FROM: u64 = 32_768;
 
 /// Decodes a fragment.
 ///
 /// # Errors
 /// `Corrupted` when the bytes are not a fragment of a known version.
 pub fn decode(b: &[u8]) -> Result<Decoded> {
-    let (order, meta, mut inline) = open(b)?;
+    let (order, meta, inline) = open(b)?;
+    let children = match inline.left >= HALVES_FROM {
+        true => decode_halves(b, inline)?,
+        false => decode_children(b, inline, inline.left)?,
+    };
+    Ok(Decoded { container: Container { meta, children }, order: order.map(<[u8]>::to_vec) })
+}
+
+/// The children `inline` reads from `b`, every one of them (`b` ends where
+/// the last one does), in a map with room for `room` children.
+fn decode_children(b: &[u8], mut inline: Inline, room: u64) -> Result<Children> {
     // Every child takes at least 3 bytes: do not trust a count the bytes cannot hold.
-    let cap = (inline.left as usize).min(b.len() / 3);
-    let mut c = Container { meta, children: canopy_core::tree::Children::with_capacity(cap) };
+    let cap = (room as usize).min(b.len().saturating_sub(inline.pos) / 3);
+    let mut children = Children::with_capacity(cap);
+    let twice = |name: &str| StoreError::corrupted(format!("fragment damaged: child `{name}` twice"));
     let text = std::str::from_utf8(b).ok();
     loop {
         if let Some((name, value)) = text.and_then(|t| inline.next_plain_leaf(t)) {
-            if c.children.insert(name.into(), Node::leaf(value.to_value())).is_some() {
-                return Err(StoreError::corrupted(format!("fragment damaged: child `{name}` twice")));
+            if children.insert(name.into(), Node::leaf(value.to_value())).is_some() {
+                return Err(twice(name));
             }
             continue;
         }
@@ -271,11 +306,40 @@ pub fn decode(b: &[u8]) -> Result<Decoded> {
             ChildRef::Leaf(value, meta) => Node::Leaf { value: value.to_value(), meta: meta.unwrap_or_default() },
             ChildRef::Other(node) => node,
         };
-        if c.children.insert(name.into(), node).is_some() {
-            return Err(StoreError::corrupted(format!("fragment damaged: child `{name}` twice")));
+        if children.insert(name.into(), node).is_some() {
+            return Err(twice(name));
         }
     }
-    Ok(Decoded { container: c, order: order.map(<[u8]>::to_vec) })
+    Ok(children)
+}
+
+/// [`decode_children`] in two halves: the first half's children are
+/// skipped over (lengths read, nothing decoded) to find where the second
+/// starts, which a second thread decodes meanwhile. Without a thread to be
+/// had, the second half is decoded after the first.
+fn decode_halves(b: &[u8], inline: Inline) -> Result<Children> {
+    let half = inline.left / 2;
+    let mut second = Inline { pos: inline.pos, left: inline.left };
+    for _ in 0..half {
+        second.skip(b)?;
+    }
+    let mid = second.pos;
+    let first = Inline { pos: inline.pos, left: half };
+    let (head, tail) = std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("canopy-decode".into())
+            .spawn_scoped(s, || decode_children(b, Inline { pos: mid, left: second.left }, second.left));
+        // The first half's map takes the second's children in without growing.
+        let head = decode_children(&b[..mid], first, inline.left);
+        let tail = match other {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(_) => decode_children(b, Inline { pos: mid, left: second.left }, second.left),
+        };
+        (head, tail)
+    });
+    let mut children = head?;
+    children.append(tail?).map_err(|name| StoreError::corrupted(format!("fragment damaged: child `{name}` twice")))?;
+    Ok(children)
 }
 
 impl<'a> Reader<'a> {
@@ -399,6 +463,31 @@ impl Inline {
     /// `Corrupted` when the bytes are damaged (including trailing bytes after
     /// the last child).
     #[inline]
+    /// Moves past the next child, reading only lengths where it can (a
+    /// leaf's name, value and metadata are not decoded, nor checked as text).
+    fn skip(&mut self, b: &[u8]) -> Result<()> {
+        if self.left == 0 {
+            return Err(Reader { b, pos: self.pos, text: None }.err("fewer children than counted"));
+        }
+        let mut r = Reader { b, pos: self.pos, text: None };
+        r.bytes()?;
+        if r.b.get(r.pos) == Some(&1) {
+            r.pos += 1;
+            if matches!(r.byte()?, b's' | b'n') {
+                r.bytes()?;
+            }
+            for _ in 0..r.varint()? {
+                r.bytes()?;
+                r.bytes()?;
+            }
+        } else {
+            r.child()?;
+        }
+        self.pos = r.pos;
+        self.left -= 1;
+        Ok(())
+    }
+
     pub fn next<'a>(&mut self, b: &'a [u8]) -> Result<Option<(&'a str, ChildRef<'a>)>> {
         self.take(Reader { b, pos: self.pos, text: None })
     }
@@ -488,6 +577,53 @@ impl Inline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fragment of more children than [`HALVES_FROM`] is decoded in two
+    /// halves: the same container as one pass would give, damage anywhere
+    /// refused or decoded without a panic, a name in both halves refused,
+    /// and names out of order (a damaged or foreign fragment) still sorted.
+    #[test]
+    fn big_fragments_decode_in_halves() {
+        let n = HALVES_FROM as usize + 1001;
+        let mut c = Container::default();
+        for i in 0..n {
+            let meta = match i % 3 {
+                0 => Meta::new(),
+                _ => [("m:a", format!("v{i}")), ("m:b", "x".to_string())].into(),
+            };
+            c.children
+                .insert(format!("k{i:06}").into(), Node::Leaf { value: Value::String(format!("{i}").into()), meta });
+        }
+        c.children.insert(
+            "k010000x".into(),
+            Node::LeafList(vec![LeafListEntry { value: Value::Bool(true), meta: Meta::new() }]),
+        );
+        let enc = encode(&c, None);
+        assert_eq!(decode(&enc).unwrap().container, c);
+        for cut in (0..enc.len()).step_by(enc.len() / 23) {
+            assert!(decode(&enc[..cut]).is_err(), "truncated at {cut} accepted");
+        }
+        for i in (0..enc.len()).step_by(enc.len() / 41) {
+            let mut bad = enc.clone();
+            bad[i] ^= 0xFF;
+            let _ = decode(&bad); // must not panic
+        }
+        let rename = |from: &str, to: &str| {
+            let at = enc.windows(from.len()).position(|w| w == from.as_bytes()).unwrap();
+            let mut b = enc.clone();
+            b[at..at + to.len()].copy_from_slice(to.as_bytes());
+            b
+        };
+        let last = format!("k{:06}", n - 1);
+        match decode(&rename(&last, "k000000")) {
+            Err(e) => assert!(e.to_string().contains("`k000000` twice"), "{e}"),
+            Ok(_) => panic!("a name in both halves accepted"),
+        }
+        let d = decode(&rename(&last, "a000000")).unwrap().container;
+        assert_eq!(d.children.len(), c.children.len());
+        assert_eq!(d.children.keys().next().map(|k| k.as_str()), Some("a000000"));
+        assert!(d.children.keys().zip(d.children.keys().skip(1)).all(|(a, b)| a < b));
+    }
 
     #[test]
     fn round_trip_and_rejects_damage() {

@@ -103,15 +103,15 @@ impl YangSchema {
         });
         match idx {
             Some(i) => self.check_text(i, text).unwrap_or_else(|_| Value::String(text.into())),
-            None => Value::String(text.to_string()),
+            None => Value::String(text.into()),
         }
     }
 
     /// [`YangSchema::check_value`] of a value given as text.
     fn check_text(&self, idx: usize, text: &str) -> Result<Value, String> {
         match self.model.nodes[idx].fast {
-            crate::values::Fast::String => Ok(Value::String(text.to_string())),
-            _ => self.check_value(idx, &Value::String(text.to_string())),
+            crate::values::Fast::String => Ok(Value::String(text.into())),
+            _ => self.check_value(idx, &Value::String(text.into())),
         }
     }
 
@@ -224,7 +224,7 @@ impl YangSchema {
                 (Selector::Position(p), NodeKind::List) if n.keys.is_empty() => Selector::Position(*p),
                 (Selector::Value(v), NodeKind::LeafList) => {
                     let canon = self
-                        .check_value(ci, &Value::String(v.clone()))
+                        .check_value(ci, &Value::String(v.clone().into()))
                         .map_err(|r| err(format!("value '{v}': {r}")))?;
                     Selector::Value(canon.as_text().into_owned())
                 }
@@ -317,7 +317,7 @@ impl YangSchema {
         }
         vals.into_iter()
             .zip(leaves)
-            .map(|(v, li)| match self.check_value(li, &Value::String(v.clone())) {
+            .map(|(v, li)| match self.check_value(li, &Value::String(v.clone().into())) {
                 Ok(c) => c.as_text().into_owned(),
                 Err(r) => {
                     errs.push(Violation { path: path.to_string(), reason: format!("insert anchor '{v}': {r}") });

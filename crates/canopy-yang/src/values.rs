@@ -48,7 +48,7 @@ pub(crate) fn fast_check(fast: Fast, value: &Value) -> Option<Result<Value, Stri
         Fast::None => None,
         Fast::String => Some(Ok(match value {
             Value::String(s) => Value::String(s.clone()),
-            other => Value::String(other.as_text().into_owned()),
+            other => Value::String(other.as_text().into_owned().into()),
         })),
         Fast::Int(base) => {
             let text = value.as_text();
@@ -71,10 +71,10 @@ pub(crate) fn fast_check(fast: Fast, value: &Value) -> Option<Result<Value, Stri
 /// and decimal64 as strings, booleans, `empty` as `[null]`, the rest strings.
 pub(crate) fn typed(base: u32, canonical: String) -> Value {
     match base {
-        UINT8 | UINT16 | UINT32 | INT8 | INT16 | INT32 => Value::Number(canonical),
+        UINT8 | UINT16 | UINT32 | INT8 | INT16 | INT32 => Value::Number(canonical.into()),
         BOOL => Value::Bool(canonical == "true"),
         EMPTY => Value::Empty,
-        _ => Value::String(canonical),
+        _ => Value::String(canonical.into()),
     }
 }
 

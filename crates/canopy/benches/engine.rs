@@ -42,7 +42,7 @@ fn create_entry_with_leaf(c: &mut Criterion) {
                 let edits: Vec<Edit> = (0..EDITS)
                     .map(|i| {
                         let path = format!("/perf:cont/lst[k1='{i}'][k2='str{i}']/l");
-                        Edit::merge(path.parse().unwrap(), Node::leaf(Value::String(format!("l{i}"))))
+                        Edit::merge(path.parse().unwrap(), Node::leaf(Value::String(format!("l{i}").into())))
                     })
                     .collect();
                 let commit = store.running().apply(&edits).unwrap();

@@ -35,7 +35,7 @@ fn main() {
                     true => format!("/perf:cont/usr-lst[k='{i}']/l"),
                     false => format!("/perf:cont/lst[k1='{i}'][k2='str{i}']/l"),
                 };
-                Edit::merge(path.parse().unwrap(), Node::leaf(Value::String(format!("l{i}"))))
+                Edit::merge(path.parse().unwrap(), Node::leaf(Value::String(format!("l{i}").into())))
             })
             .collect();
         store.running().apply(&edits).unwrap();

@@ -49,16 +49,16 @@ fn leaf_edits(n: usize, usr: bool) -> Vec<Edit> {
                 true => format!("/perf:cont/usr-lst[k='{i}']/l"),
                 false => format!("/perf:cont/lst[k1='{i}'][k2='str{i}']/l"),
             };
-            Edit::merge(path.parse().unwrap(), Node::leaf(Value::String(format!("l{i}"))))
+            Edit::merge(path.parse().unwrap(), Node::leaf(Value::String(format!("l{i}").into())))
         })
         .collect()
 }
 
 fn entry(i: usize) -> Container {
     let mut c = Container::default();
-    c.children.insert("k1".into(), Node::leaf(Value::Number(i.to_string())));
-    c.children.insert("k2".into(), Node::leaf(Value::String(format!("str{i}"))));
-    c.children.insert("l".into(), Node::leaf(Value::String(format!("l{i}"))));
+    c.children.insert("k1".into(), Node::leaf(Value::Number(i.to_string().into())));
+    c.children.insert("k2".into(), Node::leaf(Value::String(format!("str{i}").into())));
+    c.children.insert("l".into(), Node::leaf(Value::String(format!("l{i}").into())));
     c
 }
 
@@ -146,7 +146,7 @@ fn main() {
                 let edits: Vec<Edit> = (0..n)
                     .map(|i| {
                         let mut c = Container::default();
-                        c.children.insert("l".into(), Node::leaf(Value::String(format!("v{i}"))));
+                        c.children.insert("l".into(), Node::leaf(Value::String(format!("v{i}").into())));
                         let p = format!("/perf:cont/lst[k1='{i}'][k2='str{i}']");
                         Edit::merge(p.parse().unwrap(), Node::Container(c))
                     })

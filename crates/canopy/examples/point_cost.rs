@@ -20,7 +20,7 @@ fn main() {
     let edits: Vec<Edit> = (0..n)
         .map(|i| {
             let path = format!("/perf:cont/lst[k1='{i}'][k2='str{i}']/l");
-            Edit::merge(path.parse().unwrap(), Node::leaf(Value::String(format!("l{i}"))))
+            Edit::merge(path.parse().unwrap(), Node::leaf(Value::String(format!("l{i}").into())))
         })
         .collect();
     store.running().apply(&edits).unwrap();
@@ -33,7 +33,7 @@ fn main() {
         reads.push(t.elapsed().as_secs_f64());
         assert!(!got.children.is_empty());
         let t = Instant::now();
-        store.running().set(&leaf, Value::String(format!("v{i}"))).unwrap();
+        store.running().set(&leaf, Value::String(format!("v{i}").into())).unwrap();
         writes.push(t.elapsed().as_secs_f64());
     }
     let median = |v: &mut Vec<f64>| {

@@ -58,7 +58,7 @@ fn main() {
             let t = Instant::now();
             for _ in 0..per {
                 v += 1;
-                running.set(&path, Value::String(format!("v{v}"))).unwrap();
+                running.set(&path, Value::String(format!("v{v}").into())).unwrap();
             }
             let us = t.elapsed().as_secs_f64() * 1e6 / per as f64;
             if r > 0 {
@@ -86,7 +86,7 @@ fn main() {
         .map(|i| {
             Edit::merge(
                 format!("/perf:cont/lst[k1='{i}'][k2='str{i}']/l").parse().unwrap(),
-                Node::leaf(Value::String(format!("l{i}"))),
+                Node::leaf(Value::String(format!("l{i}").into())),
             )
         })
         .collect();

@@ -43,7 +43,7 @@ impl Schema for Typed<'_> {
     fn path_value(&self, at: &Path, key: Option<&str>, text: &str) -> Value {
         match self.yang {
             Some(y) => y.path_value(at, key, text),
-            None => Value::String(text.to_string()),
+            None => Value::String(text.into()),
         }
     }
 }

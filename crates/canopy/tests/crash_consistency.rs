@@ -37,12 +37,12 @@ const BATCH: usize = 200;
 fn edits_for(n: u64) -> Vec<Edit> {
     let leaf = |path: String, v: Value| Edit::merge(path.parse().unwrap(), Node::leaf(v));
     let mut edits = vec![
-        leaf(format!("/c:log/entry[n='{n}']/v"), Value::String(format!("v{n}"))),
-        leaf("/c:state/last".into(), Value::Number(n.to_string())),
+        leaf(format!("/c:log/entry[n='{n}']/v"), Value::String(format!("v{n}").into())),
+        leaf("/c:state/last".into(), Value::Number(n.to_string().into())),
     ];
     if n.is_multiple_of(10) {
         for i in 0..BATCH {
-            edits.push(leaf(format!("/c:batch[n='{n}']/item[i='{i}']/v"), Value::String(format!("{n}.{i}"))));
+            edits.push(leaf(format!("/c:batch[n='{n}']/item[i='{i}']/v"), Value::String(format!("{n}.{i}").into())));
         }
     }
     if n.is_multiple_of(30) && n > 20 {

@@ -16,7 +16,7 @@ fn user_list() -> ListInfo {
 
 fn entry(k: u8, v: Option<&str>) -> Node {
     let mut c = Container::default();
-    c.children.insert("k".into(), Node::leaf(Value::Number(k.to_string())));
+    c.children.insert("k".into(), Node::leaf(Value::Number(k.to_string().into())));
     if let Some(v) = v {
         c.children.insert("v".into(), Node::leaf(Value::String(v.into())));
     }

@@ -34,14 +34,14 @@ fn child() {
     match words.as_slice() {
         ["sets", n] => {
             for i in 0..n.parse::<u64>().unwrap() {
-                let c = store.running().set(&format!("/m:c/v{i}"), Value::Number(i.to_string())).unwrap();
+                let c = store.running().set(&format!("/m:c/v{i}"), Value::Number(i.to_string().into())).unwrap();
                 println!("committed {} v{i}", c.revision);
                 eprintln!("acknowledged {} at {}", c.revision, now_ns());
             }
         }
         ["leaf", tag, n] => {
             for i in 0..n.parse::<u64>().unwrap() {
-                let c = store.running().set("/m:c/x", Value::String(format!("{tag}-{i}"))).unwrap();
+                let c = store.running().set("/m:c/x", Value::String(format!("{tag}-{i}").into())).unwrap();
                 println!("committed {} {tag}-{i}", c.revision);
             }
         }
@@ -223,7 +223,7 @@ fn watched_cached_reads_follow_announced_commits() {
         for round in 0..3 {
             // Own commits: read at once.
             let mine = format!("mine-{round}");
-            watched.running().set("/m:c/own", Value::String(mine.clone())).unwrap();
+            watched.running().set("/m:c/own", Value::String(mine.clone().into())).unwrap();
             for i in 0..3 {
                 watched.running().delete(&format!("/m:c/v{i}")).ok();
             }
@@ -256,7 +256,7 @@ fn watched_cached_reads_see_their_stores_other_commits_at_once() {
         let candidate = watched.session(Datastore::Candidate);
         for round in 0..3 {
             let value = format!("draft-{round}");
-            candidate.set("/m:c/draft", Value::String(value.clone())).unwrap();
+            candidate.set("/m:c/draft", Value::String(value.clone().into())).unwrap();
             let read = to_string(&candidate.get("/m:c/draft", Default::default()).unwrap(), &WriteOptions::default());
             assert_eq!(read, format!(r#"{{"m:c":{{"draft":"{value}"}}}}"#), "{name}, round {round}");
             watched.discard_candidate().unwrap();

@@ -228,7 +228,7 @@ fn merges_below_a_missing_entry_read_it_once() {
     let edits: Vec<canopy::Edit> = (0..100)
         .map(|i| {
             let mut sub = canopy::Container::default();
-            sub.children.insert("x".into(), canopy::Node::leaf(canopy::Value::String(format!("v{i}"))));
+            sub.children.insert("x".into(), canopy::Node::leaf(canopy::Value::String(format!("v{i}").into())));
             let value = canopy::Node::Container(sub);
             canopy::Edit::merge(format!("/m:c/i[name='new{i}']/sub").parse().unwrap(), value)
         })

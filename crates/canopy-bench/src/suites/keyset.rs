@@ -34,7 +34,7 @@ pub fn keyset(n: usize) -> (Container, u64) {
             meta.insert(k, v);
         }
         raw += (PARENT.len() + 1 + name.len() + 1 + value.len() + 1) as u64;
-        c.children.insert(name.into(), Node::Leaf { value: canopy::Value::String(value), meta });
+        c.children.insert(name.into(), Node::Leaf { value: canopy::Value::String(value.into()), meta });
     }
     (c, raw)
 }

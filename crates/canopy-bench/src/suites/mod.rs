@@ -154,9 +154,9 @@ pub fn container(leaves: &[(&str, canopy::Value)]) -> canopy::Container {
 }
 
 pub fn s(v: impl Into<String>) -> canopy::Value {
-    canopy::Value::String(v.into())
+    canopy::Value::String(v.into().into())
 }
 
 pub fn num(v: impl std::fmt::Display) -> canopy::Value {
-    canopy::Value::Number(v.to_string())
+    canopy::Value::Number(v.to_string().into())
 }

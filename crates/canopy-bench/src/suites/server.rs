@@ -33,9 +33,9 @@ const ROOT: &str = "/bench:items";
 
 fn item(i: usize) -> Container {
     let mut c = Container::default();
-    c.children.insert("id".into(), Node::leaf(Value::String(format!("item-{i}"))));
-    c.children.insert("name".into(), Node::leaf(Value::String(format!("the item number {i}"))));
-    c.children.insert("weight".into(), Node::leaf(Value::Number((i % 977).to_string())));
+    c.children.insert("id".into(), Node::leaf(Value::String(format!("item-{i}").into())));
+    c.children.insert("name".into(), Node::leaf(Value::String(format!("the item number {i}").into())));
+    c.children.insert("weight".into(), Node::leaf(Value::Number((i % 977).to_string().into())));
     c.children.insert("enabled".into(), Node::leaf(Value::Bool(!i.is_multiple_of(3))));
     c
 }

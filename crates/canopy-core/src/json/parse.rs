@@ -684,8 +684,8 @@ impl Sink for Flat {
 
 fn scalar_value(s: Scalar, text: &str) -> Value {
     match s {
-        Scalar::String => Value::String(text.to_owned()),
-        Scalar::Number => Value::Number(text.to_owned()),
+        Scalar::String => Value::String(text.into()),
+        Scalar::Number => Value::Number(text.into()),
         Scalar::True => Value::Bool(true),
         Scalar::False => Value::Bool(false),
         Scalar::Empty => Value::Empty,

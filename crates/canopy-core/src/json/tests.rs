@@ -547,8 +547,8 @@ fn number() -> impl Strategy<Value = String> {
 
 fn value() -> impl Strategy<Value = Value> {
     prop_oneof![
-        text().prop_map(Value::String),
-        number().prop_map(Value::Number),
+        text().prop_map(|s| Value::String(s.into())),
+        number().prop_map(|s| Value::Number(s.into())),
         any::<bool>().prop_map(Value::Bool),
         Just(Value::Empty),
     ]
@@ -647,9 +647,9 @@ fn build(members: &[(u8, Shape)], parent_module: Option<&str>, out: &mut Contain
                     build(members, module, &mut e);
                     let key = |suffix: &str| {
                         if *string_keys {
-                            Value::String(format!("{key_prefix}{suffix}{j}"))
+                            Value::String(format!("{key_prefix}{suffix}{j}").into())
                         } else {
-                            Value::Number(j.to_string())
+                            Value::Number(j.to_string().into())
                         }
                     };
                     if *kind > 0 {
@@ -747,9 +747,9 @@ fn tree_building_floor() {
         let mut list = List::new(ListInfo::keyed(["k1", "k2"]));
         for i in 1..=100_000 {
             let mut e = Container::default();
-            e.children.insert("k1".into(), Node::leaf(Value::Number(i.to_string())));
-            e.children.insert("k2".into(), Node::leaf(Value::String(format!("str{i}"))));
-            e.children.insert("l".into(), Node::leaf(Value::String(format!("l{i}"))));
+            e.children.insert("k1".into(), Node::leaf(Value::Number(i.to_string().into())));
+            e.children.insert("k2".into(), Node::leaf(Value::String(format!("str{i}").into())));
+            e.children.insert("l".into(), Node::leaf(Value::String(format!("l{i}").into())));
             list.insert(e, &Insert::Last).unwrap();
         }
         let build = t.elapsed();

@@ -564,7 +564,7 @@ pub(crate) mod tests {
         Node::LeafList(
             values
                 .iter()
-                .map(|v| LeafListEntry { value: Value::String(v.to_string()), meta: Default::default() })
+                .map(|v| LeafListEntry { value: Value::String((*v).into()), meta: Default::default() })
                 .collect(),
         )
     }
