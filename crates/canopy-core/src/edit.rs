@@ -266,7 +266,7 @@ fn apply_inner(
 fn edit_value(value: Option<Node>, path: &Path) -> Result<Node> {
     match (value, &path.last().map(|s| &s.selector)) {
         (Some(v), _) => Ok(v),
-        (None, Some(Selector::Value(v))) => Ok(Node::leaf(Value::String(v.clone().into()))),
+        (None, Some(Selector::Value(v))) => Ok(Node::leaf(Value::String(v.as_str().into()))),
         (None, _) => Err(Error::invalid(path, "this edit needs a value")),
     }
 }
@@ -996,7 +996,7 @@ fn append_keyless(
         ));
     }
     for (k, v) in keys {
-        content.children.entry(k.clone()).or_insert_with(|| Node::leaf(Value::String(v.clone().into())));
+        content.children.entry(k.clone()).or_insert_with(|| Node::leaf(Value::String(v.as_str().into())));
     }
     let place = last_place(l);
     l.insert(content.clone(), &Insert::Last)?;

@@ -64,7 +64,7 @@ impl Value {
     /// Converts a JSON scalar; `None` for objects, arrays other than `[null]`, and `null`.
     pub fn from_json(v: &serde_json::Value) -> Option<Value> {
         match v {
-            serde_json::Value::String(s) => Some(Value::String(s.clone().into())),
+            serde_json::Value::String(s) => Some(Value::String(s.as_str().into())),
             serde_json::Value::Bool(b) => Some(Value::Bool(*b)),
             serde_json::Value::Number(n) => Some(Value::Number(n.to_string().into())),
             serde_json::Value::Array(a) if a.len() == 1 && a[0].is_null() => Some(Value::Empty),
@@ -75,10 +75,8 @@ impl Value {
     /// The RFC 7951 JSON form.
     pub fn to_json(&self) -> serde_json::Value {
         match self {
-            Value::String(s) => serde_json::Value::String(s.clone().to_string()),
-            Value::Number(n) => {
-                serde_json::from_str(n).unwrap_or_else(|_| serde_json::Value::String(n.clone().to_string()))
-            }
+            Value::String(s) => serde_json::Value::String(s.to_string()),
+            Value::Number(n) => serde_json::from_str(n).unwrap_or_else(|_| serde_json::Value::String(n.to_string())),
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Empty => serde_json::Value::Array(vec![serde_json::Value::Null]),
         }

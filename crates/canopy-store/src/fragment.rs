@@ -457,12 +457,6 @@ impl Inline {
         Reader { b, pos: self.pos, text: None }.str_ref().map(Some)
     }
 
-    /// Takes the next child.
-    ///
-    /// # Errors
-    /// `Corrupted` when the bytes are damaged (including trailing bytes after
-    /// the last child).
-    #[inline]
     /// Moves past the next child, reading only lengths where it can (a
     /// leaf's name, value and metadata are not decoded, nor checked as text).
     fn skip(&mut self, b: &[u8]) -> Result<()> {
@@ -488,6 +482,12 @@ impl Inline {
         Ok(())
     }
 
+    /// Takes the next child.
+    ///
+    /// # Errors
+    /// `Corrupted` when the bytes are damaged (including trailing bytes after
+    /// the last child).
+    #[inline]
     pub fn next<'a>(&mut self, b: &'a [u8]) -> Result<Option<(&'a str, ChildRef<'a>)>> {
         self.take(Reader { b, pos: self.pos, text: None })
     }

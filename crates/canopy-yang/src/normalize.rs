@@ -224,7 +224,7 @@ impl YangSchema {
                 (Selector::Position(p), NodeKind::List) if n.keys.is_empty() => Selector::Position(*p),
                 (Selector::Value(v), NodeKind::LeafList) => {
                     let canon = self
-                        .check_value(ci, &Value::String(v.clone().into()))
+                        .check_value(ci, &Value::String(v.as_str().into()))
                         .map_err(|r| err(format!("value '{v}': {r}")))?;
                     Selector::Value(canon.as_text().into_owned())
                 }
@@ -317,7 +317,7 @@ impl YangSchema {
         }
         vals.into_iter()
             .zip(leaves)
-            .map(|(v, li)| match self.check_value(li, &Value::String(v.clone().into())) {
+            .map(|(v, li)| match self.check_value(li, &Value::String(v.as_str().into())) {
                 Ok(c) => c.as_text().into_owned(),
                 Err(r) => {
                     errs.push(Violation { path: path.to_string(), reason: format!("insert anchor '{v}': {r}") });

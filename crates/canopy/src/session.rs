@@ -166,7 +166,7 @@ impl Session<'_> {
     pub fn set(&self, path: &str, value: Value) -> Result<Commit> {
         let p: Path = path.parse()?;
         let node = match p.last().map(|s| &s.selector) {
-            Some(Selector::Value(v)) => Node::leaf(Value::String(v.clone().into())),
+            Some(Selector::Value(v)) => Node::leaf(Value::String(v.as_str().into())),
             _ => Node::leaf(value),
         };
         self.apply(&[Edit::merge(p, node)])

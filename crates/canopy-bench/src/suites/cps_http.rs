@@ -86,9 +86,9 @@ fn json_of(c: &Container) -> Json {
     let mut m = Map::new();
     for (name, node) in c.children.iter() {
         let v = match node {
-            Node::Leaf { value: Value::String(s), .. } => Json::String(s.clone().to_string()),
+            Node::Leaf { value: Value::String(s), .. } => Json::String(s.to_string()),
             Node::Leaf { value: Value::Number(n), .. } => {
-                serde_json::from_str(n).unwrap_or(Json::String(n.clone().to_string()))
+                serde_json::from_str(n).unwrap_or(Json::String(n.to_string()))
             }
             Node::Leaf { value: Value::Bool(b), .. } => Json::Bool(*b),
             Node::Container(inner) => json_of(inner),

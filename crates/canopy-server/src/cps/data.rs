@@ -118,9 +118,10 @@ pub(super) fn upload_parts(
 
 pub(super) fn value_json(v: &Value) -> Json {
     match v {
-        Value::String(s) => Json::String(s.clone().to_string()),
-        Value::Number(n) => serde_json::from_str::<serde_json::Number>(n)
-            .map_or_else(|_| Json::String(n.clone().to_string()), Json::Number),
+        Value::String(s) => Json::String(s.to_string()),
+        Value::Number(n) => {
+            serde_json::from_str::<serde_json::Number>(n).map_or_else(|_| Json::String(n.to_string()), Json::Number)
+        }
         Value::Bool(b) => Json::Bool(*b),
         Value::Empty => Json::Null,
     }
@@ -167,8 +168,9 @@ impl<'m> At<'m> {
 
 pub(super) fn typed_json(v: &Value, at: At<'_>) -> Json {
     match v {
-        Value::String(s) if at.int64() => serde_json::from_str::<serde_json::Number>(s)
-            .map_or_else(|_| Json::String(s.clone().to_string()), Json::Number),
+        Value::String(s) if at.int64() => {
+            serde_json::from_str::<serde_json::Number>(s).map_or_else(|_| Json::String(s.to_string()), Json::Number)
+        }
         v => value_json(v),
     }
 }
