@@ -145,22 +145,31 @@ fn place_after(info: &ListInfo, prev: Option<Selector>) -> Option<Place> {
     info.user_ordered.then(|| prev.map_or(Place::First, Place::After))
 }
 
+/// Appends the changes that create list `l`'s entries at `path`. With
+/// `deferred`, each change holds an empty entry and its index goes in
+/// `deferred`, for the caller to fill from the tree
+/// ([`crate::edit::fill_created`]).
+pub fn added_entries(path: &Path, l: &List, out: &mut Vec<Change>, mut deferred: Option<&mut Vec<usize>>) {
+    let mut prev = None;
+    for (i, e) in l.entries().enumerate() {
+        let sel = entry_selector(l, e, i);
+        let place = place_after(&l.info, prev.clone());
+        let node = match deferred.as_deref_mut() {
+            Some(d) => {
+                d.push(out.len());
+                Subtree::Entry(Container::default())
+            }
+            None => Subtree::Entry(e.clone()),
+        };
+        out.push(Change::Created { path: with_selector(path, sel.clone()), node, place });
+        prev = Some(sel);
+    }
+}
+
 /// Appends the changes that create `node` at `path` (a plain-name path).
 pub fn added_node(path: &Path, node: &Node, out: &mut Vec<Change>) {
     match node {
-        Node::List(l) => {
-            let mut prev = None;
-            for (i, e) in l.entries().enumerate() {
-                let sel = entry_selector(l, e, i);
-                let place = place_after(&l.info, prev.clone());
-                out.push(Change::Created {
-                    path: with_selector(path, sel.clone()),
-                    node: Subtree::Entry(e.clone()),
-                    place,
-                });
-                prev = Some(sel);
-            }
-        }
+        Node::List(l) => added_entries(path, l, out, None),
         Node::LeafList(v) => {
             let mut prev = None;
             for e in v {

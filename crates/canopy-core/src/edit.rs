@@ -104,10 +104,11 @@ pub fn apply_edit_owned(root: &mut Container, edit: Edit, schema: &dyn Schema) -
     apply_edit_with(root, edit, schema, None)
 }
 
-/// [`apply_edit_owned`] for a caller that fills in the created node itself:
-/// when the edit creates the list entry or container it targets, that node
-/// is not copied into its [`Change::Created`], which holds an empty one
-/// instead, and the change's index is returned. The caller fills the change from the tree
+/// [`apply_edit_owned`] for a caller that fills in the created nodes itself:
+/// the list entry or container the edit targets, when it creates it, and the
+/// list entries and containers a merge creates below an existing node, are
+/// not copied into their [`Change::Created`], which hold empty ones instead,
+/// and the changes' indices are returned. The caller fills the changes from the tree
 /// ([`fill_created`]) before anything reads the change's node: by a copy
 /// while the tree lives on, or by moving the entry out of a tree it is done
 /// with. A bulk transaction creating thousands of entries so makes one copy
@@ -119,8 +120,8 @@ pub fn apply_edit_deferring(
     root: &mut Container,
     edit: Edit,
     schema: &dyn Schema,
-) -> Result<(Vec<Change>, Option<usize>)> {
-    let mut deferred = None;
+) -> Result<(Vec<Change>, Vec<usize>)> {
+    let mut deferred = Vec::new();
     let changes = apply_edit_with(root, edit, schema, Some(&mut deferred))?;
     Ok((changes, deferred))
 }
@@ -148,7 +149,7 @@ fn apply_edit_with(
     root: &mut Container,
     mut edit: Edit,
     schema: &dyn Schema,
-    deferred: Option<&mut Option<usize>>,
+    deferred: Option<&mut Vec<usize>>,
 ) -> Result<Vec<Change>> {
     let path = match canonical_path_cow(root, &edit.path, schema) {
         std::borrow::Cow::Borrowed(_) => std::mem::take(&mut edit.path),
@@ -221,7 +222,7 @@ fn apply_inner(
     schema: &dyn Schema,
     out: &mut Vec<Change>,
     slot: &mut Option<usize>,
-    deferred: Option<&mut Option<usize>>,
+    deferred: Option<&mut Vec<usize>>,
 ) -> Result<()> {
     match edit.op {
         Operation::Delete | Operation::Remove => {
@@ -248,7 +249,7 @@ fn apply_inner(
                     diff::diff_container(&Path::root(), root, &c, out);
                     *root = c;
                 } else {
-                    merge_container(&Path::root(), root, c, out, schema)?;
+                    merge_container(&Path::root(), root, c, out, schema, deferred)?;
                 }
                 return Ok(());
             }
@@ -424,7 +425,7 @@ fn put_child(
     out: &mut Vec<Change>,
     schema: &dyn Schema,
     slot: Option<&mut Option<usize>>,
-    deferred: Option<&mut Option<usize>>,
+    deferred: Option<&mut Vec<usize>>,
 ) -> Result<()> {
     let name = &path.last().expect("not root").name;
     match sel {
@@ -438,13 +439,15 @@ fn put_child(
                             let node = match (&value, deferred) {
                                 // A container the edit creates, its copy deferred (as a list entry's).
                                 (Node::Container(_), Some(d)) => {
-                                    *d = Some(out.len());
+                                    d.push(out.len());
                                     Node::Container(Container::default())
                                 }
                                 _ => value.clone(),
                             };
                             out.push(Change::Created { path: Path::root(), node: Subtree::Node(node), place: None });
                         }
+                        // A list the edit creates whole: its entries' copies deferred too.
+                        (_, Node::List(l)) if deferred.is_some() => diff::added_entries(path, l, out, deferred),
                         _ => diff::added_node(path, &value, out),
                     }
                     parent.children.insert(name.clone(), value);
@@ -455,7 +458,7 @@ fn put_child(
                     diff::diff_node(path, existing, &value, out);
                     *existing = value;
                 }
-                Some(existing) => merge_node(path, existing, value, out, schema)?,
+                Some(existing) => merge_node(path, existing, value, out, schema, deferred)?,
             }
             Ok(())
         }
@@ -524,7 +527,7 @@ fn put_entry(
     insert: Option<&Insert>,
     out: &mut Vec<Change>,
     schema: &dyn Schema,
-    deferred: Option<&mut Option<usize>>,
+    deferred: Option<&mut Vec<usize>>,
 ) -> Result<()> {
     let path = &entry_path;
     match list.get(vals) {
@@ -536,7 +539,7 @@ fn put_entry(
             let place = if list.info.user_ordered { Some(place_of_insert(list, &at)?) } else { None };
             let node = match deferred {
                 Some(d) => {
-                    *d = Some(out.len());
+                    d.push(out.len());
                     Subtree::Entry(Container::default())
                 }
                 None => Subtree::Entry(entry.clone()),
@@ -572,7 +575,7 @@ fn put_entry(
                 diff::diff_container(&entry_path, existing, &entry, out);
                 *existing = entry;
             } else {
-                merge_container(&entry_path, existing, entry, out, schema)?;
+                merge_container(&entry_path, existing, entry, out, schema, deferred)?;
             }
         }
     }
@@ -679,15 +682,24 @@ fn put_leaf_list_entry(
     Ok(())
 }
 
-/// Merges `value` into `existing` (both at `path`, a plain-name path).
-fn merge_node(path: &Path, existing: &mut Node, value: Node, out: &mut Vec<Change>, schema: &dyn Schema) -> Result<()> {
+/// Merges `value` into `existing` (both at `path`, a plain-name path). With
+/// `deferred`, list entries and containers the merge creates are left out of
+/// their changes, whose indices go in `deferred` (see [`apply_edit_deferring`]).
+fn merge_node(
+    path: &Path,
+    existing: &mut Node,
+    value: Node,
+    out: &mut Vec<Change>,
+    schema: &dyn Schema,
+    mut deferred: Option<&mut Vec<usize>>,
+) -> Result<()> {
     match (existing, value) {
-        (Node::Container(c), Node::Container(v)) => merge_container(path, c, v, out, schema),
+        (Node::Container(c), Node::Container(v)) => merge_container(path, c, v, out, schema, deferred),
         (Node::List(l), Node::List(v)) => {
             for e in v.into_entries() {
                 let vals = l.keys_of(&e).map_err(|_| Error::invalid(path, "an entry lacks a key leaf"))?;
                 let p = canonical_entry_path(path, l, &vals);
-                put_entry(l, p, &vals, e, false, None, out, schema, None)?;
+                put_entry(l, p, &vals, e, false, None, out, schema, deferred.as_deref_mut())?;
             }
             Ok(())
         }
@@ -731,13 +743,15 @@ fn merge_node(path: &Path, existing: &mut Node, value: Node, out: &mut Vec<Chang
     }
 }
 
-/// Merges container `value` into `existing` at `path`.
+/// Merges container `value` into `existing` at `path` (`deferred` as for
+/// [`merge_node`]).
 fn merge_container(
     path: &Path,
     existing: &mut Container,
     value: Container,
     out: &mut Vec<Change>,
     schema: &dyn Schema,
+    mut deferred: Option<&mut Vec<usize>>,
 ) -> Result<()> {
     if !value.meta.is_empty() {
         let mut m = existing.meta.clone();
@@ -750,7 +764,18 @@ fn merge_container(
     for (name, child) in value.children {
         let p = path.child(name, Selector::None);
         let mut slot = None;
-        put_child(existing, &p, &Selector::None, child, false, None, out, schema, Some(&mut slot), None)?;
+        put_child(
+            existing,
+            &p,
+            &Selector::None,
+            child,
+            false,
+            None,
+            out,
+            schema,
+            Some(&mut slot),
+            deferred.as_deref_mut(),
+        )?;
         if let Some(i) = slot {
             set_path(&mut out[i], p);
         }

@@ -241,7 +241,7 @@ impl Store {
             let typed = Typed { lists: &schema, yang };
             if defer {
                 let (c, created) = apply_edit_deferring(&mut root, e, &typed)?;
-                deferred.extend(created.map(|i| changes.len() + i));
+                deferred.extend(created.into_iter().map(|i| changes.len() + i));
                 changes.extend(c);
             } else {
                 changes.extend(apply_edit_owned(&mut root, e, &typed)?);

@@ -93,6 +93,67 @@ fn each_created_entry_is_in_the_diff_whole_and_stored() {
     }
 }
 
+/// A merge of an existing container holding new entries (a bulk import
+/// into a list that has some already) lists each entry it creates whole in
+/// the diff, and stores it, with and without a subscriber reading the diff
+/// before the commit.
+#[test]
+fn entries_a_merge_creates_below_an_existing_node_are_in_the_diff_whole() {
+    struct Seen(Arc<Mutex<Vec<Container>>>);
+    impl Subscriber for Seen {
+        fn validate(&self, ev: &ChangeEvent<'_>) -> Result<(), String> {
+            for c in ev.changes() {
+                if let Change::Created { node: Subtree::Entry(e), .. } = c {
+                    self.0.lock().unwrap().push(e.clone());
+                }
+            }
+            Ok(())
+        }
+    }
+    for subscribed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        for url in urls(&dir) {
+            let store = open(&url);
+            store.running().apply_built(|| Ok(devices(2))).unwrap();
+            let seen = Arc::new(Mutex::new(Vec::new()));
+            let _sub =
+                subscribed.then(|| store.subscribe(Datastore::Running, "/m:top", 0, Seen(seen.clone())).unwrap());
+            let mut list = canopy::List::new(canopy::ListInfo::keyed(["id"]));
+            for i in 2..40 {
+                list.insert(device(i), &canopy::Insert::Last).unwrap();
+            }
+            let mut top = Container::default();
+            top.children.insert("dev".into(), Node::List(Box::new(list)));
+            let edit = Edit::merge("/m:top".parse().unwrap(), Node::Container(top));
+            let commit = store.running().apply_owned(vec![edit]).unwrap();
+            let created: Vec<(&Path, &Container)> = commit
+                .changes
+                .iter()
+                .filter_map(|c| match c {
+                    Change::Created { path, node: Subtree::Entry(e), .. } => Some((path, e)),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(created.len(), 38, "{url}: {:?}", commit.changes);
+            for (k, (path, entry)) in created.into_iter().enumerate() {
+                assert_eq!(path, &device_path(k + 2), "{url}");
+                assert_eq!(entry, &device(k + 2), "{url}: entry {}", k + 2);
+            }
+            if subscribed {
+                let seen = seen.lock().unwrap();
+                assert_eq!(seen.len(), 38, "{url}: the subscriber saw {} entries", seen.len());
+                assert!(
+                    seen.iter().enumerate().all(|(k, e)| e == &device(k + 2)),
+                    "{url}: the subscriber saw empty entries"
+                );
+            }
+            for i in [0, 2, 39] {
+                assert_eq!(stored(&store, i), Some(device(i)), "{url}: read back {i}");
+            }
+        }
+    }
+}
+
 #[test]
 fn an_edit_inside_an_entry_created_before_it_leaves_that_change_as_its_edit_made_it() {
     let dir = tempfile::tempdir().unwrap();
