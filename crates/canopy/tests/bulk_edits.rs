@@ -57,6 +57,17 @@ fn stored(store: &Store, i: usize) -> Option<Container> {
     devs.get(&[format!("d{i:03}")]).cloned()
 }
 
+/// The list entries `changes` create, with their paths.
+fn created_entries(changes: &[Change]) -> Vec<(&Path, &Container)> {
+    changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::Created { path, node: Subtree::Entry(e), .. } => Some((path, e)),
+            _ => None,
+        })
+        .collect()
+}
+
 fn json(c: &Container) -> String {
     canopy::json::to_string(c, &Default::default())
 }
@@ -74,14 +85,7 @@ fn each_created_entry_is_in_the_diff_whole_and_stored() {
     for url in urls(&dir) {
         let store = open(&url);
         let commit = store.running().apply_built(|| Ok(devices(50))).unwrap();
-        let created: Vec<(&Path, &Container)> = commit
-            .changes
-            .iter()
-            .filter_map(|c| match c {
-                Change::Created { path, node: Subtree::Entry(e), .. } => Some((path, e)),
-                _ => None,
-            })
-            .collect();
+        let created = created_entries(&commit.changes);
         assert_eq!(created.len(), 50, "{url}: {:?}", commit.changes);
         for (i, (path, entry)) in created.into_iter().enumerate() {
             assert_eq!(path, &device_path(i), "{url}");
@@ -126,14 +130,7 @@ fn entries_a_merge_creates_below_an_existing_node_are_in_the_diff_whole() {
             top.children.insert("dev".into(), Node::List(Box::new(list)));
             let edit = Edit::merge("/m:top".parse().unwrap(), Node::Container(top));
             let commit = store.running().apply_owned(vec![edit]).unwrap();
-            let created: Vec<(&Path, &Container)> = commit
-                .changes
-                .iter()
-                .filter_map(|c| match c {
-                    Change::Created { path, node: Subtree::Entry(e), .. } => Some((path, e)),
-                    _ => None,
-                })
-                .collect();
+            let created = created_entries(&commit.changes);
             assert_eq!(created.len(), 38, "{url}: {:?}", commit.changes);
             for (k, (path, entry)) in created.into_iter().enumerate() {
                 assert_eq!(path, &device_path(k + 2), "{url}");
