@@ -691,11 +691,17 @@ fn merge_node(
     value: Node,
     out: &mut Vec<Change>,
     schema: &dyn Schema,
-    mut deferred: Option<&mut Vec<usize>>,
+    deferred: Option<&mut Vec<usize>>,
 ) -> Result<()> {
     match (existing, value) {
         (Node::Container(c), Node::Container(v)) => merge_container(path, c, v, out, schema, deferred),
         (Node::List(l), Node::List(v)) => {
+            // Entries keyed as the existing list keys them are unique: each is
+            // met once, and its copy may be deferred. A value list keyed
+            // otherwise (keyless, parsed without declared keys) may hold one
+            // entry twice by the existing list's keys, the second merged into
+            // what the first created: its entries are copied at once.
+            let mut deferred = deferred.filter(|_| v.info.keys == l.info.keys);
             for e in v.into_entries() {
                 let vals = l.keys_of(&e).map_err(|_| Error::invalid(path, "an entry lacks a key leaf"))?;
                 let p = canonical_entry_path(path, l, &vals);

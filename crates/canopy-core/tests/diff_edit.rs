@@ -207,6 +207,54 @@ fn create_delete_remove_semantics() {
     assert!(t.children.contains_key("m:c"));
 }
 
+/// A merge whose list value is keyed otherwise than the list it merges
+/// into (keyless, as JSON parsed without declared keys gives) may name one
+/// new entry twice: the second part merges into what the first created.
+/// With deferred copies, every created change is filled whole from the tree
+/// (moved out of it, as a transaction does once the batch is built), each
+/// holding what its own part of the merge made.
+#[test]
+fn deferred_merges_of_one_new_entry_named_twice_fill_whole() {
+    let s = schema();
+    let mut t = Container::default();
+    apply_edit(&mut t, &Edit::merge(p("/m:top/dev[id='d0']/a"), leaf("0")), &s).unwrap();
+    let mut list = List::new(ListInfo::keyless());
+    let mut first = Container::default();
+    first.children.insert("id".into(), leaf("d7"));
+    first.children.insert("a".into(), leaf("1"));
+    let mut second = Container::default();
+    second.children.insert("id".into(), leaf("d7"));
+    let mut b = Container::default();
+    b.children.insert("x".into(), leaf("2"));
+    second.children.insert("b".into(), Node::Container(b));
+    list.insert(first, &Insert::Last).unwrap();
+    list.insert(second, &Insert::Last).unwrap();
+    let mut top = Container::default();
+    top.children.insert("dev".into(), Node::List(Box::new(list)));
+    let edit = Edit::merge(p("/m:top"), Node::Container(top));
+    let (mut changes, deferred) = canopy_core::edit::apply_edit_deferring(&mut t, edit, &s).unwrap();
+    for i in deferred {
+        canopy_core::edit::fill_created(&mut t, &mut changes[i], true).unwrap();
+    }
+    let created: Vec<String> = changes
+        .iter()
+        .filter(|c| matches!(c, canopy_core::diff::Change::Created { .. }))
+        .map(|c| c.path().to_string())
+        .collect();
+    // The entry as its first part made it, then what the second added.
+    assert_eq!(created, ["/m:top/dev[id='d7']", "/m:top/dev[id='d7']/b"], "{changes:?}");
+    let whole = changes.iter().all(|c| match c {
+        canopy_core::diff::Change::Created { node: canopy_core::diff::Subtree::Entry(e), .. } => {
+            e.children.contains_key("a") && e.children.contains_key("id")
+        }
+        canopy_core::diff::Change::Created { node: canopy_core::diff::Subtree::Node(Node::Container(b)), .. } => {
+            b.children.contains_key("x")
+        }
+        _ => true,
+    });
+    assert!(whole, "{changes:?}");
+}
+
 #[test]
 fn merge_creates_list_entries_with_keys_from_path() {
     let s = schema();

@@ -273,8 +273,11 @@ impl Store {
         // 4. Batch.
         let batch =
             batch_for(&changes, &root, &keys::Space::datastore(ds), snap, &schema, &learned, &|k| loader.has_range(k));
-        // The tree is done with: its created entries move into their changes.
-        fill_deferred(&mut root, &mut changes, &mut deferred, true)?;
+        // The tree is done with: its created entries move into their changes
+        // (a batch that failed keeps its error).
+        if batch.is_ok() {
+            fill_deferred(&mut root, &mut changes, &mut deferred, true)?;
+        }
         let batch = batch.and_then(|mut b| {
             if let (Some(index), Some(y)) = (&index, checked) {
                 index.write(y, &changes, snap, &catalog.lists, &mut b)?;
