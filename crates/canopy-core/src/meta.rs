@@ -61,22 +61,16 @@ impl Meta {
     pub fn insert(&mut self, name: impl Into<Name> + AsRef<str>, value: impl Into<MetaValue>) -> Option<MetaValue> {
         // Annotations mostly arrive in name order (decoding, copying): the
         // end is tried first.
-        match self.entries.last() {
-            Some((last, _)) if last.as_str() < name.as_ref() => {
-                self.entries.push((name.into(), value.into()));
+        let at = match self.entries.last() {
+            Some((last, _)) if last.as_str() >= name.as_ref() => self.find(name.as_ref()),
+            _ => Err(self.entries.len()),
+        };
+        match at {
+            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value.into())),
+            Err(i) => {
+                self.entries.insert(i, (name.into(), value.into()));
                 None
             }
-            None => {
-                self.entries.push((name.into(), value.into()));
-                None
-            }
-            _ => match self.find(name.as_ref()) {
-                Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value.into())),
-                Err(i) => {
-                    self.entries.insert(i, (name.into(), value.into()));
-                    None
-                }
-            },
         }
     }
 

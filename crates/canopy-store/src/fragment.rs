@@ -198,17 +198,6 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    /// A string, borrowed from the fragment.
-    fn text(&mut self) -> Result<&'a str> {
-        let b = self.bytes()?;
-        match self.text {
-            // The whole fragment is valid UTF-8: so is any piece of it that
-            // starts and ends on a character boundary.
-            Some(t) => t.get(self.pos - b.len()..self.pos).ok_or_else(|| self.err("invalid UTF-8")),
-            None => std::str::from_utf8(b).map_err(|_| self.err("invalid UTF-8")),
-        }
-    }
-
     /// Two strings of under 128 bytes each (an annotation's name and
     /// value, as they mostly are), read at once; `None` (nothing read) for
     /// anything else, which the general way then reads or refuses.
@@ -231,8 +220,8 @@ impl<'a> Reader<'a> {
 
     fn value(&mut self) -> Result<Value> {
         Ok(match self.byte()? {
-            b's' => Value::String(self.text()?.into()),
-            b'n' => Value::Number(self.text()?.into()),
+            b's' => Value::String(self.str_ref()?.into()),
+            b'n' => Value::Number(self.str_ref()?.into()),
             b't' => Value::Bool(true),
             b'f' => Value::Bool(false),
             b'e' => Value::Empty,
@@ -257,12 +246,17 @@ impl<'a> Reader<'a> {
         for _ in 0..n {
             let (k, v) = match self.short_pair() {
                 Some(kv) => kv,
-                None => (self.text()?, self.text()?),
+                None => (self.str_ref()?, self.str_ref()?),
             };
             m.insert(k, v);
         }
         Ok(m)
     }
+}
+
+/// A fragment that names child `name` twice.
+fn child_twice(name: &str) -> StoreError {
+    StoreError::corrupted(format!("fragment damaged: child `{name}` twice"))
 }
 
 /// Fragments with at least this many inline children (a key set of
@@ -288,12 +282,11 @@ fn decode_children(b: &[u8], mut inline: Inline, room: u64) -> Result<Children> 
     // Every child takes at least 3 bytes: do not trust a count the bytes cannot hold.
     let cap = (room as usize).min(b.len().saturating_sub(inline.pos) / 3);
     let mut children = Children::with_capacity(cap);
-    let twice = |name: &str| StoreError::corrupted(format!("fragment damaged: child `{name}` twice"));
     let text = std::str::from_utf8(b).ok();
     loop {
         if let Some((name, value)) = text.and_then(|t| inline.next_plain_leaf(t)) {
             if children.insert(name.into(), Node::leaf(value.to_value())).is_some() {
-                return Err(twice(name));
+                return Err(child_twice(name));
             }
             continue;
         }
@@ -307,7 +300,7 @@ fn decode_children(b: &[u8], mut inline: Inline, room: u64) -> Result<Children> 
             ChildRef::Other(node) => node,
         };
         if children.insert(name.into(), node).is_some() {
-            return Err(twice(name));
+            return Err(child_twice(name));
         }
     }
     Ok(children)
@@ -338,7 +331,7 @@ fn decode_halves(b: &[u8], inline: Inline) -> Result<Children> {
         (head, tail)
     });
     let mut children = head?;
-    children.append(tail?).map_err(|name| StoreError::corrupted(format!("fragment damaged: child `{name}` twice")))?;
+    children.append(tail?).map_err(|name| child_twice(&name))?;
     Ok(children)
 }
 

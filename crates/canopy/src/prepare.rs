@@ -216,12 +216,13 @@ pub(crate) fn erasable(
         }
         let last_keyed = matches!(e.path.last().map(|s| &s.selector), Some(Selector::Keys(_)));
         let erase = match yang {
-            Some(y) => match matches!(y.kind(&sp), Some(NodeKind::Container | NodeKind::List))
-                && !(validated && y.erase_needs_content(&sp, ds != Datastore::Operational))
+            Some(y)
+                if matches!(y.kind(&sp), Some(NodeKind::Container | NodeKind::List))
+                    && !(validated && y.erase_needs_content(&sp, ds != Datastore::Operational)) =>
             {
-                true => Erase::Yes,
-                false => Erase::No,
-            },
+                Erase::Yes
+            }
+            Some(_) => Erase::No,
             None if last_keyed || schema.lists.contains_key(&sp) => Erase::Yes,
             // Without a schema a name without keys may be a leaf (stored in
             // its parent's fragment) or a container (a fragment of its own).
