@@ -44,7 +44,9 @@ pub enum Change {
     Modified { path: Path, old: Node, new: Node },
     /// The metadata of a container, list entry or leaf-list entry changed.
     Meta { path: Path, old: Meta, new: Meta },
-    /// A user-ordered entry moved.
+    /// A user-ordered entry moved. `path` names it as the list stood before
+    /// the move; in a keyless list (entries named by position) `new` counts
+    /// positions in the list without the entry, as [`apply`] moves it.
     Moved { path: Path, old: Place, new: Place },
     /// A container, a whole list or a list entry was deleted with everything
     /// below it by one range delete, without reading what it held: nobody
@@ -75,7 +77,19 @@ impl Change {
             Change::Deleted { path, node, place } => Change::Created { path, node, place },
             Change::Modified { path, old, new } => Change::Modified { path, old: new, new: old },
             Change::Meta { path, old, new } => Change::Meta { path, old: new, new: old },
-            Change::Moved { path, old, new } => Change::Moved { path, old: new, new: old },
+            Change::Moved { mut path, old, new } => {
+                // A keyless list's entry is named by where it stands: after
+                // the move, first or just after the new place's anchor.
+                if let Some(seg) = path.segments.last_mut() {
+                    if let Selector::Position(_) = seg.selector {
+                        seg.selector = Selector::Position(match &new {
+                            Place::After(Selector::Position(a)) => a + 1,
+                            _ => 1,
+                        });
+                    }
+                }
+                Change::Moved { path, old: new, new: old }
+            }
             Change::Erased { path } => Change::Erased { path },
         }
     }

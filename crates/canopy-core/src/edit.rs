@@ -560,26 +560,67 @@ fn put_entry(
                     }
                 }
                 let old = place_of_current(list, vals);
-                let new = {
+                // A keyless list's anchor is a position in the list as it
+                // stands, and so is the place a move is recorded with: both
+                // counted once the entry is taken out (as `diff::apply` moves).
+                let at = match at {
+                    Insert::Before(k) | Insert::After(k) if list.info.keys.is_empty() => {
+                        let (a, m) = (position_of(k), position_of(vals));
+                        let shifted = vec![if a > m { a - 1 } else { a }.to_string()];
+                        match at {
+                            Insert::Before(_) => Insert::Before(shifted),
+                            _ => Insert::After(shifted),
+                        }
+                    }
+                    _ => at.clone(),
+                };
+                let (new, pos) = {
                     let (_, e) = list.remove(vals).expect("present");
-                    let place = place_of_insert(list, at)?;
-                    list.insert(e, at)?;
-                    place
+                    let place = place_of_insert(list, &at)?;
+                    (place, list.insert(e, &at)?)
                 };
                 if old != new {
                     out.push(Change::Moved { path: entry_path.clone(), old, new });
                 }
+                if list.info.keys.is_empty() {
+                    // What the edit merges goes into the entry it moved, at
+                    // the position it stands at now.
+                    let now = list.entries_with_pos().position(|(p, _)| p == pos.as_slice()).expect("just inserted");
+                    let entry_path = with_selector(path, Selector::Position(now as u64 + 1));
+                    let existing = list.get_at_mut(&pos).expect("just inserted");
+                    return put_into(existing, &entry_path, entry, replace, out, schema, deferred);
+                }
             }
             let existing = list.get_mut(vals).expect("present");
-            if replace {
-                diff::diff_container(&entry_path, existing, &entry, out);
-                *existing = entry;
-            } else {
-                merge_container(&entry_path, existing, entry, out, schema, deferred)?;
-            }
+            put_into(existing, &entry_path, entry, replace, out, schema, deferred)?;
         }
     }
     Ok(())
+}
+
+/// Merges `entry` into the entry `existing` at `path`, or replaces it.
+fn put_into(
+    existing: &mut Container,
+    path: &Path,
+    entry: Container,
+    replace: bool,
+    out: &mut Vec<Change>,
+    schema: &dyn Schema,
+    deferred: Option<&mut Vec<usize>>,
+) -> Result<()> {
+    if replace {
+        diff::diff_container(path, existing, &entry, out);
+        *existing = entry;
+        Ok(())
+    } else {
+        merge_container(path, existing, entry, out, schema, deferred)
+    }
+}
+
+/// The 1-based position a keyless list's entry is named by (0 when it is
+/// not a number: such a name matches no entry and was refused before).
+fn position_of(vals: &[String]) -> usize {
+    vals.first().and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
 /// The entry path with its keys in the list's key order.

@@ -407,3 +407,67 @@ fn removed_nodes_are_kept_and_weighed() {
     apply(&mut plain, &all).unwrap();
     assert_eq!(plain, t);
 }
+
+/// A merge into an entry of a keyless list, named by position, that moves the
+/// entry (`insert`) changes the entry it names, not the one that comes to
+/// stand at that position, and places it by its anchor as the list stood
+/// before the move; the changes undo it.
+#[test]
+fn positional_merges_that_move_an_entry_change_that_entry() {
+    let s = schema();
+    let entry = |v: &str| {
+        let mut e = Container::default();
+        e.children.insert("v".into(), leaf(v));
+        e
+    };
+    let mut list = List::new(ListInfo::keyless());
+    for v in ["a", "b", "c", "d"] {
+        list.insert(entry(v), &Insert::Last).unwrap();
+    }
+    let mut start = Container::default();
+    start.children.insert("m:kl".into(), Node::List(Box::new(list)));
+    let values = |t: &Container| -> Vec<String> {
+        let Some(Node::List(l)) = t.children.get("m:kl") else { panic!("{t:?}") };
+        l.entries()
+            .map(|e| {
+                let v = e.key_text("v").unwrap_or_default();
+                match e.key_text("w") {
+                    Some(w) => format!("{v}+{w}"),
+                    None => v,
+                }
+            })
+            .collect()
+    };
+    let cases = [
+        ("/m:kl[1]", Insert::After(vec!["3".into()]), ["b", "c", "a+x", "d"]),
+        ("/m:kl[4]", Insert::Before(vec!["2".into()]), ["a", "d+x", "b", "c"]),
+        ("/m:kl[2]", Insert::Before(vec!["4".into()]), ["a", "c", "b+x", "d"]),
+        ("/m:kl[3]", Insert::After(vec!["1".into()]), ["a", "c+x", "b", "d"]),
+        ("/m:kl[2]", Insert::First, ["b+x", "a", "c", "d"]),
+        ("/m:kl[2]", Insert::Last, ["a", "c", "d", "b+x"]),
+    ];
+    for (path, at, want) in cases {
+        let mut t = start.clone();
+        let mut w = Container::default();
+        w.children.insert("w".into(), leaf("x"));
+        let edit =
+            Edit { op: Operation::Merge, path: p(path), value: Some(Node::Container(w)), insert: Some(at.clone()) };
+        let ch = apply_edit(&mut t, &edit, &s).unwrap();
+        assert_eq!(values(&t), want, "{path} {at:?}: {ch:?}");
+        let mut again = start.clone();
+        apply(&mut again, &ch).unwrap();
+        assert_eq!(values(&again), want, "{path} {at:?} replayed: {ch:?}");
+        let mut back = t.clone();
+        apply(&mut back, &invert(&ch)).unwrap();
+        assert_eq!(values(&back), values(&start), "{path} {at:?} undone: {ch:?}");
+    }
+    let mut t = start.clone();
+    let onto_itself = Edit {
+        op: Operation::Merge,
+        path: p("/m:kl[2]"),
+        value: Some(Node::Container(Container::default())),
+        insert: Some(Insert::After(vec!["2".into()])),
+    };
+    assert!(apply_edit(&mut t, &onto_itself, &s).is_err());
+    assert_eq!(t, start);
+}

@@ -43,12 +43,24 @@ fn exercise(url: &str) {
         // Delete through key predicates.
         s.delete("/m:c/lst[k1='1'][k2='a']").unwrap();
         assert!(s.delete("/m:c/lst[k1='9'][k2='z']").is_err());
+        // A merge into the first entry, named by position, that moves it
+        // after the third: the entry named changes, and moves there.
+        let edit = s
+            .parse_edit(
+                Operation::Merge,
+                "/m:c/lst[1]".parse().unwrap(),
+                Some(r#"{"m:lst":[{"v":"moved"}]}"#),
+                Some(canopy::Insert::After(vec!["3".into()])),
+            )
+            .unwrap();
+        s.apply(&[edit]).unwrap();
+        assert_eq!(json(&store, "/m:c/lst/v"), r#"{"m:c":{"lst":[{"v":"two-c"},{"v":"three-d"},{"v":"moved"}]}}"#);
         assert!(store.check().unwrap().is_empty(), "{:?}", store.check());
     }
     // After reopening, the list is still keyless and in the same order.
     let store = Store::open(url).unwrap();
-    assert_eq!(json(&store, "/m:c/lst/k2"), r#"{"m:c":{"lst":[{"k2":"b"},{"k2":"c"},{"k2":"d"}]}}"#);
-    assert_eq!(json(&store, "/m:c/lst[2]/v"), r#"{"m:c":{"lst":[{"v":"two-c"}]}}"#);
+    assert_eq!(json(&store, "/m:c/lst/k2"), r#"{"m:c":{"lst":[{"k2":"c"},{"k2":"d"},{"k2":"b"}]}}"#);
+    assert_eq!(json(&store, "/m:c/lst[3]/v"), r#"{"m:c":{"lst":[{"v":"moved"}]}}"#);
     assert!(store.check().unwrap().is_empty());
 }
 
