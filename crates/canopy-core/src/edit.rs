@@ -344,13 +344,34 @@ fn ensure_container<'a>(
                     cur = list.get_mut(&[n.to_string()]).expect("just added");
                     continue;
                 }
+                // The path names each key once (checked without copying them).
+                let names_keys = keys.len() == list.info.keys.len()
+                    && list.info.keys.iter().all(|k| keys.iter().any(|(n, _)| n == k));
+                if !list.info.user_ordered && names_keys {
+                    // One search finds the entry or where a new one goes.
+                    let mut made = None;
+                    let make = || {
+                        let here = here();
+                        let mut entry =
+                            Container { meta: Meta::default(), children: Children::with_capacity(keys.len()) };
+                        for (k, v) in keys {
+                            entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
+                        }
+                        made = Some(here);
+                        entry
+                    };
+                    let (entry, created) = list.get_or_insert_sorted(keys, make)?.expect("a sorted list's keys");
+                    if created {
+                        let path = made.take().expect("made");
+                        out.push(Change::Created { path, node: Subtree::Entry(entry.clone()), place: None });
+                    }
+                    cur = entry;
+                    continue;
+                }
                 if list.get_keyed(keys).is_some() {
                     cur = list.get_keyed_mut(keys).expect("present");
                     continue;
                 }
-                // The path names each key once (checked without copying them).
-                let names_keys = keys.len() == list.info.keys.len()
-                    && list.info.keys.iter().all(|k| keys.iter().any(|(n, _)| n == k));
                 if !names_keys {
                     return Err(Error::invalid(here(), format!("the list's keys are {:?}", list.info.keys)));
                 }
@@ -963,6 +984,21 @@ pub fn canonical_path(root: &Container, path: &Path, schema: &dyn Schema) -> Pat
 /// common case: keys written in key order), so that nothing is copied.
 pub fn canonical_path_cow<'p>(root: &Container, path: &'p Path, schema: &dyn Schema) -> std::borrow::Cow<'p, Path> {
     use std::borrow::Cow;
+    // Keys written in the order a schema declares are canonical as they
+    // stand: a list the schema knows keyed is keyed in the tree too.
+    let mut sp = String::new();
+    let declared_order = path.segments.iter().all(|s| {
+        sp.push('/');
+        sp.push_str(&s.name);
+        match &s.selector {
+            Selector::Keys(kv) => schema.keyed_in_order(&sp, kv),
+            Selector::None | Selector::Value(_) => true,
+            Selector::Position(_) => false,
+        }
+    });
+    if declared_order {
+        return Cow::Borrowed(path);
+    }
     let mut out: Option<Path> = None;
     let mut cur = Some(root);
     // The tree is only walked as far as the last keyed step needs it.

@@ -16,6 +16,14 @@ pub mod tree;
 pub mod value;
 
 pub use error::{Error, Result};
+
+/// A hash map for the engine's lookups inside one operation (the keys and
+/// paths a transaction or read meets): foldhash, seeded at random per
+/// process, several times faster than the standard library's SipHash on
+/// short byte keys.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// The set of [`FastMap`].
+pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 pub use path::eval::{select, select_owned};
 pub use path::query::Query;
 pub use path::{Path, Segment, Selector};

@@ -26,6 +26,12 @@ pub trait Schema: Send + Sync {
     /// Keys and ordering of the list at this schema path, if known.
     fn list_info(&self, schema_path: &str) -> Option<ListInfo>;
 
+    /// Whether the list at this schema path is known to be keyed by the
+    /// names of `kv`, in that order (a key predicate written in key order).
+    fn keyed_in_order(&self, schema_path: &str, kv: &[(crate::tree::Name, String)]) -> bool {
+        self.list_info(schema_path).is_some_and(|i| keys_in_order(&i, kv))
+    }
+
     /// Whether a list is known strictly below this schema path, so that a
     /// value written there may hold a node that must be a list. The default
     /// says yes (the value is checked node by node).
@@ -43,6 +49,11 @@ pub trait Schema: Send + Sync {
     }
 }
 
+/// Whether `info` is a keyed list's and `kv` names its keys in their order.
+pub fn keys_in_order(info: &ListInfo, kv: &[(crate::tree::Name, String)]) -> bool {
+    !info.keys.is_empty() && kv.len() == info.keys.len() && kv.iter().zip(&info.keys).all(|((n, _), k)| n == k)
+}
+
 /// No schema: kinds come from the data, list keys from what the store has
 /// learned (see `docs/design.md`, "Schemaless lists").
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -58,6 +69,10 @@ impl Schema for Schemaless {
 
     fn list_info(&self, schema_path: &str) -> Option<ListInfo> {
         self.lists.get(schema_path).cloned()
+    }
+
+    fn keyed_in_order(&self, schema_path: &str, kv: &[(crate::tree::Name, String)]) -> bool {
+        self.lists.get(schema_path).is_some_and(|i| keys_in_order(i, kv))
     }
 
     fn lists_below(&self, schema_path: &str) -> bool {

@@ -519,6 +519,40 @@ impl List {
     pub fn get_at_mut(&mut self, pos: &[u8]) -> Option<&mut Container> {
         self.entries.get_mut(pos)
     }
+
+    /// In a system-ordered keyed list, the entry named by `(key name, value)`
+    /// pairs (in any order), or the one `make` builds when there is none,
+    /// placed where its keys sort; with whether it was made. `None` when
+    /// the list is user-ordered or keyless, or the pairs do not name its keys.
+    /// Callers must not change key leaves.
+    ///
+    /// # Errors
+    /// As [`List::insert`], when the entry `make` builds lacks a key leaf, or
+    /// its typed keys name an entry present under other text.
+    pub fn get_or_insert_sorted(
+        &mut self,
+        kv: &[(Name, String)],
+        make: impl FnOnce() -> Container,
+    ) -> Result<Option<(&mut Container, bool)>> {
+        if self.info.user_ordered {
+            return Ok(None);
+        }
+        let Some(ek) = self.key_of_pairs(kv) else { return Ok(None) };
+        if self.entries.contains_key(&ek) {
+            return Ok(self.entries.get_mut(&ek).map(|e| (e, false)));
+        }
+        let entry = make();
+        // Placed by its own key leaves (typed from the path's text, which
+        // they encode as unless a type says otherwise).
+        let ek = self.entry_key_of(&entry)?;
+        match self.entries.entry(ek) {
+            std::collections::btree_map::Entry::Occupied(o) => {
+                let keys = keycode::decode_entry_key(o.key(), self.info.keys.len()).unwrap_or_default();
+                Err(Error::Exists { path: format!("list entry {keys:?}") })
+            }
+            std::collections::btree_map::Entry::Vacant(v) => Ok(Some((v.insert(entry), true))),
+        }
+    }
 }
 
 impl Container {

@@ -471,3 +471,26 @@ fn positional_merges_that_move_an_entry_change_that_entry() {
     assert!(apply_edit(&mut t, &onto_itself, &s).is_err());
     assert_eq!(t, start);
 }
+
+/// A path whose key predicates follow the order the schema declares is
+/// canonical as written (borrowed, nothing walked or copied); other orders
+/// are put in key order, with or without the list in the tree.
+#[test]
+fn paths_in_declared_key_order_are_canonical_as_written() {
+    use canopy_core::edit::canonical_path_cow;
+    use std::borrow::Cow;
+    let mut s = schema();
+    s.lists.insert("/m:l".into(), ListInfo::keyed(["a", "b"]));
+    s.lists.insert("/m:l/in".into(), ListInfo::keyed(["n"]));
+    let empty = Container::default();
+    let mut filled = Container::default();
+    apply_edit(&mut filled, &Edit::merge(p("/m:l[a='1'][b='2']/in[n='x']/v"), leaf("v")), &s).unwrap();
+    for tree in [&empty, &filled] {
+        let written = p("/m:l[a='1'][b='2']/in[n='x']/v");
+        assert!(matches!(canonical_path_cow(tree, &written, &s), Cow::Borrowed(_)));
+        let swapped = p("/m:l[b='2'][a='1']/in[n='x']/v");
+        let c = canonical_path_cow(tree, &swapped, &s);
+        assert!(matches!(c, Cow::Owned(_)));
+        assert_eq!(*c, written);
+    }
+}

@@ -4,7 +4,9 @@
 //! engine's questions (kinds, keys, ordering, defaults, constraints) are
 //! answered from here without calling libyang.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use canopy_core::FastMap as HashMap;
 
 use canopy_core::schema::NodeKind;
 use canopy_core::Value;

@@ -241,10 +241,15 @@ pub(crate) fn batch_for(
             w.out.write_list_entries(&rel, l);
         }
     }
+    // A created node is written with its whole subtree as the tree holds it
+    // now, so a node created right after one above it (an entry and the
+    // entry of an inner list one edit made) is written with it, not again.
+    let mut written: Option<&Path> = None;
     for p in created {
-        if keyless.iter().any(|k| k.is_prefix_of(p)) {
+        if written.is_some_and(|w| w.is_prefix_of(p)) || keyless.iter().any(|k| k.is_prefix_of(p)) {
             continue;
         }
+        written = Some(p);
         let Some((rel, c, list, list_len)) = fragment_at(tree, p) else { continue };
         let mut order = None;
         if let (Some(Selector::Keys(_)), Some(l)) = (p.last().map(|s| &s.selector), list) {

@@ -7,13 +7,13 @@
 //! transaction: after an edit has changed the tree, reading the old stored
 //! version again would bring deleted data back.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use canopy_core::keycode;
 use canopy_core::path::{Path, Selector};
 use canopy_core::tree::{Container, Node};
-use canopy_core::{Schema, Schemaless};
+use canopy_core::{FastMap, FastSet, Schema, Schemaless};
 use canopy_store::fragment::{self, Decoded};
 use canopy_store::keys::{self, Datastore, Space};
 use canopy_store::treeio::{build, describe_key};
@@ -28,7 +28,7 @@ pub(crate) struct Loader<'a> {
     data: Vec<u8>,
     order: Vec<u8>,
     /// Relative keys already read, each with whether it was stored.
-    seen: HashMap<Vec<u8>, bool>,
+    seen: FastMap<Vec<u8>, bool>,
     /// Keyed lists found to have no entry stored (their relative keys).
     empty_lists: Vec<Vec<u8>>,
     /// The list whose entries the last point reads were of, and how many.
@@ -37,9 +37,9 @@ pub(crate) struct Loader<'a> {
     /// that the one covering a key, if any, is the greatest not above it).
     ranges: BTreeSet<Vec<u8>>,
     /// User-ordered lists whose first and last stored entries were read.
-    ends: HashSet<Vec<u8>>,
+    ends: FastSet<Vec<u8>>,
     /// Fragments read ahead by [`Loader::reach`], not placed yet.
-    ahead: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    ahead: FastMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
 impl<'a> Loader<'a> {
@@ -54,12 +54,12 @@ impl<'a> Loader<'a> {
             schema,
             data: space.data,
             order: space.order,
-            seen: HashMap::new(),
+            seen: FastMap::default(),
             empty_lists: Vec::new(),
             streak: (Vec::new(), 0),
             ranges: BTreeSet::new(),
-            ahead: HashMap::new(),
-            ends: HashSet::new(),
+            ahead: FastMap::default(),
+            ends: FastSet::default(),
         }
     }
 

@@ -35,6 +35,10 @@ impl Schema for Typed<'_> {
         self.lists.list_info(schema_path)
     }
 
+    fn keyed_in_order(&self, schema_path: &str, kv: &[(canopy_core::Name, String)]) -> bool {
+        self.lists.keyed_in_order(schema_path, kv)
+    }
+
     fn lists_below(&self, schema_path: &str) -> bool {
         // With YANG, normalisation has typed every node of a value already.
         self.yang.is_none() && self.lists.lists_below(schema_path)
@@ -323,12 +327,18 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
     // not know yet: read it whole, so that key predicates can pick among its
     // entries (see `canonical_path`).
     let mut sp = String::new();
+    // Whether every key step names its list's keys in their order, as the
+    // schema declares them: then the path is canonical as it stands.
+    let mut in_key_order = true;
     for (i, seg) in edit.path.segments.iter().enumerate() {
         sp.push('/');
         sp.push_str(&seg.name);
-        if !matches!(seg.selector, Selector::Keys(_)) || schema.lists.get(&sp).is_some_and(|i| !i.keys.is_empty()) {
+        let Selector::Keys(kv) = &seg.selector else { continue };
+        if let Some(info) = schema.lists.get(&sp).filter(|i| !i.keys.is_empty()) {
+            in_key_order &= canopy_core::schema::keys_in_order(info, kv);
             continue;
         }
+        in_key_order = false;
         let parent = canonical_path(root, &Path { segments: edit.path.segments[..i].to_vec() }, schema);
         loader.parent(root, &parent)?;
         if let Some(mut rel) = node_key(root, &parent) {
@@ -336,7 +346,10 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
             loader.range(root, &rel)?;
         }
     }
-    let path = canonical_path_cow(root, &edit.path, schema);
+    let path = match in_key_order {
+        true => std::borrow::Cow::Borrowed(&edit.path),
+        false => canonical_path_cow(root, &edit.path, schema),
+    };
     let path = &*path;
     // Below a node found missing nothing is stored: what the edit's value
     // names need not be looked for. A whole list has no fragment of its

@@ -382,7 +382,7 @@ fn creates_node(e: &Edit) -> bool {
 /// other paths name its entries, paths are taken for overlapping.
 fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
     use canopy_core::path::Selector;
-    use std::collections::HashMap;
+    use canopy_core::FastMap as HashMap;
     #[derive(Default)]
     struct Node<'a> {
         /// A path ends here.
