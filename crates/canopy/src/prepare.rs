@@ -121,7 +121,10 @@ pub(crate) fn learn_edit(
         teach(schema, list.schema_path(), info);
     }
     match &edit.value {
-        Some(Node::Container(c)) => walk(schema, &edit.path.schema_path(), c, &mut teach),
+        // Only containers and lists below can teach (an entry's leaves cannot).
+        Some(Node::Container(c)) if c.children.values().any(|n| !n.is_inline()) => {
+            walk(schema, &edit.path.schema_path(), c, &mut teach)
+        }
         Some(Node::List(l)) => {
             teach(schema, edit.path.schema_path(), l.info.clone());
             for entry in l.entries() {

@@ -381,69 +381,63 @@ fn creates_node(e: &Edit) -> bool {
 /// a list's keys) is wild. Beside a wild step, or beside a whole list where
 /// other paths name its entries, paths are taken for overlapping.
 fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
+    use canopy_core::keycode::push_escaped;
     use canopy_core::path::Selector;
-    use canopy_core::FastMap as HashMap;
-    #[derive(Default)]
-    struct Node<'a> {
-        /// A path ends here.
-        end: bool,
-        steps: HashMap<&'a str, Step<'a>>,
-    }
-    #[derive(Default)]
-    struct Step<'a> {
-        /// A path took this name by a wild step.
-        wild: bool,
-        /// The node of the name without a selector.
-        whole: Option<Node<'a>>,
-        /// Entries by their keys, sorted by name (a leaf-list value as the
-        /// key of no name).
-        entries: HashMap<Vec<(&'a str, &'a str)>, Node<'a>>,
-    }
     if edits.len() < 2 {
         return true;
     }
-    let mut root = Node::default();
+    // Each path as bytes: per step its name, escaped, then what the step
+    // names: 1 the node, 2 an entry (its keys sorted by name, escaped, then
+    // 4), 3 wild (the path's bytes end there); with where those kind bytes
+    // are. Sorted, a path at or under another follows it: two paths overlap
+    // when one is a prefix of the next, or they first differ at a kind byte
+    // (the same name taken otherwise: whole and entries, or wild).
+    let mut paths: Vec<(Vec<u8>, Vec<u32>)> = Vec::with_capacity(edits.len());
     let mut sp = String::new();
-    'edits: for e in edits {
+    for e in edits {
         if e.path.is_root() {
             return false;
         }
         sp.clear();
-        let mut node = &mut root;
+        let mut key = Vec::with_capacity(64);
+        let mut kinds = Vec::with_capacity(e.path.segments.len());
         for seg in &e.path.segments {
-            if node.end {
-                return false;
-            }
             sp.push('/');
             sp.push_str(&seg.name);
-            let step = node.steps.entry(seg.name.as_str()).or_default();
-            if step.wild {
-                return false;
+            push_escaped(&mut key, seg.name.as_bytes());
+            kinds.push(key.len() as u32);
+            match &seg.selector {
+                Selector::None => key.push(1),
+                Selector::Value(v) => {
+                    key.push(2);
+                    push_escaped(&mut key, b"");
+                    push_escaped(&mut key, v.as_bytes());
+                    key.push(4);
+                }
+                Selector::Keys(k) if crate::prepare::names_one_entry(k, lists.lists.get(&sp)) => {
+                    key.push(2);
+                    let mut pairs: Vec<&(canopy_core::Name, String)> = k.iter().collect();
+                    pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                    for (n, v) in pairs {
+                        push_escaped(&mut key, n.as_bytes());
+                        push_escaped(&mut key, v.as_bytes());
+                    }
+                    key.push(4);
+                }
+                Selector::Keys(_) | Selector::Position(_) => {
+                    key.push(3);
+                    break;
+                }
             }
-            node = match &seg.selector {
-                Selector::None if step.entries.is_empty() => step.whole.get_or_insert_with(Node::default),
-                Selector::Value(v) if step.whole.is_none() => step.entries.entry(vec![("", v.as_str())]).or_default(),
-                Selector::Keys(k)
-                    if step.whole.is_none() && crate::prepare::names_one_entry(k, lists.lists.get(&sp)) =>
-                {
-                    let mut key: Vec<(&str, &str)> = k.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-                    key.sort_unstable();
-                    step.entries.entry(key).or_default()
-                }
-                Selector::Keys(_) | Selector::Position(_) if step.whole.is_none() && step.entries.is_empty() => {
-                    // No other path passes here; none may later.
-                    step.wild = true;
-                    continue 'edits;
-                }
-                _ => return false,
-            };
         }
-        if node.end || !node.steps.is_empty() {
-            return false;
-        }
-        node.end = true;
+        paths.push((key, kinds));
     }
-    true
+    paths.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    paths.windows(2).all(|w| {
+        let ((a, kinds), (b, _)) = (&w[0], &w[1]);
+        let d = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        d < a.len() && kinds.binary_search(&(d as u32)).is_err()
+    })
 }
 
 /// Fills the changes at `deferred` (entries created but not copied, see
@@ -460,6 +454,7 @@ mod tests {
     use super::edits_apart;
     use canopy_core::edit::Edit;
     use canopy_core::tree::ListInfo;
+    use canopy_core::Path;
 
     #[test]
     fn edits_apart_takes_nested_and_wild_paths_for_overlapping() {
@@ -474,6 +469,10 @@ mod tests {
         assert!(apart(&["/c/i[name='a']", "/c/i[name='b']/mtu", "/c/x"]));
         assert!(apart(&["/c/p[a='1'][b='2']", "/c/p[b='1'][a='2']", "/c/i[name='a']"]));
         assert!(apart(&["/c/l[.='1']", "/c/l[.='2']"]));
+        // Leaves of one entry; names and key values one the prefix of another.
+        assert!(apart(&["/c/i[name='a']/mtu", "/c/i[name='a']/speed", "/c/i[name='ab']/mtu"]));
+        assert!(apart(&["/c/x", "/c/xy", "/c/i[name='a']", "/c/ix"]));
+        assert!(apart(&["/c/p[a='1'][b='2']/v", "/c/p[a='1'][b='22']", "/c/p[a='12'][b='2']"]));
         // Nested, or the same node: an entry and a node below it, in either order.
         assert!(!apart(&["/c/i[name='a']", "/c/i[name='a']/mtu"]));
         assert!(!apart(&["/c/i[name='a']/mtu", "/c/i[name='a']"]));
@@ -487,5 +486,61 @@ mod tests {
         assert!(!apart(&["/c/p[a='1']", "/c/p[a='1'][b='2']"]));
         assert!(!apart(&["/c/k[3]", "/c/k[4]"]));
         assert!(!apart(&["/c/u[n='1']/x", "/c/u[n='2']/x"]));
+    }
+
+    /// Paths taken for apart never overlap pairwise (`prepare::overlap`,
+    /// which reads a step without a selector as any entry), over random sets
+    /// of paths through keyed, partly keyed, unknown and leaf-list steps.
+    #[test]
+    fn edits_taken_for_apart_overlap_in_no_pair() {
+        let mut lists = canopy_core::Schemaless::default();
+        lists.lists.insert("/c/i".into(), ListInfo::keyed(["name".to_string()]));
+        lists.lists.insert("/c/p".into(), ListInfo::keyed(["a".to_string(), "b".to_string()]));
+        lists.lists.insert("/c/i/q".into(), ListInfo::keyed(["k".to_string()]));
+        let steps = [
+            "/c",
+            "/c/x",
+            "/c/i",
+            "/c/i[name='a']",
+            "/c/i[name='b']",
+            "/c/i[name='a']/mtu",
+            "/c/i[name='b']/mtu",
+            "/c/i[name='a']/q[k='1']",
+            "/c/i[name='a']/q[k='1']/v",
+            "/c/i[name='a']/q",
+            "/c/p[a='1'][b='2']",
+            "/c/p[b='2'][a='1']",
+            "/c/p[a='1']",
+            "/c/p[a='1'][b='2']/v",
+            "/c/u[n='1']",
+            "/c/u[n='1']/x",
+            "/c/k[2]",
+            "/c/l[.='1']",
+            "/c/l[.='2']",
+            "/c/l",
+            "/c/xy",
+        ];
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let mut apart_sets = 0;
+        for _ in 0..20_000 {
+            let count = 2 + next(4);
+            let paths: Vec<Path> = (0..count).map(|_| steps[next(steps.len())].parse().unwrap()).collect();
+            let edits: Vec<Edit> = paths.iter().map(|p| Edit::delete(p.clone())).collect();
+            if edits_apart(&edits, &lists) {
+                apart_sets += 1;
+                for (i, a) in paths.iter().enumerate() {
+                    for b in &paths[i + 1..] {
+                        assert!(!crate::prepare::overlap(a, b), "taken for apart: {a} and {b}");
+                    }
+                }
+            }
+        }
+        assert!(apart_sets > 1_000, "{apart_sets}");
     }
 }
