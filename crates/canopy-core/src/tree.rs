@@ -284,14 +284,7 @@ impl List {
     /// # Errors
     /// [`Error::Invalid`] naming a missing key leaf.
     pub fn entry_key_of(&self, entry: &Container) -> Result<Vec<u8>> {
-        let mut ek = Vec::with_capacity(16 * self.info.keys.len());
-        for k in &self.info.keys {
-            match entry.children.get(k) {
-                Some(Node::Leaf { value, .. }) => keycode::push_key_value(&mut ek, &value.as_text()),
-                _ => return Err(Error::invalid("list entry", format!("key leaf `{k}` is missing"))),
-            }
-        }
-        Ok(ek)
+        entry_key_with(&self.info.keys, entry)
     }
 
     /// Inserts `entry` at a given position key (as read back from storage).
@@ -362,6 +355,18 @@ impl List {
         let (_, entry) = self.remove(keys).ok_or_else(|| Error::NotFound { path: format!("list entry {keys:?}") })?;
         self.insert(entry, at)
     }
+}
+
+/// The entry key of `entry` in a list keyed by `keys` (see [`List::entry_key_of`]).
+fn entry_key_with(keys: &[Name], entry: &Container) -> Result<Vec<u8>> {
+    let mut ek = Vec::with_capacity(16 * keys.len());
+    for k in keys {
+        match entry.children.get(k) {
+            Some(Node::Leaf { value, .. }) => keycode::push_key_value(&mut ek, &value.as_text()),
+            _ => return Err(Error::invalid("list entry", format!("key leaf `{k}` is missing"))),
+        }
+    }
+    Ok(ek)
 }
 
 /// Any data node below a container.
@@ -527,8 +532,9 @@ impl List {
     /// Callers must not change key leaves.
     ///
     /// # Errors
-    /// As [`List::insert`], when the entry `make` builds lacks a key leaf, or
-    /// its typed keys name an entry present under other text.
+    /// [`Error::Invalid`] when the entry `make` builds lacks a key leaf, or
+    /// its typed key values encode otherwise than the pairs' text (a path
+    /// not in canonical form: schemas put paths in it before edits apply).
     pub fn get_or_insert_sorted(
         &mut self,
         kv: &[(Name, String)],
@@ -538,19 +544,20 @@ impl List {
             return Ok(None);
         }
         let Some(ek) = self.key_of_pairs(kv) else { return Ok(None) };
-        if self.entries.contains_key(&ek) {
-            return Ok(self.entries.get_mut(&ek).map(|e| (e, false)));
-        }
-        let entry = make();
-        // Placed by its own key leaves (typed from the path's text, which
-        // they encode as unless a type says otherwise).
-        let ek = self.entry_key_of(&entry)?;
         match self.entries.entry(ek) {
-            std::collections::btree_map::Entry::Occupied(o) => {
-                let keys = keycode::decode_entry_key(o.key(), self.info.keys.len()).unwrap_or_default();
-                Err(Error::Exists { path: format!("list entry {keys:?}") })
+            std::collections::btree_map::Entry::Occupied(o) => Ok(Some((o.into_mut(), false))),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let entry = make();
+                // Placed by its own key leaves, which must encode as the
+                // pairs did (the map's key is the entry's).
+                if entry_key_with(&self.info.keys, &entry)? != *v.key() {
+                    return Err(Error::invalid(
+                        "list entry",
+                        format!("its key values {kv:?} are not in their type's canonical form"),
+                    ));
+                }
+                Ok(Some((v.insert(entry), true)))
             }
-            std::collections::btree_map::Entry::Vacant(v) => Ok(Some((v.insert(entry), true))),
         }
     }
 }

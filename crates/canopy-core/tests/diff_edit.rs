@@ -494,3 +494,32 @@ fn paths_in_declared_key_order_are_canonical_as_written() {
         assert_eq!(*c, written);
     }
 }
+
+/// A schema whose typed key values read otherwise than the path's text (a
+/// path not put in canonical form first) gets a clear error for an entry
+/// the path would create, and the tree stays as it was: the list never holds
+/// an entry under a key its key leaves do not encode.
+#[test]
+fn key_values_typed_otherwise_than_written_are_refused() {
+    struct Upper(Schemaless);
+    impl canopy_core::Schema for Upper {
+        fn kind(&self, schema_path: &str) -> Option<canopy_core::schema::NodeKind> {
+            self.0.kind(schema_path)
+        }
+        fn list_info(&self, schema_path: &str) -> Option<ListInfo> {
+            self.0.list_info(schema_path)
+        }
+        fn path_value(&self, _at: &Path, _key: Option<&str>, text: &str) -> Value {
+            Value::String(text.to_uppercase().into())
+        }
+    }
+    let mut lists = schema();
+    lists.lists.insert("/m:l".into(), ListInfo::keyed(["k"]));
+    let s = Upper(lists);
+    let mut t = Container::default();
+    apply_edit(&mut t, &Edit::merge(p("/m:l[k='A']/v"), leaf("1")), &s).unwrap();
+    let before = t.clone();
+    let e = apply_edit(&mut t, &Edit::merge(p("/m:l[k='b']/v"), leaf("2")), &s).unwrap_err();
+    assert!(matches!(e, Error::Invalid { .. }) && e.to_string().contains("canonical"), "{e}");
+    assert_eq!(t, before);
+}

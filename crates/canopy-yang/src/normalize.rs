@@ -187,6 +187,23 @@ impl YangSchema {
                     return Err(err(format!("list {} needs its keys [{}] here", n.path, n.keys.join(", "))))
                 }
                 (Selector::None, _) => Selector::None,
+                // Every key in schema order, each value canonical already (a
+                // bulk edit's path as a program writes it): checked in place.
+                (Selector::Keys(kv), NodeKind::List)
+                    if !n.keys.is_empty()
+                        && kv.len() == n.keys.len()
+                        && kv.iter().zip(&n.keys).all(|((k, _), key)| k == key)
+                        && kv.iter().zip(&n.keys).all(|((_, v), key)| {
+                            self.check_text(n.children[key], v).is_ok_and(|c| c.as_text() == v.as_str())
+                        }) =>
+                {
+                    if n.name != seg.name {
+                        changed.push((i, Segment { name: n.name.clone(), selector: seg.selector.clone() }));
+                    }
+                    idxs.push(ci);
+                    parent = Some(ci);
+                    continue;
+                }
                 (Selector::Keys(kv), NodeKind::List) if !n.keys.is_empty() => {
                     let mut vals: Vec<Option<String>> = vec![None; n.keys.len()];
                     for (k, v) in kv {

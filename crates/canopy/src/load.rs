@@ -165,6 +165,14 @@ impl<'a> Loader<'a> {
     }
 
     /// Whether anything is stored under `rel` (read without placing).
+    /// Whether a fragment is stored at exactly `rel` (a list entry's or a
+    /// container's own): one point read, no range.
+    pub fn stored_at(&self, rel: &[u8]) -> Result<bool> {
+        let mut key = self.data.clone();
+        key.extend_from_slice(rel);
+        Ok(self.snap.get(&key)?.is_some())
+    }
+
     pub fn any_under(&self, rel: &[u8]) -> Result<bool> {
         let mut prefix = self.data.clone();
         prefix.extend_from_slice(rel);

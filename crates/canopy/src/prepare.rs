@@ -310,7 +310,14 @@ pub(crate) fn erase_edit(
 ) -> Result<bool> {
     let path = canonical_path_cow(root, &edit.path, schema).into_owned();
     let rel = keys::path_key(&path)?;
-    if !loader.any_under(&rel)? {
+    // A list entry is stored when its own fragment is (every stored entry has
+    // one); anything else may be a whole list, or schemaless, and is looked
+    // for under its key.
+    let stored = match path.last().map(|s| &s.selector) {
+        Some(Selector::Keys(_)) => loader.stored_at(&rel)?,
+        _ => loader.any_under(&rel)?,
+    };
+    if !stored {
         return match (erase, &edit.op) {
             (Erase::IfStored, _) => Ok(false),
             (_, Operation::Delete) => Err(canopy_core::Error::NotFound { path: edit.path.to_string() }.into()),
