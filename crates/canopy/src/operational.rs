@@ -255,7 +255,7 @@ impl Store {
         let catalog = self.catalog_at(&*self.backend().snapshot()?)?;
         let (base, yang, revision) = (catalog.lists.clone(), catalog.yang.clone(), catalog.revision);
         let edits = crate::yang::normalize_edits(yang.as_deref(), Datastore::Operational, edits)?;
-        let mut schema = (*base).clone();
+        let mut schema = std::borrow::Cow::Borrowed(&*base);
         let mut learned = Vec::new();
         // The tree leaves the hub while the push runs (this connection's
         // writer lock keeps other pushes of it out): meanwhile readers of this
@@ -300,7 +300,7 @@ impl Store {
                 let space = keys::Space::pushed(&c);
                 let tree = &state.tree;
                 self.commit_pushed(!learned.is_empty(), |snap, batch| {
-                    let mut b = crate::commit::batch_for(&changes, tree, &space, snap, &schema, &learned, &|_| true)?;
+                    let mut b = crate::commit::batch_for(&changes, tree, &space, snap, &*schema, &learned, &|_| true)?;
                     batch.ops.append(&mut b.ops);
                     batch.put(keys::pusher_key(&c), header.clone());
                     Ok(())
@@ -323,7 +323,7 @@ impl Store {
                 self.catalog_committed(
                     catalog.revision,
                     revision,
-                    (!learned.is_empty()).then_some(schema),
+                    (!learned.is_empty()).then(|| schema.into_owned()),
                     Some(control),
                 );
                 matched.apply(self.conn.id, &changes, revision);

@@ -2,6 +2,8 @@
 //! into a sparse tree, the lists it teaches, and deletes that can be erased
 //! unread (one range delete).
 
+use std::borrow::Cow;
+
 use canopy_core::diff::Change;
 use canopy_core::edit::{canonical_path, canonical_path_cow, Edit, Operation};
 use canopy_core::keycode;
@@ -58,22 +60,23 @@ impl Schema for Typed<'_> {
 /// as keyless (imported without declared keys) is not taught keys: key
 /// predicates select among its entries instead. New lists go to `learned`.
 pub(crate) fn learn_edit(
-    schema: &mut Schemaless,
+    schema: &mut Cow<'_, Schemaless>,
     learned: &mut Vec<(String, ListInfo)>,
     edit: &Edit,
     tree: &Container,
 ) {
-    let mut teach = |schema: &mut Schemaless, sp: String, info: ListInfo| {
+    // The lists are copied only when an edit teaches one.
+    let mut teach = |schema: &mut Cow<'_, Schemaless>, sp: String, info: ListInfo| {
         if !schema.lists.contains_key(&sp) {
-            schema.lists.insert(sp.clone(), info.clone());
+            schema.to_mut().lists.insert(sp.clone(), info.clone());
             learned.push((sp, info));
         }
     };
-    pub(crate) fn walk(
-        schema: &mut Schemaless,
+    pub(crate) fn walk<'s>(
+        schema: &mut Cow<'s, Schemaless>,
         sp: &str,
         c: &Container,
-        teach: &mut dyn FnMut(&mut Schemaless, String, ListInfo),
+        teach: &mut dyn FnMut(&mut Cow<'s, Schemaless>, String, ListInfo),
     ) {
         for (name, child) in &c.children {
             if child.is_inline() {
@@ -104,7 +107,7 @@ pub(crate) fn learn_edit(
     });
     let path = match known {
         true => Path::root(),
-        false => canonical_path(tree, &edit.path, schema),
+        false => canonical_path(tree, &edit.path, &**schema),
     };
     for (i, seg) in path.segments.iter().enumerate() {
         let Selector::Keys(k) = &seg.selector else { continue };

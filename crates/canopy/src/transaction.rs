@@ -213,7 +213,7 @@ impl Store {
         let yang = catalog.yang.as_deref();
         let edits = crate::yang::normalize_edits(yang, ds, edits)?;
         // Stored lists are all in the catalog's; `schema` grows with what edits teach.
-        let mut schema = (*catalog.lists).clone();
+        let mut schema = std::borrow::Cow::Borrowed(&*catalog.lists);
         let mut learned = Vec::new();
         let mut root = Container::default();
         let mut loader = Loader::new(snap, ds, &catalog.lists);
@@ -272,7 +272,7 @@ impl Store {
         matched.validate(self.conn.id, &changes)?;
         // 4. Batch.
         let batch =
-            batch_for(&changes, &root, &keys::Space::datastore(ds), snap, &schema, &learned, &|k| loader.has_range(k));
+            batch_for(&changes, &root, &keys::Space::datastore(ds), snap, &*schema, &learned, &|k| loader.has_range(k));
         // The tree is done with: its created entries move into their changes
         // (a batch that failed keeps its error).
         if batch.is_ok() {
@@ -292,7 +292,11 @@ impl Store {
             Ok(revision) => {
                 // 6. Publish.
                 // Data commits leave locks and the candidate's state alone.
-                self.catalog_committed(base, revision, Some(schema), None);
+                let taught = match schema {
+                    std::borrow::Cow::Owned(s) => Some(s),
+                    std::borrow::Cow::Borrowed(_) => None,
+                };
+                self.catalog_committed(base, revision, taught, None);
                 self.publish_cached(ds, base, revision, &changes);
                 // 7. Apply.
                 matched.apply(self.conn.id, &changes, revision);
