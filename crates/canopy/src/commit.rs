@@ -102,7 +102,17 @@ fn fragment_at<'t>(tree: &'t Container, path: &Path) -> Option<(Vec<u8>, &'t Con
                 for (_, v) in kv {
                     keycode::push_key_value(&mut rel, v);
                 }
-                (l.find(&seg.selector)?.1, Some(&**l))
+                // A system-ordered list holds its entries by their entry key,
+                // which a path in key order has just encoded.
+                let in_order = kv.len() == l.info.keys.len() && kv.iter().zip(&l.info.keys).all(|((n, _), k)| n == k);
+                let entry = match !l.info.user_ordered && in_order {
+                    true => l.get_at(&rel[list_len..]),
+                    false => None,
+                };
+                match entry {
+                    Some(e) => (e, Some(&**l)),
+                    None => (l.find(&seg.selector)?.1, Some(&**l)),
+                }
             }
             (Node::List(l), Selector::Position(_)) => {
                 let (pos, e) = l.find(&seg.selector)?;
