@@ -338,8 +338,16 @@ fn ensure_container<'a>(
                     return Err(Error::invalid(here(), "not a list"));
                 };
                 if list.info.keys.is_empty() {
-                    // No entry matched the predicates (canonical_path turns a
-                    // single match into a position): add one.
+                    // canonical_path turns a single match into a position, but
+                    // a path the schema declares keyed is taken as written,
+                    // and an earlier edit of the transaction may have made
+                    // this list keyless from its value: its one match is the
+                    // entry. No match: add one.
+                    if let [i] = keyless_matches(list, keys).as_slice() {
+                        let at = [(i + 1).to_string()];
+                        cur = list.get_mut(&at).expect("matched");
+                        continue;
+                    }
                     let n = append_keyless(list, &here(), keys, Container::default(), out)?;
                     cur = list.get_mut(&[n.to_string()]).expect("just added");
                     continue;
@@ -495,6 +503,12 @@ fn put_child(
                 return Err(Error::invalid(path, "not a list"));
             };
             if let (Selector::Keys(keys), true) = (sel, list.info.keys.is_empty()) {
+                // As in `ensure_container`: the one entry matching is the one named.
+                if let [i] = keyless_matches(list, keys).as_slice() {
+                    let at = [(i + 1).to_string()];
+                    let entry_path = with_selector(path, Selector::Position(*i as u64 + 1));
+                    return put_entry(list, entry_path, &at, entry, replace, insert, out, schema, deferred);
+                }
                 append_keyless(list, path, keys, entry, out)?;
                 return Ok(());
             }
@@ -576,7 +590,9 @@ fn put_entry(
                     if list.get(k).is_none() {
                         return Err(Error::NotFound { path: format!("{path} (insert anchor {k:?})") });
                     }
-                    if k.as_slice() == vals {
+                    // A keyless list's positions may be spelled otherwise (`01`).
+                    let keyless = list.info.keys.is_empty();
+                    if k.as_slice() == vals || (keyless && position_of(k) == position_of(vals)) {
                         return Err(Error::invalid(path, "an entry cannot be moved relative to itself"));
                     }
                 }

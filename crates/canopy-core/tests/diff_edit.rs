@@ -470,6 +470,13 @@ fn positional_merges_that_move_an_entry_change_that_entry() {
     };
     assert!(apply_edit(&mut t, &onto_itself, &s).is_err());
     assert_eq!(t, start);
+    // The same position spelled otherwise is the same entry.
+    for anchor in ["02", "+2"] {
+        let spelled = Edit { insert: Some(Insert::Before(vec![anchor.into()])), ..onto_itself.clone() };
+        let e = apply_edit(&mut t, &spelled, &s).unwrap_err();
+        assert!(e.to_string().contains("relative to itself"), "{anchor}: {e}");
+        assert_eq!(t, start);
+    }
 }
 
 /// A path whose key predicates follow the order the schema declares is
@@ -522,4 +529,39 @@ fn key_values_typed_otherwise_than_written_are_refused() {
     let e = apply_edit(&mut t, &Edit::merge(p("/m:l[k='b']/v"), leaf("2")), &s).unwrap_err();
     assert!(matches!(e, Error::Invalid { .. }) && e.to_string().contains("canonical"), "{e}");
     assert_eq!(t, before);
+}
+
+/// A path the schema declares keyed is taken as written; when the tree holds
+/// that list keyless (an earlier edit of the same transaction made it from a
+/// value parsed before its keys were known), key predicates still name the
+/// one entry whose leaves match, as canonical paths would: merged into, not
+/// added again.
+#[test]
+fn keyed_paths_into_a_list_held_keyless_name_its_matching_entry() {
+    let mut s = schema();
+    s.lists.insert("/m:c/i".into(), ListInfo::keyed(["name"]));
+    let mut inner = List::new(ListInfo::keyless());
+    let mut e = Container::default();
+    e.children.insert("k".into(), leaf("2"));
+    inner.insert(e, &Insert::Last).unwrap();
+    let mut entry = Container::default();
+    entry.children.insert("name".into(), leaf("b"));
+    entry.children.insert("q".into(), Node::List(Box::new(inner)));
+    let mut i = List::new(ListInfo::keyed(["name"]));
+    i.insert(entry, &Insert::Last).unwrap();
+    let mut c = Container::default();
+    c.children.insert("i".into(), Node::List(Box::new(i)));
+    let mut t = Container::default();
+    t.children.insert("m:c".into(), Node::Container(c));
+    // Now the schema knows the inner list keyed, as a later edit teaches it.
+    s.lists.insert("/m:c/i/q".into(), ListInfo::keyed(["k"]));
+    apply_edit(&mut t, &Edit::merge(p("/m:c/i[name='b']/q[k='2']/v"), leaf("x")), &s).unwrap();
+    let mut w = Container::default();
+    w.children.insert("w".into(), leaf("y"));
+    apply_edit(&mut t, &Edit::merge(p("/m:c/i[name='b']/q[k='2']"), Node::Container(w)), &s).unwrap();
+    let Some(canopy_core::NodeRef::List(q)) = t.lookup(&p("/m:c/i[name='b']/q")) else { panic!("{t:?}") };
+    assert_eq!(q.len(), 1, "{q:?}");
+    let only = q.entries().next().unwrap();
+    assert_eq!(only.key_text("v").as_deref(), Some("x"));
+    assert_eq!(only.key_text("w").as_deref(), Some("y"));
 }

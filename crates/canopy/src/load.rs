@@ -164,7 +164,6 @@ impl<'a> Loader<'a> {
             .is_some_and(|r| rel.starts_with(r))
     }
 
-    /// Whether anything is stored under `rel` (read without placing).
     /// Whether a fragment is stored at exactly `rel` (a list entry's or a
     /// container's own): one point read, no range.
     pub fn stored_at(&self, rel: &[u8]) -> Result<bool> {
@@ -173,6 +172,7 @@ impl<'a> Loader<'a> {
         Ok(self.snap.get(&key)?.is_some())
     }
 
+    /// Whether anything is stored under `rel` (read without placing).
     pub fn any_under(&self, rel: &[u8]) -> Result<bool> {
         let mut prefix = self.data.clone();
         prefix.extend_from_slice(rel);
