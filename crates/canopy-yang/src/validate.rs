@@ -210,11 +210,12 @@ impl YangSchema {
         let n = &self.model.nodes[idx];
         match c {
             Change::Created { node, .. } => {
-                if matches!(n.kind, NodeKind::List | NodeKind::LeafList) {
+                // The list's own checks, when it has any (the path built only then).
+                if matches!(n.kind, NodeKind::List | NodeKind::LeafList)
+                    && (n.min > 0 || n.max.is_some() || !n.uniques.is_empty())
+                {
                     let lp = canopy_core::diff::with_selector(path, Selector::None);
-                    if n.min > 0 || n.max.is_some() || !n.uniques.is_empty() {
-                        plan.lists.insert(lp.to_string(), (lp, idx));
-                    }
+                    plan.lists.insert(lp.to_string(), (lp, idx));
                 }
                 match node {
                     Subtree::Node(Node::Container(cc)) | Subtree::Entry(cc) => {
@@ -244,11 +245,9 @@ impl YangSchema {
                 }
             }
             Change::Deleted { .. } | Change::Erased { .. } => {
-                if matches!(n.kind, NodeKind::List | NodeKind::LeafList) {
+                if matches!(n.kind, NodeKind::List | NodeKind::LeafList) && (n.min > 0 || n.max.is_some()) {
                     let lp = canopy_core::diff::with_selector(path, Selector::None);
-                    if n.min > 0 || n.max.is_some() {
-                        plan.lists.insert(lp.to_string(), (lp, idx));
-                    }
+                    plan.lists.insert(lp.to_string(), (lp, idx));
                 }
                 // The parent lost a child: its mandatory nodes.
                 if let Some(parent) = path.parent() {

@@ -343,11 +343,15 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
     // Whether every key step names its list's keys in their order, as the
     // schema declares them: then the path is canonical as it stands.
     let mut in_key_order = true;
+    // Whether a key step names an entry of a user-ordered list (below).
+    let mut ordered = false;
     for (i, seg) in edit.path.segments.iter().enumerate() {
         sp.push('/');
         sp.push_str(&seg.name);
         let Selector::Keys(kv) = &seg.selector else { continue };
-        if let Some(info) = schema.lists.get(&sp).filter(|i| !i.keys.is_empty()) {
+        let info = schema.lists.get(&sp);
+        ordered |= info.is_some_and(|i| i.user_ordered);
+        if let Some(info) = info.filter(|i| !i.keys.is_empty()) {
             in_key_order &= canopy_core::schema::keys_in_order(info, kv);
             continue;
         }
@@ -387,6 +391,9 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
     // User-ordered entries on the path, the target's and its ancestors' (a
     // merge below a new entry creates it too): the list's ends, the entry's
     // neighbours, and for the target the anchor's.
+    if !ordered {
+        return Ok(());
+    }
     sp.clear();
     for depth in 1..=path.segments.len() {
         sp.push('/');
