@@ -1036,9 +1036,7 @@ pub fn canonical_path_cow<'p>(root: &Container, path: &'p Path, schema: &dyn Sch
             }
             Selector::Keys(keys) => {
                 let reorder = |info: &ListInfo| -> Option<Selector> {
-                    let in_order =
-                        keys.len() == info.keys.len() && keys.iter().zip(&info.keys).all(|((n, _), k)| n == k);
-                    match in_order {
+                    match crate::schema::keys_in_order(info, keys) {
                         true => None,
                         false => diff::ordered_key_values(info, keys)
                             .map(|vals| Selector::Keys(info.keys.iter().cloned().zip(vals).collect())),

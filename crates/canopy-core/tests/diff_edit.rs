@@ -480,8 +480,8 @@ fn positional_merges_that_move_an_entry_change_that_entry() {
 }
 
 /// A path whose key predicates follow the order the schema declares is
-/// canonical as written (borrowed, nothing walked or copied); other orders
-/// are put in key order, with or without the list in the tree.
+/// canonical as written (borrowed, not copied); other orders are put in key
+/// order, with or without the list in the tree.
 #[test]
 fn paths_in_declared_key_order_are_canonical_as_written() {
     use canopy_core::edit::canonical_path_cow;

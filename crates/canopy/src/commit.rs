@@ -104,8 +104,7 @@ fn fragment_at<'t>(tree: &'t Container, path: &Path) -> Option<(Vec<u8>, &'t Con
                 }
                 // A system-ordered list holds its entries by their entry key,
                 // which a path in key order has just encoded.
-                let in_order = kv.len() == l.info.keys.len() && kv.iter().zip(&l.info.keys).all(|((n, _), k)| n == k);
-                let entry = match !l.info.user_ordered && in_order {
+                let entry = match !l.info.user_ordered && canopy_core::schema::keys_in_order(&l.info, kv) {
                     true => l.get_at(&rel[list_len..]),
                     false => None,
                 };

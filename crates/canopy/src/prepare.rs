@@ -340,22 +340,19 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
     // not know yet: read it whole, so that key predicates can pick among its
     // entries (see `canonical_path`).
     let mut sp = String::new();
-    // Whether every key step names its list's keys in their order, as the
-    // schema declares them: then the path is canonical as it stands.
-    let mut in_key_order = true;
     // Whether a key step names an entry of a user-ordered list (below).
     let mut ordered = false;
     for (i, seg) in edit.path.segments.iter().enumerate() {
         sp.push('/');
         sp.push_str(&seg.name);
-        let Selector::Keys(kv) = &seg.selector else { continue };
-        let info = schema.lists.get(&sp);
-        ordered |= info.is_some_and(|i| i.user_ordered);
-        if let Some(info) = info.filter(|i| !i.keys.is_empty()) {
-            in_key_order &= canopy_core::schema::keys_in_order(info, kv);
+        if !matches!(seg.selector, Selector::Keys(_)) {
             continue;
         }
-        in_key_order = false;
+        let info = schema.lists.get(&sp);
+        ordered |= info.is_some_and(|i| i.user_ordered);
+        if info.is_some_and(|i| !i.keys.is_empty()) {
+            continue;
+        }
         let parent = canonical_path(root, &Path { segments: edit.path.segments[..i].to_vec() }, schema);
         loader.parent(root, &parent)?;
         if let Some(mut rel) = node_key(root, &parent) {
@@ -363,10 +360,7 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
             loader.range(root, &rel)?;
         }
     }
-    let path = match in_key_order {
-        true => std::borrow::Cow::Borrowed(&edit.path),
-        false => canonical_path_cow(root, &edit.path, schema),
-    };
+    let path = canonical_path_cow(root, &edit.path, schema);
     let path = &*path;
     // Below a node found missing nothing is stored: what the edit's value
     // names need not be looked for. A whole list has no fragment of its

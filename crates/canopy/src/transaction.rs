@@ -378,7 +378,7 @@ fn creates_node(e: &Edit) -> bool {
 
 /// Whether no edit's path lies at or under another's or names the same node,
 /// as paths are written: then no edit changes what another created or
-/// deleted. One pass over a trie of the paths. A step names one node when it
+/// deleted. The paths are sorted as bytes and neighbours compared. A step names one node when it
 /// has no selector (a container or leaf, or a whole list), names a list entry
 /// by all of its list's keys, or a leaf-list entry by its value; a step that
 /// may name several (a position, keys of a list not known as keyed, some of
