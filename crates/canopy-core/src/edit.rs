@@ -1002,7 +1002,7 @@ pub fn canonical_path_cow<'p>(root: &Container, path: &'p Path, schema: &dyn Sch
     use std::borrow::Cow;
     // Keys written in the order a schema declares are canonical as they
     // stand: a list the schema knows keyed is keyed in the tree too.
-    let mut sp = String::new();
+    let mut sp = String::with_capacity(path.schema_path_len());
     let declared_order = path.segments.iter().all(|s| {
         sp.push('/');
         sp.push_str(&s.name);

@@ -88,6 +88,35 @@ pub fn push_key_value(out: &mut Vec<u8>, v: &str) {
     }
 }
 
+/// Whether the encoding of key value `v` ([`push_key_value`]) stands in
+/// `input` at `*pos`; if so, `*pos` moves past it. Compares without encoding
+/// `v` into a buffer of its own.
+pub fn eat_key_value(input: &[u8], pos: &mut usize, v: &str) -> bool {
+    let rest = &input[(*pos).min(input.len())..];
+    let used = match canonical_int(v) {
+        Some(n) => match rest.split_first() {
+            Some((&TAG_INT, b)) if b.get(..8) == Some(&((n as u64) ^ (1 << 63)).to_be_bytes()[..]) => 9,
+            _ => return false,
+        },
+        None => {
+            let Some((&TAG_STR, mut b)) = rest.split_first() else { return false };
+            let mut used = 1;
+            for &c in v.as_bytes() {
+                let want: &[u8] = if c == 0 { &[0, 0xFF] } else { std::slice::from_ref(&c) };
+                let Some(tail) = b.strip_prefix(want) else { return false };
+                b = tail;
+                used += want.len();
+            }
+            if !b.starts_with(&[0, 1]) {
+                return false;
+            }
+            used + 2
+        }
+    };
+    *pos += used;
+    true
+}
+
 /// Reads one key value written by [`push_key_value`].
 pub fn read_key_value(input: &[u8], pos: &mut usize) -> Option<String> {
     match *input.get(*pos)? {
@@ -384,6 +413,37 @@ mod tests {
                     assert_eq!(a, b, "{input:?} at {start}");
                 }
             }
+        }
+    }
+
+    /// A value is found where its own encoding stands and nowhere else: not
+    /// in another value's, not in a cut one, not across a missing terminator.
+    #[test]
+    fn eating_a_key_value_matches_its_encoding_only() {
+        let values = ["", "a", "ab", "x\0y", "\0", "é", "0", "12", "-5", "007", "9223372036854775807", "str12"];
+        for v in values {
+            let mut k = Vec::new();
+            push_key_value(&mut k, v);
+            let mut pos = 0;
+            assert!(eat_key_value(&k, &mut pos, v), "{v:?}");
+            assert_eq!(pos, k.len(), "{v:?}");
+            // Two values in a row, as an entry key of two keys holds them.
+            let mut two = k.clone();
+            push_key_value(&mut two, "b");
+            let mut pos = 0;
+            assert!(eat_key_value(&two, &mut pos, v) && eat_key_value(&two, &mut pos, "b"), "{v:?}");
+            assert_eq!(pos, two.len());
+            for w in values.iter().filter(|w| **w != v) {
+                let mut pos = 0;
+                assert!(!eat_key_value(&k, &mut pos, w), "{w:?} in {v:?}'s encoding");
+                assert_eq!(pos, 0);
+            }
+            for cut in 0..k.len() {
+                let mut pos = 0;
+                assert!(!eat_key_value(&k[..cut], &mut pos, v), "{v:?} cut at {cut}");
+            }
+            let mut pos = k.len() + 5;
+            assert!(!eat_key_value(&k, &mut pos, v), "{v:?} past the end");
         }
     }
 

@@ -93,9 +93,31 @@ impl Path {
         self.segments.iter().rev().find_map(|s| s.name.split_once(':').map(|(m, _)| m))
     }
 
+    /// The length of [`Path::schema_path`], to size its buffers.
+    pub fn schema_path_len(&self) -> usize {
+        self.segments.iter().map(|s| s.name.len() + 1).sum::<usize>().max(1)
+    }
+
+    /// The length of this path's storage key (names and key values encoded
+    /// as [`crate::keycode`] does), but for escaped NUL bytes: sizes key
+    /// buffers so that they are not grown while the key is written.
+    pub fn key_len_hint(&self) -> usize {
+        self.segments
+            .iter()
+            .map(|s| {
+                s.name.len()
+                    + 2
+                    + match &s.selector {
+                        Selector::Keys(kv) => kv.iter().map(|(_, v)| (v.len() + 3).max(9)).sum(),
+                        Selector::None | Selector::Value(_) | Selector::Position(_) => 0,
+                    }
+            })
+            .sum()
+    }
+
     /// The schema path: the names only, without selectors (`/m:cont/lst/l`).
     pub fn schema_path(&self) -> String {
-        let mut s = String::new();
+        let mut s = String::with_capacity(self.schema_path_len());
         for seg in &self.segments {
             s.push('/');
             s.push_str(&seg.name);

@@ -190,7 +190,7 @@ impl List {
         if self.info.keys.is_empty() || kv.len() != self.info.keys.len() {
             return None;
         }
-        let mut ek = Vec::with_capacity(kv.iter().map(|(_, v)| v.len() + 3).sum());
+        let mut ek = Vec::with_capacity(kv.iter().map(|(_, v)| (v.len() + 3).max(9)).sum());
         for (i, k) in self.info.keys.iter().enumerate() {
             let v = match kv.get(i) {
                 Some((n, v)) if n == k => v,
@@ -369,6 +369,23 @@ fn entry_key_with(keys: &[Name], entry: &Container) -> Result<Vec<u8>> {
     Ok(ek)
 }
 
+/// Whether `ek` is [`entry_key_with`]'s key of `entry`, compared without
+/// building that key.
+fn entry_key_is(keys: &[Name], entry: &Container, ek: &[u8]) -> Result<bool> {
+    let mut pos = 0;
+    for k in keys {
+        match entry.children.get(k) {
+            Some(Node::Leaf { value, .. }) => {
+                if !keycode::eat_key_value(ek, &mut pos, &value.as_text()) {
+                    return Ok(false);
+                }
+            }
+            _ => return Err(Error::invalid("list entry", format!("key leaf `{k}` is missing"))),
+        }
+    }
+    Ok(pos == ek.len())
+}
+
 /// Any data node below a container.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Node {
@@ -501,7 +518,7 @@ impl List {
                 if self.info.keys.is_empty() || kv.len() != self.info.keys.len() {
                     return None;
                 }
-                let mut ek = Vec::with_capacity(kv.iter().map(|(_, v)| v.len() + 3).sum());
+                let mut ek = Vec::with_capacity(kv.iter().map(|(_, v)| (v.len() + 3).max(9)).sum());
                 for (i, k) in self.info.keys.iter().enumerate() {
                     let v = match kv.get(i) {
                         Some((name, v)) if name == k => v,
@@ -550,7 +567,7 @@ impl List {
                 let entry = make();
                 // Placed by its own key leaves, which must encode as the
                 // pairs did (the map's key is the entry's).
-                if entry_key_with(&self.info.keys, &entry)? != *v.key() {
+                if !entry_key_is(&self.info.keys, &entry, v.key())? {
                     return Err(Error::invalid(
                         "list entry",
                         format!("its key values {kv:?} are not in their type's canonical form"),

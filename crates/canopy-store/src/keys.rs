@@ -231,7 +231,7 @@ pub fn push_order(out: &mut Vec<u8>, order: &[u8]) {
 /// # Errors
 /// `Unsupported` for a path with a position or leaf-list selector.
 pub fn path_key(path: &Path) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(path.segments.len() * 12);
+    let mut out = Vec::with_capacity(path.key_len_hint());
     for seg in &path.segments {
         push_name(&mut out, &seg.name);
         match &seg.selector {

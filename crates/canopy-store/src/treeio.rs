@@ -37,7 +37,8 @@ impl Fragments {
 
     /// The full key of the fragment at relative key `rel`.
     pub fn data_key(&self, rel: &[u8]) -> Vec<u8> {
-        let mut k = self.space.data.clone();
+        let mut k = Vec::with_capacity(self.space.data.len() + rel.len());
+        k.extend_from_slice(&self.space.data);
         k.extend_from_slice(rel);
         k
     }
@@ -45,7 +46,8 @@ impl Fragments {
     /// The full key of the order-index record of the entry at `order` in the
     /// user-ordered list at `list_rel`.
     pub fn order_key(&self, list_rel: &[u8], order: &[u8]) -> Vec<u8> {
-        let mut k = self.space.order.clone();
+        let mut k = Vec::with_capacity(self.space.order.len() + list_rel.len() + order.len() + 1);
+        k.extend_from_slice(&self.space.order);
         k.extend_from_slice(list_rel);
         k.extend_from_slice(order);
         k.push(0);
@@ -55,12 +57,15 @@ impl Fragments {
     /// Writes container `c` at `rel` and everything below it.
     pub fn write_subtree(&mut self, rel: &[u8], c: &Container, order: Option<&[u8]>) {
         self.puts.insert(self.data_key(rel), fragment::encode(c, order));
+        // Allocated at the first child with a fragment of its own (most
+        // entries have none).
         let mut child_rel = Vec::new();
         for (name, child) in &c.children {
             if child.is_inline() {
                 continue;
             }
             child_rel.clear();
+            child_rel.reserve(rel.len() + name.len() + 32);
             child_rel.extend_from_slice(rel);
             keys::push_name(&mut child_rel, name);
             match child {

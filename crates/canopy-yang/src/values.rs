@@ -1,6 +1,7 @@
 //! Values by YANG type: which RFC 7951 JSON kind a built-in type is written
 //! as, and the text libyang checks.
 
+use canopy_core::value::Text;
 use canopy_core::Value;
 
 // libyang's built-in type codes (`LY_DATA_TYPE`).
@@ -61,7 +62,10 @@ pub(crate) fn fast_check(fast: Fast, value: &Value) -> Option<Result<Value, Stri
             if n < lo || n > hi {
                 return None;
             }
-            Some(Ok(typed(base, n.to_string())))
+            // Canonical text as written (no `+`, no leading zero, no `-0`) is
+            // kept: short text is held inline, so nothing is allocated.
+            let rewritten = text.starts_with('+') || (digits.len() > 1 && digits.starts_with('0')) || text == "-0";
+            Some(Ok(typed(base, if rewritten { n.to_string().into() } else { Text::from(&*text) })))
         }
     }
 }
@@ -69,12 +73,13 @@ pub(crate) fn fast_check(fast: Fast, value: &Value) -> Option<Result<Value, Stri
 /// The value of canonical text `canonical` of built-in type `base`, as RFC
 /// 7951 encodes it: numbers up to 32 bits as JSON numbers, 64-bit integers
 /// and decimal64 as strings, booleans, `empty` as `[null]`, the rest strings.
-pub(crate) fn typed(base: u32, canonical: String) -> Value {
+pub(crate) fn typed(base: u32, canonical: impl Into<Text>) -> Value {
+    let canonical: Text = canonical.into();
     match base {
-        UINT8 | UINT16 | UINT32 | INT8 | INT16 | INT32 => Value::Number(canonical.into()),
+        UINT8 | UINT16 | UINT32 | INT8 | INT16 | INT32 => Value::Number(canonical),
         BOOL => Value::Bool(canonical == "true"),
         EMPTY => Value::Empty,
-        _ => Value::String(canonical.into()),
+        _ => Value::String(canonical),
     }
 }
 
@@ -138,6 +143,12 @@ mod tests {
         assert_eq!(fast_check(Fast::Int(UINT32), &n("007")), Some(Ok(n("7"))));
         assert_eq!(fast_check(Fast::Int(INT8), &Value::String("-128".into())), Some(Ok(n("-128"))));
         assert_eq!(fast_check(Fast::Int(INT64), &n("+5")), Some(Ok(Value::String("5".into()))));
+        // Text that is canonical already is kept as written; any other is rewritten.
+        for (text, canonical) in
+            [("0", "0"), ("-0", "0"), ("+0", "0"), ("00", "0"), ("-0012", "-12"), ("-12", "-12"), ("120", "120")]
+        {
+            assert_eq!(fast_check(Fast::Int(INT32), &n(text)), Some(Ok(n(canonical))), "{text}");
+        }
         // Out of range or not an integer: libyang gives the reason.
         assert_eq!(fast_check(Fast::Int(INT8), &n("128")), None);
         assert_eq!(fast_check(Fast::Int(UINT8), &n("-1")), None);

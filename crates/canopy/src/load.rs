@@ -252,7 +252,7 @@ impl<'a> Loader<'a> {
     /// [`Loader::reach`]'s walk down `path`.
     fn walk(&mut self, root: &mut Container, path: &Path) -> Result<(Option<Vec<u8>>, bool)> {
         self.fragment(root, &[])?;
-        let mut rel = Vec::new();
+        let mut rel = Vec::with_capacity(path.key_len_hint());
         // Below a node that is not stored nothing is (every stored fragment
         // but the root's has its parent's): no more reads.
         let mut stored = true;
@@ -513,7 +513,7 @@ pub(crate) fn entry_direct(
     if !matches!(path.last().map(|s| &s.selector), Some(Selector::Keys(_))) {
         return Ok(None);
     }
-    let mut sp = String::new();
+    let mut sp = String::with_capacity(path.schema_path_len());
     for seg in &path.segments {
         sp.push('/');
         sp.push_str(&seg.name);
@@ -531,7 +531,8 @@ pub(crate) fn entry_direct(
         }
     }
     let Ok(rel) = keys::path_key(path) else { return Ok(None) };
-    let mut prefix = keys::data_prefix(ds);
+    let mut prefix = Vec::with_capacity(2 + rel.len());
+    prefix.extend_from_slice(&keys::data_prefix(ds));
     let dl = prefix.len();
     prefix.extend_from_slice(&rel);
     let mut items = scan_fragments(snap, &prefix, dl, &|_| false).map_err(|e| in_datastore(&prefix[..dl], e))?;

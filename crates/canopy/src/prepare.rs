@@ -99,7 +99,7 @@ pub(crate) fn learn_edit(
     }
     // Lists the schema knows teach nothing: only look further when the path
     // names an unknown one.
-    let mut sp = String::new();
+    let mut sp = String::with_capacity(edit.path.schema_path_len());
     let known = edit.path.segments.iter().all(|seg| {
         sp.push('/');
         sp.push_str(&seg.name);
@@ -211,7 +211,7 @@ pub(crate) fn erasable(
         if !matches!(e.op, Operation::Delete | Operation::Remove) || e.path.is_root() {
             continue;
         }
-        let mut sp = String::new();
+        let mut sp = String::with_capacity(e.path.schema_path_len());
         let keyed = e.path.segments.iter().all(|seg| {
             sp.push('/');
             sp.push_str(&seg.name);
@@ -339,7 +339,7 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
     // A keyless list (imported without declared keys), or one the schema does
     // not know yet: read it whole, so that key predicates can pick among its
     // entries (see `canonical_path`).
-    let mut sp = String::new();
+    let mut sp = String::with_capacity(edit.path.schema_path_len());
     // Whether a key step names an entry of a user-ordered list (below).
     let mut ordered = false;
     for (i, seg) in edit.path.segments.iter().enumerate() {
