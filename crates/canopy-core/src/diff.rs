@@ -11,7 +11,7 @@
 use crate::error::{Error, Result};
 use crate::path::{Path, Selector};
 use crate::tree::{Container, Insert, LeafListEntry, List, ListInfo, Name, Node};
-use crate::value::Meta;
+use crate::value::{Meta, Text};
 
 /// Where an entry of a user-ordered list or leaf-list stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -306,7 +306,9 @@ fn diff_list(path: &Path, old: &List, new: &List, out: &mut Vec<Change>) {
     let news: Vec<&Container> = new.entries().collect();
     let new_ids: Vec<Vec<String>> = news.iter().map(|e| key_of(new, e)).collect();
     let moves = plan_moves(&old_ids, &new_ids);
-    let sel_of = |keys: &[String]| Selector::Keys(new.info.keys.iter().cloned().zip(keys.iter().cloned()).collect());
+    let sel_of = |keys: &[String]| {
+        Selector::Keys(new.info.keys.iter().cloned().zip(keys.iter().map(|v| Text::from(v.as_str()))).collect())
+    };
     for (i, e) in news.iter().enumerate() {
         let p = with_selector(path, sel_of(&new_ids[i]));
         let here = if i == 0 { Place::First } else { Place::After(sel_of(&new_ids[i - 1])) };
@@ -494,11 +496,11 @@ pub fn container_mut<'a>(root: &'a mut Container, path: &Path) -> Result<&'a mut
 
 /// Key values of a `Keys` selector in `info`'s key order; `None` when the
 /// selector does not name exactly the list's keys.
-pub fn ordered_key_values(info: &ListInfo, keys: &[(Name, String)]) -> Option<Vec<String>> {
+pub fn ordered_key_values(info: &ListInfo, keys: &[(Name, Text)]) -> Option<Vec<String>> {
     if keys.len() != info.keys.len() {
         return None;
     }
-    info.keys.iter().map(|k| keys.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())).collect()
+    info.keys.iter().map(|k| keys.iter().find(|(n, _)| n == k).map(|(_, v)| v.to_string())).collect()
 }
 
 /// The values of a selector as `List` methods take them.

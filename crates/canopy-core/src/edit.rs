@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::path::{Path, Segment, Selector};
 use crate::schema::Schema;
 use crate::tree::{Children, Container, Insert, LeafListEntry, List, ListInfo, Name, Node};
-use crate::value::{Meta, Value};
+use crate::value::{Meta, Text, Value};
 
 /// The operation of an edit (RFC 6241 §7.2 names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -662,7 +662,10 @@ fn position_of(vals: &[String]) -> usize {
 
 /// The entry path with its keys in the list's key order.
 fn canonical_entry_path(path: &Path, list: &List, vals: &[String]) -> Path {
-    with_selector(path, Selector::Keys(list.info.keys.iter().cloned().zip(vals.iter().cloned()).collect()))
+    with_selector(
+        path,
+        Selector::Keys(list.info.keys.iter().cloned().zip(vals.iter().map(|v| Text::from(v.as_str()))).collect()),
+    )
 }
 
 /// Where the entry `vals` stands now.
@@ -1038,8 +1041,9 @@ pub fn canonical_path_cow<'p>(root: &Container, path: &'p Path, schema: &dyn Sch
                 let reorder = |info: &ListInfo| -> Option<Selector> {
                     match crate::schema::keys_in_order(info, keys) {
                         true => None,
-                        false => diff::ordered_key_values(info, keys)
-                            .map(|vals| Selector::Keys(info.keys.iter().cloned().zip(vals).collect())),
+                        false => diff::ordered_key_values(info, keys).map(|vals| {
+                            Selector::Keys(info.keys.iter().cloned().zip(vals.into_iter().map(Text::from)).collect())
+                        }),
                     }
                 };
                 match node {
@@ -1089,7 +1093,7 @@ fn list_entry<'l>(l: &'l List, sel: &Selector) -> Option<&'l Container> {
 
 /// Indexes of the entries of a keyless list whose leaves equal every `(name,
 /// value)` pair.
-fn keyless_matches(l: &List, keys: &[(Name, String)]) -> Vec<usize> {
+fn keyless_matches(l: &List, keys: &[(Name, Text)]) -> Vec<usize> {
     l.entries()
         .enumerate()
         .filter(|(_, e)| keys.iter().all(|(k, v)| e.key_text(k).as_deref() == Some(v.as_str())))
@@ -1103,7 +1107,7 @@ fn keyless_matches(l: &List, keys: &[(Name, String)]) -> Vec<usize> {
 fn append_keyless(
     l: &mut List,
     list_path: &Path,
-    keys: &[(Name, String)],
+    keys: &[(Name, Text)],
     mut content: Container,
     out: &mut Vec<Change>,
 ) -> Result<usize> {

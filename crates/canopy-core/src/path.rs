@@ -32,7 +32,7 @@ pub enum Selector {
     /// A container, leaf, leaf-list or list as a whole.
     None,
     /// A list entry by its key values, `(key name, value text)` in key order.
-    Keys(Vec<(Name, String)>),
+    Keys(Vec<(Name, crate::value::Text)>),
     /// A leaf-list entry by its value: `[.='v']`.
     Value(String),
     /// A keyless list entry by 1-based position: `[3]`.
@@ -241,7 +241,7 @@ mod tests {
     }
 
     fn keys(kv: &[(&str, &str)]) -> Selector {
-        Selector::Keys(kv.iter().map(|(k, v)| ((*k).into(), v.to_string())).collect())
+        Selector::Keys(kv.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect())
     }
 
     #[test]
@@ -338,7 +338,10 @@ mod tests {
                     // Distinct key names, as a list has.
                     let mut seen = std::collections::BTreeSet::new();
                     Selector::Keys(
-                        kv.into_iter().filter(|(k, _)| seen.insert(k.clone())).map(|(k, v)| (k.into(), v)).collect(),
+                        kv.into_iter()
+                            .filter(|(k, _)| seen.insert(k.clone()))
+                            .map(|(k, v)| (k.into(), v.into()))
+                            .collect(),
                     )
                 }),
                 value().prop_map(Selector::Value),

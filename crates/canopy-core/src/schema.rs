@@ -28,7 +28,7 @@ pub trait Schema: Send + Sync {
 
     /// Whether the list at this schema path is known to be keyed by the
     /// names of `kv`, in that order (a key predicate written in key order).
-    fn keyed_in_order(&self, schema_path: &str, kv: &[(crate::tree::Name, String)]) -> bool {
+    fn keyed_in_order(&self, schema_path: &str, kv: &[(crate::tree::Name, crate::value::Text)]) -> bool {
         self.list_info(schema_path).is_some_and(|i| keys_in_order(&i, kv))
     }
 
@@ -50,7 +50,7 @@ pub trait Schema: Send + Sync {
 }
 
 /// Whether `info` is a keyed list's and `kv` names its keys in their order.
-pub fn keys_in_order(info: &ListInfo, kv: &[(crate::tree::Name, String)]) -> bool {
+pub fn keys_in_order(info: &ListInfo, kv: &[(crate::tree::Name, crate::value::Text)]) -> bool {
     !info.keys.is_empty() && kv.len() == info.keys.len() && kv.iter().zip(&info.keys).all(|((n, _), k)| n == k)
 }
 
@@ -71,7 +71,7 @@ impl Schema for Schemaless {
         self.lists.get(schema_path).cloned()
     }
 
-    fn keyed_in_order(&self, schema_path: &str, kv: &[(crate::tree::Name, String)]) -> bool {
+    fn keyed_in_order(&self, schema_path: &str, kv: &[(crate::tree::Name, crate::value::Text)]) -> bool {
         self.lists.get(schema_path).is_some_and(|i| keys_in_order(i, kv))
     }
 

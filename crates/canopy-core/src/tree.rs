@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 pub use crate::children::Children;
 use crate::error::{Error, Result};
 use crate::keycode;
-use crate::value::{Meta, Value};
+use crate::value::{Meta, Text, Value};
 
 /// A node name in its canonical RFC 7951 form: `module:name` where the module
 /// differs from the parent's (always on top-level nodes that have a module),
@@ -151,7 +151,10 @@ impl List {
             .keys
             .iter()
             .map(|k| {
-                entry.key_text(k).ok_or_else(|| Error::invalid("list entry", format!("key leaf `{k}` is missing")))
+                entry
+                    .key_text(k)
+                    .map(String::from)
+                    .ok_or_else(|| Error::invalid("list entry", format!("key leaf `{k}` is missing")))
             })
             .collect()
     }
@@ -176,7 +179,7 @@ impl List {
 
     /// [`List::pos_of`] of the entry of a keyed list named by `(key name,
     /// value)` pairs (a [`crate::path::Selector::Keys`]), in any order.
-    pub fn pos_of_keyed(&self, kv: &[(Name, String)]) -> Option<Vec<u8>> {
+    pub fn pos_of_keyed(&self, kv: &[(Name, Text)]) -> Option<Vec<u8>> {
         let ek = self.key_of_pairs(kv)?;
         match self.info.user_ordered {
             true => self.by_key.get(&ek).cloned(),
@@ -186,7 +189,7 @@ impl List {
 
     /// The entry key of a keyed list's entry named by `(key name, value)`
     /// pairs in any order, encoded without copying them.
-    fn key_of_pairs(&self, kv: &[(Name, String)]) -> Option<Vec<u8>> {
+    fn key_of_pairs(&self, kv: &[(Name, Text)]) -> Option<Vec<u8>> {
         if self.info.keys.is_empty() || kv.len() != self.info.keys.len() {
             return None;
         }
@@ -203,7 +206,7 @@ impl List {
 
     /// The entry of a keyed list named by `(key name, value)` pairs (a
     /// [`crate::path::Selector::Keys`]), in any order.
-    pub fn get_keyed(&self, kv: &[(Name, String)]) -> Option<&Container> {
+    pub fn get_keyed(&self, kv: &[(Name, Text)]) -> Option<&Container> {
         let ek = self.key_of_pairs(kv)?;
         match self.info.user_ordered {
             true => self.entries.get(self.by_key.get(&ek)?),
@@ -212,7 +215,7 @@ impl List {
     }
 
     /// [`List::get_keyed`], mutably. Callers must not change key leaves.
-    pub fn get_keyed_mut(&mut self, kv: &[(Name, String)]) -> Option<&mut Container> {
+    pub fn get_keyed_mut(&mut self, kv: &[(Name, Text)]) -> Option<&mut Container> {
         let ek = self.key_of_pairs(kv)?;
         match self.info.user_ordered {
             true => self.entries.get_mut(self.by_key.get(&ek)?),
@@ -447,9 +450,9 @@ impl Container {
     }
 
     /// The value of the key leaf `name` as text, if present.
-    pub fn key_text(&self, name: &str) -> Option<String> {
+    pub fn key_text(&self, name: &str) -> Option<Text> {
         match self.children.get(name) {
-            Some(Node::Leaf { value, .. }) => Some(value.as_text().into_owned()),
+            Some(Node::Leaf { value, .. }) => Some(value.text()),
             _ => None,
         }
     }
@@ -457,7 +460,7 @@ impl Container {
     /// The key values of this entry in `info`'s key order; `None` when a key leaf
     /// is missing.
     pub fn key_values(&self, info: &ListInfo) -> Option<Vec<String>> {
-        info.keys.iter().map(|k| self.key_text(k)).collect()
+        info.keys.iter().map(|k| self.key_text(k).map(String::from)).collect()
     }
 }
 
@@ -554,7 +557,7 @@ impl List {
     /// not in canonical form: schemas put paths in it before edits apply).
     pub fn get_or_insert_sorted(
         &mut self,
-        kv: &[(Name, String)],
+        kv: &[(Name, Text)],
         make: impl FnOnce() -> Container,
     ) -> Result<Option<(&mut Container, bool)>> {
         if self.info.user_ordered {

@@ -46,6 +46,17 @@ impl Value {
         }
     }
 
+    /// [`Value::as_text`] owned: short text (up to 24 bytes) is copied
+    /// inline, without an allocation.
+    pub fn text(&self) -> Text {
+        match self {
+            Value::String(s) | Value::Number(s) => s.clone(),
+            Value::Bool(true) => Text::const_new("true"),
+            Value::Bool(false) => Text::const_new("false"),
+            Value::Empty => Text::const_new(""),
+        }
+    }
+
     /// Parses a value the way the CLI takes it: JSON scalar text if it is one
     /// (`5`, `true`, `"5"`, `[null]`), otherwise the text itself as a string.
     pub fn from_cli(text: &str) -> Value {

@@ -296,7 +296,7 @@ fn user_ordered_insert_positions() {
     put(&mut t, "e", Insert::Before(vec!["a".into()]));
     let order = |t: &Container| -> Vec<String> {
         let Some(Node::List(l)) = t.children.get("m:u") else { panic!() };
-        l.entries().map(|e| e.key_text("k").unwrap()).collect()
+        l.entries().map(|e| e.key_text("k").unwrap().into()).collect()
     };
     assert_eq!(order(&t), ["e", "a", "b", "c", "d"]);
     // Moving an existing entry returns a Moved change that inverts.
@@ -433,7 +433,7 @@ fn positional_merges_that_move_an_entry_change_that_entry() {
                 let v = e.key_text("v").unwrap_or_default();
                 match e.key_text("w") {
                     Some(w) => format!("{v}+{w}"),
-                    None => v,
+                    None => v.into(),
                 }
             })
             .collect()

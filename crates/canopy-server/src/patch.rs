@@ -220,7 +220,7 @@ fn build(
                     .ok_or_else(|| RestError::invalid(format!("`where: {at}` needs `point`")))?;
                 let p = resolve(point)?;
                 let values = match p.last().map(|s| &s.selector) {
-                    Some(Selector::Keys(kv)) => kv.iter().map(|(_, v)| v.clone()).collect(),
+                    Some(Selector::Keys(kv)) => kv.iter().map(|(_, v)| v.to_string()).collect(),
                     Some(Selector::Value(v)) => vec![v.clone()],
                     _ => return Err(RestError::invalid(format!("point `{point}` is not a list or leaf-list entry"))),
                 };

@@ -842,7 +842,7 @@ fn post_child(resolver: &Resolver, parent: &Path, text: &str) -> Result<Path, Re
                             format!("`{name}`: the entry has no key leaf `{k}`"),
                         )
                     })?;
-                kv.push((k.clone(), scalar_text(val)));
+                kv.push((k.clone(), scalar_text(val).into()));
             }
             if keys.is_empty() {
                 Selector::None
@@ -879,7 +879,7 @@ fn insert_of(resolver: &Resolver, params: &Params) -> Result<Option<Insert>, Res
             let raw = raw.strip_prefix("/restconf/data").unwrap_or(raw);
             let point = resolver.to_path(raw)?;
             let values = match point.last().map(|s| &s.selector) {
-                Some(Selector::Keys(kv)) => kv.iter().map(|(_, v)| v.clone()).collect(),
+                Some(Selector::Keys(kv)) => kv.iter().map(|(_, v)| v.to_string()).collect(),
                 Some(Selector::Value(v)) => vec![v.clone()],
                 _ => return Err(RestError::invalid(format!("`point` {raw} is not a list or leaf-list entry"))),
             };

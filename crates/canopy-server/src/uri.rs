@@ -136,7 +136,9 @@ impl Resolver {
                                 if vals.len() == 1 { " is" } else { "s are" }
                             )))
                         }
-                        Some(NodeKind::List) => Selector::Keys(keys.iter().cloned().zip(vals).collect()),
+                        Some(NodeKind::List) => {
+                            Selector::Keys(keys.iter().cloned().zip(vals.into_iter().map(Into::into)).collect())
+                        }
                         Some(NodeKind::LeafList) | None if vals.len() == 1 => {
                             Selector::Value(vals.into_iter().next().unwrap_or_default())
                         }

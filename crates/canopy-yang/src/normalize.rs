@@ -231,7 +231,11 @@ impl YangSchema {
                     match same {
                         true => seg.selector.clone(),
                         false => Selector::Keys(
-                            n.keys.iter().cloned().zip(vals.into_iter().map(Option::unwrap_or_default)).collect(),
+                            n.keys
+                                .iter()
+                                .cloned()
+                                .zip(vals.into_iter().map(|v| v.unwrap_or_default().into()))
+                                .collect(),
                         ),
                     }
                 }
@@ -383,8 +387,9 @@ impl YangSchema {
                         // again with them (normalising twice changes nothing).
                         if let Some(vals) = e.key_values(&info).filter(|v| !v.is_empty()) {
                             errs.truncate(before);
-                            path.segments.last_mut().expect("list segment").selector =
-                                Selector::Keys(info.keys.iter().cloned().zip(vals).collect());
+                            path.segments.last_mut().expect("list segment").selector = Selector::Keys(
+                                info.keys.iter().cloned().zip(vals.into_iter().map(Into::into)).collect(),
+                            );
                             changed |= self.normalize_children(at, path, e, state, errs);
                         }
                     }

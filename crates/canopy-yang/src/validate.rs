@@ -26,6 +26,7 @@ use canopy_core::diff::{Change, Subtree};
 use canopy_core::path::{Path, Segment, Selector};
 use canopy_core::schema::NodeKind;
 use canopy_core::tree::{Container, Name, Node, NodeRef};
+use canopy_core::value::Text;
 use canopy_core::{Value, Violation};
 
 use crate::YangSchema;
@@ -769,14 +770,14 @@ impl YangSchema {
                     Some(u) if u <= n => path.segments[..n - u].to_vec(),
                     Some(_) => return Ok(Err(format!("leafref: the path of {} leaves the data tree", path))),
                 };
-                let mut filters: Vec<Vec<(Name, String)>> = vec![Vec::new(); segs.len()];
+                let mut filters: Vec<Vec<(Name, Text)>> = vec![Vec::new(); segs.len()];
                 let mut pinned = false;
                 for (node, preds) in &lp.steps {
                     let sn = &self.model.nodes[*node];
                     let mut f = Vec::new();
                     for p in preds {
                         match self.key_value(path, p, data)? {
-                            Ok(v) => f.push((p.key.clone(), v)),
+                            Ok(v) => f.push((p.key.clone(), v.into())),
                             Err(source) => {
                                 return Ok(Err(format!(
                                     "leafref: {source}, which the predicate [{} = current()/{}] of its path reads, is not set",
@@ -849,7 +850,7 @@ impl YangSchema {
     fn find(
         &self,
         segs: &[Segment],
-        filters: &[Vec<(Name, String)>],
+        filters: &[Vec<(Name, Text)>],
         value: &Value,
         data: &mut dyn DataAccess,
     ) -> Result<bool, LoadError> {
@@ -863,7 +864,7 @@ impl YangSchema {
         if n >= 2 && !(0..n - 2).any(open) && open(n - 2) {
             let l = &self.model.nodes[chain[n - 2]];
             let mut kv = filters.get(n - 2).cloned().unwrap_or_default();
-            kv.push((segs[n - 1].name.clone(), text.clone()));
+            kv.push((segs[n - 1].name.clone(), text.as_str().into()));
             if let Some(keys) = keys_of(l, &kv) {
                 let mut ep = Path { segments: segs[..n - 1].to_vec() };
                 ep.segments[n - 2].selector = Selector::Keys(keys);
@@ -1147,7 +1148,7 @@ fn value_at(e: &Container, names: &[Name]) -> Option<String> {
 
 /// The key selector of list `l` when `kv` (name = value pairs) gives each
 /// of its keys exactly once and nothing else.
-fn keys_of(l: &crate::model::SNode, kv: &[(Name, String)]) -> Option<Vec<(Name, String)>> {
+fn keys_of(l: &crate::model::SNode, kv: &[(Name, Text)]) -> Option<Vec<(Name, Text)>> {
     if l.kind != NodeKind::List || l.keys.is_empty() || kv.len() != l.keys.len() {
         return None;
     }
@@ -1170,7 +1171,7 @@ fn keys_of(l: &crate::model::SNode, kv: &[(Name, String)]) -> Option<Vec<(Name, 
 fn visit_nodes(
     c: &Container,
     segs: &[Segment],
-    filters: &[Vec<(Name, String)>],
+    filters: &[Vec<(Name, Text)>],
     at: &mut Path,
     f: &mut dyn FnMut(&Path, Option<&Value>),
 ) {

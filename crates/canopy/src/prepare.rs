@@ -37,7 +37,7 @@ impl Schema for Typed<'_> {
         self.lists.list_info(schema_path)
     }
 
-    fn keyed_in_order(&self, schema_path: &str, kv: &[(canopy_core::Name, String)]) -> bool {
+    fn keyed_in_order(&self, schema_path: &str, kv: &[(canopy_core::Name, canopy_core::value::Text)]) -> bool {
         self.lists.keyed_in_order(schema_path, kv)
     }
 
@@ -262,7 +262,7 @@ pub(crate) enum Erase {
 /// Whether keys `k` of a step through list `info` name one entry: the list
 /// is keyed and every one of its keys is given, once.
 pub(crate) fn names_one_entry(
-    k: &[(canopy_core::tree::Name, String)],
+    k: &[(canopy_core::Name, canopy_core::value::Text)],
     info: Option<&canopy_core::tree::ListInfo>,
 ) -> bool {
     info.is_some_and(|l| {

@@ -420,7 +420,7 @@ fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
                 }
                 Selector::Keys(k) if crate::prepare::names_one_entry(k, lists.lists.get(&sp)) => {
                     key.push(2);
-                    let mut pairs: Vec<&(canopy_core::Name, String)> = k.iter().collect();
+                    let mut pairs: Vec<&(canopy_core::Name, canopy_core::value::Text)> = k.iter().collect();
                     pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
                     for (n, v) in pairs {
                         push_escaped(&mut key, n.as_bytes());

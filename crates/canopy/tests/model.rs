@@ -197,7 +197,7 @@ fn user_ordered_entries_created_below_their_path() {
         let Some(canopy_core::NodeRef::List(l)) = tree.lookup(&"/m:c/u".parse().unwrap()) else {
             panic!("{url}: no list")
         };
-        let keys: Vec<String> = l.entries().map(|e| e.key_text("k").unwrap()).collect();
+        let keys: Vec<String> = l.entries().map(|e| e.key_text("k").unwrap().into()).collect();
         assert_eq!(keys, ["a", "b", "c"], "{url}");
     }
 }

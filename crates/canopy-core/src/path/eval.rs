@@ -195,7 +195,7 @@ fn pinned_children<'a>(ctx: &ItemRef<'a>, step: &Step) -> Option<Vec<ItemRef<'a>
         let Some(Selector::Keys(kv)) = super::query::key_pin(&step.predicates, &l.info, list_module) else {
             return None;
         };
-        let vals: Vec<String> = kv.into_iter().map(|(_, v)| v).collect();
+        let vals: Vec<String> = kv.into_iter().map(|(_, v)| v.into()).collect();
         let Some((pos, e)) = l.get_with_pos(&vals) else { continue };
         out.push(Rc::new(Item {
             node: NodeRef::Entry(e),
@@ -817,7 +817,7 @@ pub(crate) mod tests {
         let Some(Node::Container(top)) = got.children.get("m:top") else { panic!("{got:?}") };
         assert_eq!(top.children["ll"], leaf_list(&["x", "z"]));
         let Some(Node::List(log)) = top.children.get("log") else { panic!() };
-        let msgs: Vec<String> = log.entries().map(|e| e.key_text("msg").unwrap()).collect();
+        let msgs: Vec<String> = log.entries().map(|e| e.key_text("msg").unwrap().into()).collect();
         assert_eq!(msgs, ["m1", "m3"]);
         // A result tree holds what the query selected (predicates on keys still hold).
         let q = Query::parse("/m:top/dev[id > 1]/name").unwrap();

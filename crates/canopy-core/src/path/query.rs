@@ -20,6 +20,7 @@
 use crate::error::{Error, Result};
 use crate::path::{canonical_name, syntax, Path, Segment, Selector};
 use crate::tree::{ListInfo, Name};
+use crate::value::Text;
 
 /// How a step moves from its context node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,7 +168,7 @@ impl Query {
             };
             let name = canonical_name(written, path.module());
             let module = name.split_once(':').map(|(m, _)| m).or(path.module()).map(str::to_string);
-            let mut keys: Vec<(Name, String)> = Vec::new();
+            let mut keys: Vec<(Name, Text)> = Vec::new();
             let mut value = None;
             let mut position = None;
             for (j, pred) in step.predicates.iter().enumerate() {
@@ -193,7 +194,7 @@ impl Query {
                             if keys.iter().any(|(n, _)| *n == k) {
                                 return fail(i, At::Pred(j), &format!("key `{k}` is given twice"));
                             }
-                            keys.push((k, v));
+                            keys.push((k, v.into()));
                         }
                         None => return bad(
                             "only key equalities such as `[k='v']`, `[.='v']` or a position `[N]` are allowed in an instance identifier (use a query for other predicates)",
@@ -425,7 +426,7 @@ fn plain_instance(input: &str) -> Option<Path> {
         let end = name_end(i + 1)?;
         let name = canonical_name(&input[i + 1..end], path.module());
         i = end;
-        let mut keys: Vec<(Name, String)> = Vec::new();
+        let mut keys: Vec<(Name, Text)> = Vec::new();
         while b.get(i) == Some(&b'[') {
             let k_end = name_end(i + 1)?;
             if b.get(k_end) != Some(&b'=') || b.get(k_end + 1) != Some(&b'\'') {
@@ -441,7 +442,7 @@ fn plain_instance(input: &str) -> Option<Path> {
             if keys.iter().any(|(n, _)| *n == k) {
                 return None;
             }
-            keys.push((k, input[v_start..v_end].to_string()));
+            keys.push((k, Text::from(&input[v_start..v_end])));
             i = v_end + 2;
         }
         let selector = if keys.is_empty() { Selector::None } else { Selector::Keys(keys) };
@@ -487,7 +488,7 @@ pub(super) fn key_pin(preds: &[Expr], info: &ListInfo, module: Option<&str>) -> 
         }
     }
     let values: Option<Vec<String>> = values.into_iter().collect();
-    Some(Selector::Keys(info.keys.iter().cloned().zip(values?).collect()))
+    Some(Selector::Keys(info.keys.iter().cloned().zip(values?.into_iter().map(Text::from)).collect()))
 }
 
 /// Whether conjunct `c` is one that [`key_pin`] took as pinning a key of `info`.

@@ -444,7 +444,7 @@ pub(super) fn writes(model: &Model, parent: &Path, body: &Json, whole_lists: boo
                     let v = e.get(local(k)).and_then(key_text).ok_or_else(|| {
                         CpsError::bad("Data Validation Failed", format!("an entry of list `{name}` has no key `{k}`"))
                     })?;
-                    keys.push((k.clone(), v));
+                    keys.push((k.clone(), v.into()));
                 }
                 out.push(Write {
                     path: parent.child(canon.clone(), Selector::Keys(keys)),

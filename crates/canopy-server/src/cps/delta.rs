@@ -124,7 +124,7 @@ fn replaced(model: &Model, s: &Chain<'_>, t: &Chain<'_>) -> Option<Json> {
             .map(|l| l.keys.as_slice())
             .unwrap_or_default()
             .iter()
-            .map(|(k, v)| (local(k).to_string(), Json::String(v.clone())))
+            .map(|(k, v)| (local(k).to_string(), Json::String(v.to_string())))
             .collect();
         m.extend(side);
         m

@@ -57,7 +57,7 @@ pub(super) fn json_edits(
             let Some((info, entries)) = parse_entries(&raws, &lists, &path, &canon, big) else { return Ok(None) };
             for entry in entries {
                 let Some(values) = entry.key_values(&info) else { return Ok(None) };
-                let keys = info.keys.iter().cloned().zip(values).collect();
+                let keys = info.keys.iter().cloned().zip(values.into_iter().map(Into::into)).collect();
                 let path = with_keys(&path, keys);
                 edits.push(Edit { op, path, value: Some(Node::Container(entry)), insert: None });
             }
@@ -174,7 +174,7 @@ fn entries_of(raws: &[&RawValue], lists: &Schemaless, list: &Path, canon: &str) 
 }
 
 /// The entry path of list path `list` with `keys`.
-fn with_keys(list: &Path, keys: Vec<(canopy_core::tree::Name, String)>) -> Path {
+fn with_keys(list: &Path, keys: Vec<(canopy_core::tree::Name, canopy_core::value::Text)>) -> Path {
     let mut p = list.clone();
     if let Some(last) = p.segments.last_mut() {
         last.selector = Selector::Keys(keys);

@@ -379,7 +379,7 @@ impl Parser<'_> {
 #[derive(Clone)]
 pub struct Loc<'a> {
     pub name: &'a str,
-    pub keys: Vec<(canopy_core::tree::Name, String)>,
+    pub keys: Vec<(canopy_core::tree::Name, canopy_core::value::Text)>,
     pub node: &'a Container,
 }
 
@@ -435,7 +435,7 @@ pub fn children(c: &Container) -> Vec<Loc<'_>> {
                         .info
                         .keys
                         .iter()
-                        .map(|k| (k.clone(), e.children.get(k).map(value_text).unwrap_or_default()))
+                        .map(|k| (k.clone(), e.children.get(k).map(value_text).unwrap_or_default().into()))
                         .collect();
                     out.push(Loc { name: name.as_str(), keys, node: e });
                 }
@@ -762,7 +762,10 @@ fn is_inner(n: &canopy_yang::model::SNode) -> bool {
 
 /// The key values of a list step whose predicate pins every key by `=` (in
 /// one AND group, the only one).
-fn pinned(n: &canopy_yang::model::SNode, step: &Step) -> Option<Vec<(canopy_core::tree::Name, String)>> {
+fn pinned(
+    n: &canopy_yang::model::SNode,
+    step: &Step,
+) -> Option<Vec<(canopy_core::tree::Name, canopy_core::value::Text)>> {
     let [all] = step.any.as_slice() else { return None };
     let mut keys = Vec::new();
     for k in &n.keys {
@@ -772,7 +775,7 @@ fn pinned(n: &canopy_yang::model::SNode, step: &Step) -> Option<Vec<(canopy_core
             }),
             _ => None,
         })?;
-        keys.push((k.clone(), v));
+        keys.push((k.clone(), v.into()));
     }
     Some(keys)
 }
