@@ -523,6 +523,26 @@ fn put_child(
                     }
                 }
             }
+            // A new entry of a system-ordered list named by its keys in key
+            // order (its path canonical as written): placed with one search.
+            if let Selector::Keys(kv) = sel {
+                if !list.info.user_ordered && crate::schema::keys_in_order(&list.info, kv) {
+                    match list.insert_new_sorted(kv, entry)? {
+                        Ok(placed) => {
+                            let node = match deferred {
+                                Some(d) => {
+                                    d.push(out.len());
+                                    Subtree::Entry(Container::default())
+                                }
+                                None => Subtree::Entry(placed.clone()),
+                            };
+                            out.push(Change::Created { path: path.clone(), node, place: None });
+                            return Ok(());
+                        }
+                        Err(back) => entry = back,
+                    }
+                }
+            }
             let vals = selector_values(&list.info, sel)
                 .ok_or_else(|| Error::invalid(path, format!("the list's keys are {:?}", list.info.keys)))?;
             let entry_path =

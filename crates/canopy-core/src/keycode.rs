@@ -24,6 +24,13 @@ const TAG_STR: u8 = 0x20;
 /// Appends `s` with `0x00` escaped as `0x00 0xFF`, then the terminator `0x00 0x01`.
 pub fn push_escaped(out: &mut Vec<u8>, s: &[u8]) {
     out.reserve(s.len() + 2);
+    // Names and key values hold no NUL but in rare cases: one scan (a
+    // `memchr`) and one copy.
+    if !s.contains(&0) {
+        out.extend_from_slice(s);
+        out.extend_from_slice(&[0, 1]);
+        return;
+    }
     let mut rest = s;
     while let Some(i) = rest.iter().position(|&b| b == 0) {
         out.extend_from_slice(&rest[..=i]);

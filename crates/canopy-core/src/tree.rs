@@ -580,6 +580,32 @@ impl List {
             }
         }
     }
+
+    /// Inserts `entry` into a system-ordered keyed list when `kv` names the
+    /// list's keys, no entry has them yet, and `entry`'s key leaves encode as
+    /// `kv` does: one key encoding and one search. Returns the entry placed,
+    /// or `entry` back (not placed) in every other case, for the caller's
+    /// general path.
+    ///
+    /// # Errors
+    /// A key leaf missing from `entry`.
+    pub fn insert_new_sorted(
+        &mut self,
+        kv: &[(Name, Text)],
+        entry: Container,
+    ) -> Result<std::result::Result<&mut Container, Container>> {
+        if self.info.user_ordered {
+            return Ok(Err(entry));
+        }
+        let Some(ek) = self.key_of_pairs(kv) else { return Ok(Err(entry)) };
+        match self.entries.entry(ek) {
+            std::collections::btree_map::Entry::Occupied(_) => Ok(Err(entry)),
+            std::collections::btree_map::Entry::Vacant(v) => match entry_key_is(&self.info.keys, &entry, v.key())? {
+                true => Ok(Ok(v.insert(entry))),
+                false => Ok(Err(entry)),
+            },
+        }
+    }
 }
 
 impl Container {
@@ -676,5 +702,34 @@ mod tests {
         ] {
             assert_eq!(at(&t, p), None, "{p}");
         }
+    }
+
+    /// A new entry is placed once; an entry with those keys, a user-ordered
+    /// list, and key leaves that encode otherwise than the path's text give
+    /// the entry back untouched.
+    #[test]
+    fn new_entries_go_in_sorted_lists_only_when_new() {
+        let entry = |k: Value| {
+            let mut e = Container::default();
+            e.children.insert("k".into(), Node::leaf(k));
+            e
+        };
+        let kv = |v: &str| vec![(Name::from("k"), Text::from(v))];
+        let mut l = List::new(ListInfo::keyed(["k"]));
+        assert!(l.insert_new_sorted(&kv("b"), entry(Value::String("b".into()))).unwrap().is_ok());
+        assert!(l.insert_new_sorted(&kv("a"), entry(Value::String("a".into()))).unwrap().is_ok());
+        let keys: Vec<_> = l.entries().map(|e| e.key_text("k").unwrap()).collect();
+        assert_eq!(keys, ["a", "b"]);
+        let mut again = entry(Value::String("a".into()));
+        again.children.insert("x".into(), Node::leaf(Value::Bool(true)));
+        assert_eq!(l.insert_new_sorted(&kv("a"), again.clone()).unwrap().err(), Some(again));
+        // The leaf says 7, the path `007`: not the same key.
+        let typed = entry(Value::Number("7".into()));
+        assert_eq!(l.insert_new_sorted(&kv("007"), typed.clone()).unwrap().err(), Some(typed));
+        assert_eq!(l.len(), 2);
+        let mut u = List::new(ListInfo { keys: vec!["k".into()], user_ordered: true });
+        let e = entry(Value::String("a".into()));
+        assert_eq!(u.insert_new_sorted(&kv("a"), e.clone()).unwrap().err(), Some(e));
+        assert_eq!(u.len(), 0);
     }
 }

@@ -67,6 +67,14 @@ impl<'a> Loader<'a> {
         self.seen.contains_key(rel) || self.has_range(rel)
     }
 
+    /// The full key of relative key `rel` (allocated once, at its size).
+    fn data_key(&self, rel: &[u8]) -> Vec<u8> {
+        let mut key = Vec::with_capacity(self.data.len() + rel.len());
+        key.extend_from_slice(&self.data);
+        key.extend_from_slice(rel);
+        key
+    }
+
     /// The snapshot it reads.
     pub fn snapshot(&self) -> &'a dyn Snapshot {
         self.snap
@@ -85,8 +93,7 @@ impl<'a> Loader<'a> {
         let value = match self.ahead.remove(rel) {
             Some(v) => v,
             None => {
-                let mut key = self.data.clone();
-                key.extend_from_slice(rel);
+                let key = self.data_key(rel);
                 self.snap.get(&key)?
             }
         };
@@ -112,8 +119,7 @@ impl<'a> Loader<'a> {
         if self.has_range(rel) {
             return Ok(0);
         }
-        let mut prefix = self.data.clone();
-        prefix.extend_from_slice(rel);
+        let prefix = self.data_key(rel);
         let dl = self.data.len();
         // Each scanned key is looked up among the keys read before (not
         // those keys filtered by prefix first: a transaction of many edits
@@ -167,15 +173,13 @@ impl<'a> Loader<'a> {
     /// Whether a fragment is stored at exactly `rel` (a list entry's or a
     /// container's own): one point read, no range.
     pub fn stored_at(&self, rel: &[u8]) -> Result<bool> {
-        let mut key = self.data.clone();
-        key.extend_from_slice(rel);
+        let key = self.data_key(rel);
         Ok(self.snap.get(&key)?.is_some())
     }
 
     /// Whether anything is stored under `rel` (read without placing).
     pub fn any_under(&self, rel: &[u8]) -> Result<bool> {
-        let mut prefix = self.data.clone();
-        prefix.extend_from_slice(rel);
+        let prefix = self.data_key(rel);
         Ok(self.snap.first_with_prefix(&prefix, false)?.is_some())
     }
 

@@ -396,51 +396,59 @@ fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
     // are. Sorted, a path at or under another follows it: two paths overlap
     // when one is a prefix of the next, or they first differ at a kind byte
     // (the same name taken otherwise: whole and entries, or wild).
-    let mut paths: Vec<(Vec<u8>, Vec<u32>)> = Vec::with_capacity(edits.len());
+    // All paths' bytes in one buffer and all kind-byte offsets in another;
+    // each path is its two ranges.
+    let mut bytes: Vec<u8> = Vec::with_capacity(edits.len() * 64);
+    let mut kinds: Vec<u32> = Vec::with_capacity(edits.len() * 4);
+    let mut paths: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> = Vec::with_capacity(edits.len());
     let mut sp = String::new();
+    let mut pairs: Vec<&(canopy_core::Name, canopy_core::value::Text)> = Vec::new();
     for e in edits {
         if e.path.is_root() {
             return false;
         }
         sp.clear();
-        let mut key = Vec::with_capacity(64);
-        let mut kinds = Vec::with_capacity(e.path.segments.len());
+        let (start, kinds_start) = (bytes.len(), kinds.len());
         for seg in &e.path.segments {
             sp.push('/');
             sp.push_str(&seg.name);
-            push_escaped(&mut key, seg.name.as_bytes());
-            kinds.push(key.len() as u32);
+            push_escaped(&mut bytes, seg.name.as_bytes());
+            kinds.push((bytes.len() - start) as u32);
             match &seg.selector {
-                Selector::None => key.push(1),
+                Selector::None => bytes.push(1),
                 Selector::Value(v) => {
-                    key.push(2);
-                    push_escaped(&mut key, b"");
-                    push_escaped(&mut key, v.as_bytes());
-                    key.push(4);
+                    bytes.push(2);
+                    push_escaped(&mut bytes, b"");
+                    push_escaped(&mut bytes, v.as_bytes());
+                    bytes.push(4);
                 }
                 Selector::Keys(k) if crate::prepare::names_one_entry(k, lists.lists.get(&sp)) => {
-                    key.push(2);
-                    let mut pairs: Vec<&(canopy_core::Name, canopy_core::value::Text)> = k.iter().collect();
-                    pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-                    for (n, v) in pairs {
-                        push_escaped(&mut key, n.as_bytes());
-                        push_escaped(&mut key, v.as_bytes());
+                    bytes.push(2);
+                    pairs.clear();
+                    pairs.extend(k.iter());
+                    if !pairs.is_sorted_by(|a, b| a.0 <= b.0) {
+                        pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
                     }
-                    key.push(4);
+                    for (n, v) in pairs.drain(..) {
+                        push_escaped(&mut bytes, n.as_bytes());
+                        push_escaped(&mut bytes, v.as_bytes());
+                    }
+                    bytes.push(4);
                 }
                 Selector::Keys(_) | Selector::Position(_) => {
-                    key.push(3);
+                    bytes.push(3);
                     break;
                 }
             }
         }
-        paths.push((key, kinds));
+        paths.push((start..bytes.len(), kinds_start..kinds.len()));
     }
-    paths.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    paths.sort_unstable_by(|a, b| bytes[a.0.clone()].cmp(&bytes[b.0.clone()]));
     paths.windows(2).all(|w| {
-        let ((a, kinds), (b, _)) = (&w[0], &w[1]);
+        let ((a, a_kinds), (b, _)) = (&w[0], &w[1]);
+        let (a, b) = (&bytes[a.clone()], &bytes[b.clone()]);
         let d = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-        d < a.len() && kinds.binary_search(&(d as u32)).is_err()
+        d < a.len() && kinds[a_kinds.clone()].binary_search(&(d as u32)).is_err()
     })
 }
 
