@@ -536,7 +536,15 @@ fn put_child(
                                 }
                                 None => Subtree::Entry(placed.clone()),
                             };
-                            out.push(Change::Created { path: path.clone(), node, place: None });
+                            // The edit's own path, as the leaf case above takes it.
+                            let path = match slot {
+                                Some(slot) => {
+                                    *slot = Some(out.len());
+                                    Path::root()
+                                }
+                                None => path.clone(),
+                            };
+                            out.push(Change::Created { path, node, place: None });
                             return Ok(());
                         }
                         Err(back) => entry = back,
