@@ -913,7 +913,8 @@ fn normalise_new(path: &Path, value: Node, schema: &dyn Schema) -> Result<Node> 
 
 /// [`refuse_list_name`] for `value` at `path` and every node inside it.
 fn refuse_list_names_in(path: &Path, value: &Node, schema: &dyn Schema) -> Result<()> {
-    let mut sp = path.schema_path();
+    let mut sp = crate::scratch::Scratch::take();
+    path.push_schema_path(&mut sp);
     if !matches!(value, Node::List(_)) && schema.kind(&sp) == Some(crate::schema::NodeKind::List) {
         return Err(Error::invalid(path, "is a list: name an entry with its keys"));
     }
@@ -1033,7 +1034,7 @@ pub fn canonical_path_cow<'p>(root: &Container, path: &'p Path, schema: &dyn Sch
     use std::borrow::Cow;
     // Keys written in the order a schema declares are canonical as they
     // stand: a list the schema knows keyed is keyed in the tree too.
-    let mut sp = String::with_capacity(path.schema_path_len());
+    let mut sp = crate::scratch::Scratch::take();
     let declared_order = path.segments.iter().all(|s| {
         sp.push('/');
         sp.push_str(&s.name);

@@ -12,6 +12,7 @@ pub mod keycode;
 pub mod meta;
 pub mod path;
 pub mod schema;
+pub mod scratch;
 pub mod tree;
 pub mod value;
 

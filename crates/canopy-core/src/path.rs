@@ -118,14 +118,20 @@ impl Path {
     /// The schema path: the names only, without selectors (`/m:cont/lst/l`).
     pub fn schema_path(&self) -> String {
         let mut s = String::with_capacity(self.schema_path_len());
+        self.push_schema_path(&mut s);
+        s
+    }
+
+    /// Appends [`Path::schema_path`] to `s`.
+    pub fn push_schema_path(&self, s: &mut String) {
+        let start = s.len();
         for seg in &self.segments {
             s.push('/');
             s.push_str(&seg.name);
         }
-        if s.is_empty() {
+        if s.len() == start {
             s.push('/');
         }
-        s
     }
 }
 

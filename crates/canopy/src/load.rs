@@ -517,13 +517,13 @@ pub(crate) fn entry_direct(
     if !matches!(path.last().map(|s| &s.selector), Some(Selector::Keys(_))) {
         return Ok(None);
     }
-    let mut sp = String::with_capacity(path.schema_path_len());
+    let mut sp = canopy_core::scratch::Scratch::take();
     for seg in &path.segments {
         sp.push('/');
         sp.push_str(&seg.name);
         match &seg.selector {
             Selector::None => {}
-            Selector::Keys(kv) => match schema.lists.get(&sp) {
+            Selector::Keys(kv) => match schema.lists.get(sp.as_str()) {
                 Some(i) if !i.user_ordered && i.keys.len() == kv.len() => {
                     if !i.keys.iter().zip(kv).all(|(k, (name, _))| k == name) {
                         return Ok(None);

@@ -9,6 +9,7 @@ use canopy_core::edit::{canonical_path, canonical_path_cow, Edit, Operation};
 use canopy_core::keycode;
 use canopy_core::path::{Path, Segment, Selector};
 use canopy_core::schema::NodeKind;
+use canopy_core::scratch::Scratch;
 use canopy_core::tree::{Container, Insert, List, ListInfo, Node, NodeRef};
 use canopy_core::{Schema, Schemaless, Value};
 use canopy_store::keys::{self, Datastore};
@@ -67,7 +68,7 @@ pub(crate) fn learn_edit(
 ) {
     // The lists are copied only when an edit teaches one.
     let mut teach = |schema: &mut Cow<'_, Schemaless>, sp: String, info: ListInfo| {
-        if !schema.lists.contains_key(&sp) {
+        if !schema.lists.contains_key(sp.as_str()) {
             schema.to_mut().lists.insert(sp.clone(), info.clone());
             learned.push((sp, info));
         }
@@ -99,11 +100,11 @@ pub(crate) fn learn_edit(
     }
     // Lists the schema knows teach nothing: only look further when the path
     // names an unknown one.
-    let mut sp = String::with_capacity(edit.path.schema_path_len());
+    let mut sp = Scratch::take();
     let known = edit.path.segments.iter().all(|seg| {
         sp.push('/');
         sp.push_str(&seg.name);
-        !matches!(seg.selector, Selector::Keys(_)) || schema.lists.contains_key(&sp)
+        !matches!(seg.selector, Selector::Keys(_)) || schema.lists.contains_key(sp.as_str())
     });
     let path = match known {
         true => Path::root(),
@@ -217,7 +218,7 @@ pub(crate) fn erasable(
             sp.push_str(&seg.name);
             match &seg.selector {
                 Selector::None => true,
-                Selector::Keys(k) => names_one_entry(k, schema.lists.get(&sp)),
+                Selector::Keys(k) => names_one_entry(k, schema.lists.get(sp.as_str())),
                 Selector::Position(_) | Selector::Value(_) => false,
             }
         });
@@ -233,7 +234,7 @@ pub(crate) fn erasable(
                 Erase::Yes
             }
             Some(_) => Erase::No,
-            None if last_keyed || schema.lists.contains_key(&sp) => Erase::Yes,
+            None if last_keyed || schema.lists.contains_key(sp.as_str()) => Erase::Yes,
             // Without a schema a name without keys may be a leaf (stored in
             // its parent's fragment) or a container (a fragment of its own).
             None => Erase::IfStored,
@@ -339,7 +340,7 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
     // A keyless list (imported without declared keys), or one the schema does
     // not know yet: read it whole, so that key predicates can pick among its
     // entries (see `canonical_path`).
-    let mut sp = String::with_capacity(edit.path.schema_path_len());
+    let mut sp = Scratch::take();
     // Whether a key step names an entry of a user-ordered list (below).
     let mut ordered = false;
     for (i, seg) in edit.path.segments.iter().enumerate() {
@@ -348,7 +349,7 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
         if !matches!(seg.selector, Selector::Keys(_)) {
             continue;
         }
-        let info = schema.lists.get(&sp);
+        let info = schema.lists.get(sp.as_str());
         ordered |= info.is_some_and(|i| i.user_ordered);
         if info.is_some_and(|i| !i.keys.is_empty()) {
             continue;
@@ -393,7 +394,7 @@ pub(crate) fn prepare(loader: &mut Loader, root: &mut Container, edit: &Edit, sc
         sp.push('/');
         sp.push_str(&path.segments[depth - 1].name);
         let Selector::Keys(kv) = &path.segments[depth - 1].selector else { continue };
-        if !schema.lists.get(&sp).is_some_and(|i| i.user_ordered) {
+        if !schema.lists.get(sp.as_str()).is_some_and(|i| i.user_ordered) {
             continue;
         }
         // The list's parent and name, looked up in place: no path is built
