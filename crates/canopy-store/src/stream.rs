@@ -855,7 +855,7 @@ mod tests {
         let tree = parse_str(doc, schema).unwrap();
         let mut f = Fragments::new(Datastore::Startup);
         f.write_subtree(&[], &tree, None);
-        f.puts
+        f.into_records().into_iter().collect()
     }
 
     #[test]

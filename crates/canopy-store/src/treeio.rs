@@ -8,8 +8,6 @@
 //! The engine (`canopy`) loads and commits through them; the `json:` file
 //! backend converts whole datastores with them.
 
-use std::collections::BTreeMap;
-
 use canopy_core::keycode;
 use canopy_core::tree::{Container, List, ListInfo, Node};
 use canopy_core::Schema;
@@ -22,7 +20,10 @@ use crate::keys::{self, Datastore, RawSelector, Space};
 /// [`Space`]), by full key.
 pub struct Fragments {
     pub space: Space,
-    pub puts: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// Records in the order they were written (a key written again is
+    /// replaced in [`Fragments::into_records`]): appending is cheaper than
+    /// keeping a map in order while a commit writes thousands.
+    puts: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Fragments {
@@ -32,7 +33,28 @@ impl Fragments {
 
     /// Records laid out in `space`.
     pub fn in_space(space: Space) -> Fragments {
-        Fragments { space, puts: BTreeMap::new() }
+        Fragments { space, puts: Vec::new() }
+    }
+
+    /// Writes record `value` at full key `key`, replacing what was written
+    /// there before.
+    pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.puts.push((key, value));
+    }
+
+    /// The records by key, the last written of each key.
+    pub fn into_records(self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut puts = self.puts;
+        // Stable: records of one key stay in the order they were written.
+        puts.sort_by(|a, b| a.0.cmp(&b.0));
+        puts.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
+        puts
     }
 
     /// The full key of the fragment at relative key `rel`.
@@ -56,7 +78,7 @@ impl Fragments {
 
     /// Writes container `c` at `rel` and everything below it.
     pub fn write_subtree(&mut self, rel: &[u8], c: &Container, order: Option<&[u8]>) {
-        self.puts.insert(self.data_key(rel), fragment::encode(c, order));
+        self.put(self.data_key(rel), fragment::encode(c, order));
         // Allocated at the first child with a fragment of its own (most
         // entries have none).
         let mut child_rel = Vec::new();
@@ -87,7 +109,7 @@ impl Fragments {
             } else if l.info.user_ordered {
                 let suffix = l.entry_key_of(e).unwrap_or_default();
                 er.extend_from_slice(&suffix);
-                self.puts.insert(self.order_key(list_rel, pos), suffix);
+                self.put(self.order_key(list_rel, pos), suffix);
                 self.write_subtree(&er, e, Some(pos));
             } else {
                 // A system-ordered entry's position key is its entry key.
@@ -258,5 +280,27 @@ pub fn describe_key(rel: &[u8]) -> String {
         }
         Ok(_) => "/".into(),
         Err(_) => keys::hex(rel),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fragments;
+    use crate::keys::Datastore;
+
+    /// Records come out by key, one per key: the one written last.
+    #[test]
+    fn records_come_out_sorted_with_the_last_write_of_each_key() {
+        let mut f = Fragments::new(Datastore::Running);
+        for (k, v) in [("b", "1"), ("a", "2"), ("b", "3"), ("c", "4"), ("a", "5"), ("b", "6"), ("ab", "7")] {
+            f.put(k.into(), v.into());
+        }
+        let records: Vec<(String, String)> = f
+            .into_records()
+            .into_iter()
+            .map(|(k, v)| (String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap()))
+            .collect();
+        let want = [("a", "5"), ("ab", "7"), ("b", "6"), ("c", "4")];
+        assert_eq!(records, want.map(|(k, v)| (k.to_string(), v.to_string())));
     }
 }

@@ -81,7 +81,7 @@ impl Writer<'_> {
             }
             _ => None,
         };
-        self.out.puts.insert(self.out.data_key(&rel), fragment::encode(c, order.as_deref()));
+        self.out.put(self.out.data_key(&rel), fragment::encode(c, order.as_deref()));
     }
 }
 
@@ -215,7 +215,7 @@ pub(crate) fn batch_for(
                             .unwrap_or_default();
                     if let Some(pos) = l.pos_of(&keys) {
                         let ok = w.out.order_key(&lk, &pos);
-                        w.out.puts.insert(ok, keycode::entry_key(&keys));
+                        w.out.put(ok, keycode::entry_key(&keys));
                     }
                 }
                 dirty.insert(p.clone());
@@ -267,7 +267,7 @@ pub(crate) fn batch_for(
                 order = l.order_of_key(&ek);
                 if let Some(pos) = order {
                     let ok = w.out.order_key(&rel[..list_len], pos);
-                    w.out.puts.insert(ok, ek);
+                    w.out.put(ok, ek);
                 }
             }
         }
@@ -286,7 +286,7 @@ pub(crate) fn batch_for(
     for k in w.order_deletes {
         batch.delete(k);
     }
-    for (k, v) in w.out.puts {
+    for (k, v) in w.out.into_records() {
         batch.put(k, v);
     }
     for (schema_path, info) in learned {
