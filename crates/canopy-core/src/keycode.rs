@@ -184,7 +184,7 @@ pub fn skip_key_value(input: &[u8], pos: &mut usize) -> Option<()> {
 
 /// The entry key of a system-ordered list entry with these key values.
 pub fn entry_key<S: AsRef<str>>(values: &[S]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(values.iter().map(|v| v.as_ref().len() + 3).sum());
+    let mut out = Vec::with_capacity(values.iter().map(|v| (v.as_ref().len() + 3).max(9)).sum());
     for v in values {
         push_key_value(&mut out, v.as_ref());
     }

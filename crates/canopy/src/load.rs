@@ -326,6 +326,58 @@ impl<'a> Loader<'a> {
         Ok(true)
     }
 
+    /// Which entries of the keyed list at `list_rel` are stored, for entry
+    /// keys `suffixes` in ascending order: one seek (the first stored key at
+    /// or after an entry's) answers for every entry before the key it
+    /// finds, so a run of new entries costs one read, not one each. A stored
+    /// entry's fragment is kept for [`Loader::fragment`] to place without
+    /// reading it again. Returns, per suffix, whether it is stored.
+    pub fn entries_stored<'k>(
+        &mut self,
+        list_rel: &[u8],
+        suffixes: impl IntoIterator<Item = &'k [u8]>,
+    ) -> Result<Vec<bool>> {
+        let prefix = self.data_key(list_rel);
+        let end = canopy_store::backend::prefix_end(&prefix);
+        let mut out = Vec::new();
+        let mut full = prefix.clone();
+        // The first stored key at or after the last seek, and its value:
+        // `None` before the first seek, `Some(None)` past the list's end.
+        let mut next: Option<Option<(Vec<u8>, Vec<u8>)>> = None;
+        for suffix in suffixes {
+            full.truncate(prefix.len());
+            full.extend_from_slice(suffix);
+            loop {
+                match &next {
+                    Some(None) => out.push(false),
+                    // Nothing is stored between the seek and the key found;
+                    // an entry stored below it would have been found first
+                    // (every stored fragment has its parent's, which sorts
+                    // before it).
+                    Some(Some((k, _))) if full < *k => out.push(false),
+                    Some(Some((k, v))) if full == *k => {
+                        let rel = &full[self.data.len()..];
+                        if !self.covered(rel) {
+                            self.ahead.insert(rel.to_vec(), Some(v.clone()));
+                        }
+                        out.push(true);
+                    }
+                    _ => {
+                        let mut found = None;
+                        self.snap.scan(&full, end.as_deref(), false, &mut |k, v| {
+                            found = Some((k.to_vec(), v.to_vec()));
+                            Ok(false)
+                        })?;
+                        next = Some(found);
+                        continue;
+                    }
+                }
+                break;
+            }
+        }
+        Ok(out)
+    }
+
     /// Whether `rel` lies in a list known to have no entry stored.
     fn in_empty_list(&self, rel: &[u8]) -> bool {
         self.empty_lists.iter().any(|l| rel.len() > l.len() && rel.starts_with(l))

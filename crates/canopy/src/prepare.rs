@@ -431,9 +431,14 @@ fn list_at<'t>(root: &'t Container, parent: &[Segment], name: &str) -> Option<&'
     }
 }
 
+/// How many entries of one list a merged value must name before which of
+/// them are stored is found by seeking instead of a read each.
+const SEEK_FROM: usize = 8;
+
 /// Loads the stored nodes a merge of `node` at `path` meets: point reads of
-/// each container and entry the value names, skipping whatever lies below a
-/// node that is not stored.
+/// each container and entry the value names (of many entries of one list,
+/// seeks through it: [`Loader::entries_stored`]), skipping whatever lies
+/// below a node that is not stored.
 pub(crate) fn load_value(
     loader: &mut Loader,
     root: &mut Container,
@@ -465,10 +470,32 @@ pub(crate) fn load_value(
             if info.user_ordered {
                 loader.order_edges(root, &list_rel, None)?;
             }
-            for e in l.entries() {
-                let Some(vals) = info.keys.iter().map(|k| e.key_text(k)).collect::<Option<Vec<_>>>() else { continue };
-                let mut rel = list_rel.clone();
-                rel.extend_from_slice(&keycode::entry_key(&vals));
+            let mut named: Vec<(Vec<u8>, Vec<canopy_core::value::Text>, &Container)> = l
+                .entries()
+                .filter_map(|e| {
+                    let vals = info.keys.iter().map(|k| e.key_text(k)).collect::<Option<Vec<_>>>()?;
+                    Some((keycode::entry_key(&vals), vals, e))
+                })
+                .collect();
+            // Many entries (a bulk merge): which are stored is found by
+            // seeking through the list in key order, one read for each run
+            // of entries not stored; a few are read one by one.
+            let stored = match named.len() >= SEEK_FROM && !loader.has_range(&list_rel) {
+                true => {
+                    if !named.is_sorted_by(|a, b| a.0 <= b.0) {
+                        named.sort_by(|a, b| a.0.cmp(&b.0));
+                    }
+                    loader.entries_stored(&list_rel, named.iter().map(|(ek, _, _)| ek.as_slice()))?
+                }
+                false => vec![true; named.len()],
+            };
+            for ((ek, vals, e), maybe) in named.into_iter().zip(stored) {
+                if !maybe {
+                    continue;
+                }
+                let mut rel = Vec::with_capacity(list_rel.len() + ek.len());
+                rel.extend_from_slice(&list_rel);
+                rel.extend_from_slice(&ek);
                 if loader.fragment(root, &rel)? {
                     let ep = canopy_core::diff::with_selector(
                         path,

@@ -151,6 +151,59 @@ fn entries_a_merge_creates_below_an_existing_node_are_in_the_diff_whole() {
     }
 }
 
+/// A merge naming many entries of a list that holds some of them (stored
+/// and new ones interleaved, new ones before the first stored and after the
+/// last, the value's entries in any order) merges into each stored entry and
+/// creates the others: what is stored is found by seeking through the list,
+/// and no stored entry may be taken for new.
+#[test]
+fn a_merge_of_many_entries_merges_into_the_stored_ones_and_creates_the_rest() {
+    for user_ordered_value in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut urls = urls(&dir);
+        urls.push(format!("memory:bulk-merge-{user_ordered_value}"));
+        for url in urls {
+            let store = open(&url);
+            // Stored: every third device from 3 to 36.
+            let stored_ids: Vec<usize> = (3..=36).step_by(3).collect();
+            let edits = stored_ids.iter().map(|&i| Edit::merge(device_path(i), Node::Container(device(i)))).collect();
+            store.running().apply_owned(edits).unwrap();
+            let note = |i: usize| {
+                let mut e = Container::default();
+                e.children.insert("id".into(), leaf(&format!("d{i:03}")));
+                e.children.insert("note".into(), leaf(&format!("n{i}")));
+                e
+            };
+            // The value: devices 0 to 40, in reverse order when its list is user-ordered.
+            let info = canopy::ListInfo { keys: vec!["id".into()], user_ordered: user_ordered_value };
+            let mut list = canopy::List::new(info);
+            for i in 0..=40 {
+                let at = if user_ordered_value { canopy::Insert::First } else { canopy::Insert::Last };
+                list.insert(note(i), &at).unwrap();
+            }
+            let mut top = Container::default();
+            top.children.insert("dev".into(), Node::List(Box::new(list)));
+            let commit = store
+                .running()
+                .apply_owned(vec![Edit::merge("/m:top".parse().unwrap(), Node::Container(top))])
+                .unwrap();
+            let created: Vec<&Path> = created_entries(&commit.changes).into_iter().map(|(p, _)| p).collect();
+            let new_ids: Vec<usize> = (0..=40).filter(|i| !stored_ids.contains(i)).collect();
+            assert_eq!(created.len(), new_ids.len(), "{url}: {:?}", commit.changes);
+            for i in new_ids {
+                assert!(created.contains(&&device_path(i)), "{url}: {i} not created");
+                assert_eq!(stored(&store, i), Some(note(i)), "{url}: new entry {i}");
+            }
+            for &i in &stored_ids {
+                assert!(!created.contains(&&device_path(i)), "{url}: stored entry {i} taken for new");
+                let mut want = device(i);
+                want.children.insert("note".into(), leaf(&format!("n{i}")));
+                assert_eq!(stored(&store, i), Some(want), "{url}: stored entry {i} merged");
+            }
+        }
+    }
+}
+
 #[test]
 fn an_edit_inside_an_entry_created_before_it_leaves_that_change_as_its_edit_made_it() {
     let dir = tempfile::tempdir().unwrap();
