@@ -327,55 +327,73 @@ impl<'a> Loader<'a> {
     }
 
     /// Which entries of the keyed list at `list_rel` are stored, for entry
-    /// keys `suffixes` in ascending order: one seek (the first stored key at
-    /// or after an entry's) answers for every entry before the key it
-    /// finds, so a run of new entries costs one read, not one each. A stored
-    /// entry's fragment is kept for [`Loader::fragment`] to place without
-    /// reading it again. Returns, per suffix, whether it is stored.
+    /// keys `suffixes` in ascending order: one scan from the first entry's
+    /// key walks the stored keys beside them (a merge of the two sorted
+    /// runs), each entry before the stored key reached is not stored; the
+    /// scan starts again at the next entry when it passes a few stored keys
+    /// none of them names. So a run of new entries costs one read, not one
+    /// each. A stored entry's fragment is kept for [`Loader::fragment`] to
+    /// place without reading it again. Returns, per suffix, whether it is
+    /// stored.
     pub fn entries_stored<'k>(
         &mut self,
         list_rel: &[u8],
         suffixes: impl IntoIterator<Item = &'k [u8]>,
     ) -> Result<Vec<bool>> {
+        /// Stored keys passed that no entry names before the scan starts again.
+        const PASSED: usize = 8;
+        let wanted: Vec<&[u8]> = suffixes.into_iter().collect();
         let prefix = self.data_key(list_rel);
+        let (dl, pl) = (self.data.len(), prefix.len());
         let end = canopy_store::backend::prefix_end(&prefix);
-        let mut out = Vec::new();
-        let mut full = prefix.clone();
-        // The first stored key at or after the last seek, and its value:
-        // `None` before the first seek, `Some(None)` past the list's end.
-        let mut next: Option<Option<(Vec<u8>, Vec<u8>)>> = None;
-        for suffix in suffixes {
-            full.truncate(prefix.len());
-            full.extend_from_slice(suffix);
-            loop {
-                match &next {
-                    Some(None) => out.push(false),
-                    // Nothing is stored between the seek and the key found;
-                    // an entry stored below it would have been found first
-                    // (every stored fragment has its parent's, which sorts
-                    // before it).
-                    Some(Some((k, _))) if full < *k => out.push(false),
-                    Some(Some((k, v))) if full == *k => {
-                        let rel = &full[self.data.len()..];
-                        if !self.covered(rel) {
-                            self.ahead.insert(rel.to_vec(), Some(v.clone()));
-                        }
-                        out.push(true);
-                    }
-                    _ => {
-                        let mut found = None;
-                        self.snap.scan(&full, end.as_deref(), false, &mut |k, v| {
-                            found = Some((k.to_vec(), v.to_vec()));
-                            Ok(false)
-                        })?;
-                        next = Some(found);
-                        continue;
-                    }
+        let mut stored = vec![false; wanted.len()];
+        let mut found: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut start = prefix.clone();
+        let mut i = 0;
+        while i < wanted.len() {
+            start.truncate(pl);
+            start.extend_from_slice(wanted[i]);
+            let (mut passed, mut stopped) = (0, false);
+            self.snap.scan(&start, end.as_deref(), false, &mut |k, v| {
+                // Every stored fragment has its parent's, which sorts before
+                // it: a wanted entry before the key reached is not stored.
+                let k = &k[pl..];
+                while i < wanted.len() && wanted[i] < k {
+                    i += 1;
                 }
+                if i == wanted.len() {
+                    stopped = true;
+                    return Ok(false);
+                }
+                if wanted[i] == k {
+                    found.push((i, v.to_vec()));
+                    // (A value naming one entry twice names it stored twice.)
+                    while i < wanted.len() && wanted[i] == k {
+                        stored[i] = true;
+                        i += 1;
+                    }
+                    passed = 0;
+                } else {
+                    passed += 1;
+                }
+                stopped = passed == PASSED;
+                Ok(!stopped)
+            })?;
+            if !stopped {
+                // The list's end: no wanted entry after the last key is stored.
                 break;
             }
         }
-        Ok(out)
+        start.truncate(pl);
+        for (i, v) in found {
+            start.truncate(pl);
+            start.extend_from_slice(wanted[i]);
+            let rel = &start[dl..];
+            if !self.covered(rel) {
+                self.ahead.insert(rel.to_vec(), Some(v));
+            }
+        }
+        Ok(stored)
     }
 
     /// Whether `rel` lies in a list known to have no entry stored.
@@ -449,7 +467,7 @@ type Scanned = (Vec<u8>, Option<Decoded>);
 
 /// The fragments under `prefix`, decoded, with their keys relative to the
 /// datastore (the first `dl` bytes cut), but for those `skip` names.
-fn scan_fragments(
+pub(crate) fn scan_fragments(
     snap: &dyn Snapshot,
     prefix: &[u8],
     dl: usize,
@@ -552,52 +570,4 @@ pub(crate) fn node_key_of(tree: &Container, segments: &[canopy_core::Segment]) -
         }
     }
     Some(rel)
-}
-
-/// The list entry `path` names, read with one range scan of its key and
-/// nothing else: every stored fragment has its parent's, so an entry that is
-/// stored has its ancestors. `None` when the path is not one this read can
-/// serve: it must be canonical, end at an entry, and cross only lists known
-/// with keys and stored by key (not user-ordered, whose entries a tree holds
-/// by order); `Some(None)` when the entry is not stored.
-pub(crate) fn entry_direct(
-    snap: &dyn Snapshot,
-    ds: Datastore,
-    schema: &Schemaless,
-    path: &Path,
-) -> Result<Option<Option<Container>>> {
-    if !matches!(path.last().map(|s| &s.selector), Some(Selector::Keys(_))) {
-        return Ok(None);
-    }
-    let mut sp = canopy_core::scratch::Scratch::take();
-    for seg in &path.segments {
-        sp.push('/');
-        sp.push_str(&seg.name);
-        match &seg.selector {
-            Selector::None => {}
-            Selector::Keys(kv) => match schema.lists.get(sp.as_str()) {
-                Some(i) if !i.user_ordered && i.keys.len() == kv.len() => {
-                    if !i.keys.iter().zip(kv).all(|(k, (name, _))| k == name) {
-                        return Ok(None);
-                    }
-                }
-                _ => return Ok(None),
-            },
-            Selector::Position(_) | Selector::Value(_) => return Ok(None),
-        }
-    }
-    let Ok(rel) = keys::path_key(path) else { return Ok(None) };
-    let mut prefix = Vec::with_capacity(2 + rel.len());
-    prefix.extend_from_slice(&keys::data_prefix(ds));
-    let dl = prefix.len();
-    prefix.extend_from_slice(&rel);
-    let mut items = scan_fragments(snap, &prefix, dl, &|_| false).map_err(|e| in_datastore(&prefix[..dl], e))?;
-    // The entry's own key sorts before its descendants'.
-    if items.first().is_none_or(|(k, _)| k.len() != rel.len()) {
-        return Ok(Some(None));
-    }
-    let (_, d) = items.remove(0);
-    let mut entry = d.expect("fresh").container;
-    build(&mut entry, &mut items, rel.len(), &mut sp, schema)?;
-    Ok(Some(Some(entry)))
 }

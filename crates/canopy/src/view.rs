@@ -149,7 +149,7 @@ impl Store {
         self.with_stored_tree(view, ds, query, f)
     }
 
-    /// A list entry read by its key alone (see [`crate::load::entry_direct`]),
+    /// A list entry read by its key alone (see [`read_entry`]),
     /// uncached, from what `ds` reads when that is a stored datastore; `None`
     /// when this read cannot serve the path.
     pub(crate) fn entry_direct(
@@ -174,7 +174,7 @@ impl Store {
             None => Cow::Borrowed(path),
         };
         let p = canopy_core::edit::canonical_path_cow(&Container::default(), &checked, &*catalog.lists);
-        crate::load::entry_direct(snap, ds, &catalog.lists, &p)
+        read_entry(snap, ds, &catalog.lists, &p)
     }
 
     /// Runs `f` on a tree that holds at least what `query` can select from
@@ -296,4 +296,53 @@ pub(crate) fn check_query(yang: Option<&YangSchema>, q: &Query) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The list entry `path` names, read with one range scan of its key and
+/// nothing else: every stored fragment has its parent's, so an entry that is
+/// stored has its ancestors. `None` when the path is not one this read can
+/// serve: it must be canonical, end at an entry, and cross only lists known
+/// with keys and stored by key (not user-ordered, whose entries a tree holds
+/// by order); `Some(None)` when the entry is not stored.
+fn read_entry(
+    snap: &dyn Snapshot,
+    ds: Datastore,
+    schema: &Schemaless,
+    path: &Path,
+) -> Result<Option<Option<Container>>> {
+    if !matches!(path.last().map(|s| &s.selector), Some(Selector::Keys(_))) {
+        return Ok(None);
+    }
+    let mut sp = canopy_core::scratch::Scratch::take();
+    for seg in &path.segments {
+        sp.push('/');
+        sp.push_str(&seg.name);
+        match &seg.selector {
+            Selector::None => {}
+            Selector::Keys(kv) => match schema.lists.get(sp.as_str()) {
+                Some(i) if !i.user_ordered && i.keys.len() == kv.len() => {
+                    if !i.keys.iter().zip(kv).all(|(k, (name, _))| k == name) {
+                        return Ok(None);
+                    }
+                }
+                _ => return Ok(None),
+            },
+            Selector::Position(_) | Selector::Value(_) => return Ok(None),
+        }
+    }
+    let Ok(rel) = keys::path_key(path) else { return Ok(None) };
+    let mut prefix = Vec::with_capacity(2 + rel.len());
+    prefix.extend_from_slice(&keys::data_prefix(ds));
+    let dl = prefix.len();
+    prefix.extend_from_slice(&rel);
+    let mut items = crate::load::scan_fragments(snap, &prefix, dl, &|_| false)
+        .map_err(|e| crate::load::in_datastore(&prefix[..dl], e))?;
+    // The entry's own key sorts before its descendants'.
+    if items.first().is_none_or(|(k, _)| k.len() != rel.len()) {
+        return Ok(Some(None));
+    }
+    let (_, d) = items.remove(0);
+    let mut entry = d.expect("fresh").container;
+    canopy_store::treeio::build(&mut entry, &mut items, rel.len(), &mut sp, schema)?;
+    Ok(Some(Some(entry)))
 }
