@@ -159,6 +159,21 @@ fn place_after(info: &ListInfo, prev: Option<Selector>) -> Option<Place> {
     info.user_ordered.then(|| prev.map_or(Place::First, Place::After))
 }
 
+/// Whether a created entry or container is small enough that copying it
+/// into its change now costs less than finding it in the tree again to move
+/// it there (the deferred move): a few leaves with little text.
+pub(crate) fn cheap_to_copy(c: &Container) -> bool {
+    let mut text = 0;
+    c.children.len() <= 4
+        && c.children.iter().all(|(_, n)| match n {
+            Node::Leaf { value, meta } if meta.is_empty() => {
+                text += value.as_text().len();
+                text <= 64
+            }
+            _ => false,
+        })
+}
+
 /// Appends the changes that create list `l`'s entries at `path`. With
 /// `deferred`, each change holds an empty entry and its index goes in
 /// `deferred`, for the caller to fill from the tree
@@ -169,11 +184,11 @@ pub fn added_entries(path: &Path, l: &List, out: &mut Vec<Change>, mut deferred:
         let sel = entry_selector(l, e, i);
         let place = place_after(&l.info, prev.clone());
         let node = match deferred.as_deref_mut() {
-            Some(d) => {
+            Some(d) if !cheap_to_copy(e) => {
                 d.push(out.len());
                 Subtree::Entry(Container::default())
             }
-            None => Subtree::Entry(e.clone()),
+            _ => Subtree::Entry(e.clone()),
         };
         out.push(Change::Created { path: with_selector(path, sel.clone()), node, place });
         prev = Some(sel);

@@ -467,7 +467,7 @@ fn put_child(
                             *slot = Some(out.len());
                             let node = match (&value, deferred) {
                                 // A container the edit creates, its copy deferred (as a list entry's).
-                                (Node::Container(_), Some(d)) => {
+                                (Node::Container(c), Some(d)) if !diff::cheap_to_copy(c) => {
                                     d.push(out.len());
                                     Node::Container(Container::default())
                                 }
@@ -530,11 +530,11 @@ fn put_child(
                     match list.insert_new_sorted(kv, entry)? {
                         Ok(placed) => {
                             let node = match deferred {
-                                Some(d) => {
+                                Some(d) if !diff::cheap_to_copy(placed) => {
                                     d.push(out.len());
                                     Subtree::Entry(Container::default())
                                 }
-                                None => Subtree::Entry(placed.clone()),
+                                _ => Subtree::Entry(placed.clone()),
                             };
                             // The edit's own path, as the leaf case above takes it.
                             let path = match slot {
@@ -601,11 +601,11 @@ fn put_entry(
             let at = insert.cloned().unwrap_or_default();
             let place = if list.info.user_ordered { Some(place_of_insert(list, &at)?) } else { None };
             let node = match deferred {
-                Some(d) => {
+                Some(d) if !diff::cheap_to_copy(&entry) => {
                     d.push(out.len());
                     Subtree::Entry(Container::default())
                 }
-                None => Subtree::Entry(entry.clone()),
+                _ => Subtree::Entry(entry.clone()),
             };
             out.push(Change::Created { path: entry_path, node, place });
             list.insert(entry, &at)?;
