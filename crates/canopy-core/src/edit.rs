@@ -361,7 +361,8 @@ fn ensure_container<'a>(
                     let make = || {
                         let here = here();
                         let mut entry =
-                            Container { meta: Meta::default(), children: Children::with_capacity(keys.len()) };
+                            // Room for the keys and the child the path goes on to.
+                            Container { meta: Meta::default(), children: Children::with_capacity(keys.len() + 1) };
                         for (k, v) in keys {
                             entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
                         }
@@ -384,7 +385,7 @@ fn ensure_container<'a>(
                     return Err(Error::invalid(here(), format!("the list's keys are {:?}", list.info.keys)));
                 }
                 let here = here();
-                let mut entry = Container { meta: Meta::default(), children: Children::with_capacity(keys.len()) };
+                let mut entry = Container { meta: Meta::default(), children: Children::with_capacity(keys.len() + 1) };
                 for (k, v) in keys {
                     entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
                 }
