@@ -470,13 +470,19 @@ pub(crate) fn load_value(
             if info.user_ordered {
                 loader.order_edges(root, &list_rel, None)?;
             }
-            let mut named: Vec<(Vec<u8>, Vec<canopy_core::value::Text>, &Container)> = l
-                .entries()
-                .filter_map(|e| {
-                    let vals = info.keys.iter().map(|k| e.key_text(k)).collect::<Option<Vec<_>>>()?;
-                    Some((keycode::entry_key(&vals), vals, e))
-                })
-                .collect();
+            // Each entry with its entry key: a system-ordered value list keyed
+            // as the schema's holds its entries by that very key, in order.
+            let mut named: Vec<(std::borrow::Cow<[u8]>, &Container)> =
+                match !l.info.user_ordered && l.info.keys == info.keys {
+                    true => l.entries_with_pos().map(|(ek, e)| (ek.into(), e)).collect(),
+                    false => l
+                        .entries()
+                        .filter_map(|e| {
+                            let vals = info.keys.iter().map(|k| e.key_text(k)).collect::<Option<Vec<_>>>()?;
+                            Some((keycode::entry_key(&vals).into(), e))
+                        })
+                        .collect(),
+                };
             // Many entries (a bulk merge): which are stored is found by
             // seeking through the list in key order, one read for each run
             // of entries not stored; a few are read one by one.
@@ -485,11 +491,11 @@ pub(crate) fn load_value(
                     if !named.is_sorted_by(|a, b| a.0 <= b.0) {
                         named.sort_by(|a, b| a.0.cmp(&b.0));
                     }
-                    loader.entries_stored(&list_rel, named.iter().map(|(ek, _, _)| ek.as_slice()))?
+                    loader.entries_stored(&list_rel, named.iter().map(|(ek, _)| &ek[..]))?
                 }
                 false => vec![true; named.len()],
             };
-            for ((ek, vals, e), maybe) in named.into_iter().zip(stored) {
+            for ((ek, e), maybe) in named.into_iter().zip(stored) {
                 if !maybe {
                     continue;
                 }
@@ -497,6 +503,9 @@ pub(crate) fn load_value(
                 rel.extend_from_slice(&list_rel);
                 rel.extend_from_slice(&ek);
                 if loader.fragment(root, &rel)? {
+                    let Some(vals) = info.keys.iter().map(|k| e.key_text(k)).collect::<Option<Vec<_>>>() else {
+                        continue;
+                    };
                     let ep = canopy_core::diff::with_selector(
                         path,
                         Selector::Keys(info.keys.iter().cloned().zip(vals).collect()),
