@@ -387,6 +387,31 @@ def test_plain_patch_merges(servers):
     assert album["song"] == [{"name": "Rope", "location": "/r.mp3"}]
 
 
+def test_plain_patch_of_many_entries_merges_stored_ones_and_creates_the_rest(servers):
+    # A merge naming many entries of a list that holds some of them (stored and
+    # new ones interleaved, new ones before the first stored one and after the
+    # last, many stored ones the body does not name): each stored entry keeps
+    # what the body does not set, each other one is created.
+    stored = list(range(3, 37, 3)) + list(range(100, 121))
+    old = [{"name": f"a{i:03}", "year": 1900 + i} for i in stored]
+    config = {"example-jukebox:jukebox": {"library": {"artist": [{"name": "X", "album": old}]}}}
+    srv = servers(config=config)
+    named = list(range(0, 41)) + [110, 200]
+    new = [{"name": f"a{i:03}", "genre": "example-jukebox:jazz"} for i in reversed(named)]
+    r = srv.patch(JB + "/library/artist=X", {"example-jukebox:artist": [{"name": "X", "album": new}]})
+    assert r.status_code == 204, r.text
+    got = srv.get_json(JB + "/library/artist=X")["example-jukebox:artist"][0]["album"]
+    want = {}
+    for i in sorted(set(stored) | set(named)):
+        album = {"name": f"a{i:03}"}
+        if i in stored:
+            album["year"] = 1900 + i
+        if i in named:
+            album["genre"] = "example-jukebox:jazz"
+        want[album["name"]] = album
+    assert {a["name"]: a for a in got} == want
+
+
 def test_plain_patch_missing_target_creates_nothing(servers):
     srv = servers(config=TWO_ARTISTS)
     r = srv.patch(JB + "/library/artist=Nobody", {"example-jukebox:artist": [{"name": "Nobody"}]})
