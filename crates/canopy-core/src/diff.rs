@@ -162,7 +162,7 @@ fn place_after(info: &ListInfo, prev: Option<Selector>) -> Option<Place> {
 /// Whether a created entry or container is small enough that copying it
 /// into its change now costs less than finding it in the tree again to move
 /// it there (the deferred move): a few leaves with little text.
-pub(crate) fn cheap_to_copy(c: &Container) -> bool {
+fn cheap_to_copy(c: &Container) -> bool {
     let mut text = 0;
     c.children.len() <= 4
         && c.children.iter().all(|(_, n)| match n {
@@ -174,22 +174,29 @@ pub(crate) fn cheap_to_copy(c: &Container) -> bool {
         })
 }
 
-/// Appends the changes that create list `l`'s entries at `path`. With
-/// `deferred`, each change holds an empty entry and its index goes in
-/// `deferred`, for the caller to fill from the tree
-/// ([`crate::edit::fill_created`]).
+/// What the change that creates `c`, about to be pushed on `out`, holds: a
+/// copy of `c`; or, with `deferred` and unless `c` is cheap to copy, an
+/// empty container, its index put in `deferred` for the caller to fill from
+/// the tree ([`crate::edit::fill_created`]).
+pub(crate) fn created_content(c: &Container, out: &[Change], deferred: Option<&mut Vec<usize>>) -> Container {
+    match deferred {
+        Some(d) if !cheap_to_copy(c) => {
+            d.push(out.len());
+            Container::default()
+        }
+        _ => c.clone(),
+    }
+}
+
+/// Appends the changes that create list `l`'s entries at `path`, each
+/// holding its entry as [`created_content`] says (with `deferred`, entries
+/// but small ones are filled from the tree later).
 pub fn added_entries(path: &Path, l: &List, out: &mut Vec<Change>, mut deferred: Option<&mut Vec<usize>>) {
     let mut prev = None;
     for (i, e) in l.entries().enumerate() {
         let sel = entry_selector(l, e, i);
         let place = place_after(&l.info, prev.clone());
-        let node = match deferred.as_deref_mut() {
-            Some(d) if !cheap_to_copy(e) => {
-                d.push(out.len());
-                Subtree::Entry(Container::default())
-            }
-            _ => Subtree::Entry(e.clone()),
-        };
+        let node = Subtree::Entry(created_content(e, out, deferred.as_deref_mut()));
         out.push(Change::Created { path: with_selector(path, sel.clone()), node, place });
         prev = Some(sel);
     }

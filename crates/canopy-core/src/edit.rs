@@ -466,12 +466,9 @@ fn put_child(
                     match (slot, &value) {
                         (Some(slot), Node::Leaf { .. } | Node::Container(_) | Node::AnyData { .. }) => {
                             *slot = Some(out.len());
-                            let node = match (&value, deferred) {
+                            let node = match &value {
                                 // A container the edit creates, its copy deferred (as a list entry's).
-                                (Node::Container(c), Some(d)) if !diff::cheap_to_copy(c) => {
-                                    d.push(out.len());
-                                    Node::Container(Container::default())
-                                }
+                                Node::Container(c) => Node::Container(diff::created_content(c, out, deferred)),
                                 _ => value.clone(),
                             };
                             out.push(Change::Created { path: Path::root(), node: Subtree::Node(node), place: None });
@@ -530,13 +527,7 @@ fn put_child(
                 if !list.info.user_ordered && crate::schema::keys_in_order(&list.info, kv) {
                     match list.insert_new_sorted(kv, entry)? {
                         Ok(placed) => {
-                            let node = match deferred {
-                                Some(d) if !diff::cheap_to_copy(placed) => {
-                                    d.push(out.len());
-                                    Subtree::Entry(Container::default())
-                                }
-                                _ => Subtree::Entry(placed.clone()),
-                            };
+                            let node = Subtree::Entry(diff::created_content(placed, out, deferred));
                             // The edit's own path, as the leaf case above takes it.
                             let path = match slot {
                                 Some(slot) => {
@@ -601,13 +592,7 @@ fn put_entry(
             }
             let at = insert.cloned().unwrap_or_default();
             let place = if list.info.user_ordered { Some(place_of_insert(list, &at)?) } else { None };
-            let node = match deferred {
-                Some(d) if !diff::cheap_to_copy(&entry) => {
-                    d.push(out.len());
-                    Subtree::Entry(Container::default())
-                }
-                _ => Subtree::Entry(entry.clone()),
-            };
+            let node = Subtree::Entry(diff::created_content(&entry, out, deferred));
             out.push(Change::Created { path: entry_path, node, place });
             list.insert(entry, &at)?;
         }

@@ -4,7 +4,7 @@
 //! Children of a container are kept by name in a `BTreeMap`: without a schema,
 //! document order is name order, the same order the storage keys sort in.
 
-use std::collections::BTreeMap;
+use std::collections::{btree_map, BTreeMap};
 
 pub use crate::children::Children;
 use crate::error::{Error, Result};
@@ -287,7 +287,14 @@ impl List {
     /// # Errors
     /// [`Error::Invalid`] naming a missing key leaf.
     pub fn entry_key_of(&self, entry: &Container) -> Result<Vec<u8>> {
-        entry_key_with(&self.info.keys, entry)
+        let mut ek = Vec::with_capacity(16 * self.info.keys.len());
+        for k in &self.info.keys {
+            match entry.children.get(k) {
+                Some(Node::Leaf { value, .. }) => keycode::push_key_value(&mut ek, &value.as_text()),
+                _ => return Err(Error::invalid("list entry", format!("key leaf `{k}` is missing"))),
+            }
+        }
+        Ok(ek)
     }
 
     /// Inserts `entry` at a given position key (as read back from storage).
@@ -360,20 +367,8 @@ impl List {
     }
 }
 
-/// The entry key of `entry` in a list keyed by `keys` (see [`List::entry_key_of`]).
-fn entry_key_with(keys: &[Name], entry: &Container) -> Result<Vec<u8>> {
-    let mut ek = Vec::with_capacity(16 * keys.len());
-    for k in keys {
-        match entry.children.get(k) {
-            Some(Node::Leaf { value, .. }) => keycode::push_key_value(&mut ek, &value.as_text()),
-            _ => return Err(Error::invalid("list entry", format!("key leaf `{k}` is missing"))),
-        }
-    }
-    Ok(ek)
-}
-
-/// Whether `ek` is [`entry_key_with`]'s key of `entry`, compared without
-/// building that key.
+/// Whether `ek` is the entry key of `entry` in a list keyed by `keys` (as
+/// [`List::entry_key_of`] encodes it), compared without building that key.
 fn entry_key_is(keys: &[Name], entry: &Container, ek: &[u8]) -> Result<bool> {
     let mut pos = 0;
     for k in keys {
@@ -459,8 +454,8 @@ impl Container {
 
     /// The key values of this entry in `info`'s key order; `None` when a key leaf
     /// is missing.
-    pub fn key_values(&self, info: &ListInfo) -> Option<Vec<String>> {
-        info.keys.iter().map(|k| self.key_text(k).map(String::from)).collect()
+    pub fn key_values(&self, info: &ListInfo) -> Option<Vec<Text>> {
+        info.keys.iter().map(|k| self.key_text(k)).collect()
     }
 }
 
@@ -560,17 +555,14 @@ impl List {
         kv: &[(Name, Text)],
         make: impl FnOnce() -> Container,
     ) -> Result<Option<(&mut Container, bool)>> {
-        if self.info.user_ordered {
-            return Ok(None);
-        }
-        let Some(ek) = self.key_of_pairs(kv) else { return Ok(None) };
-        match self.entries.entry(ek) {
-            std::collections::btree_map::Entry::Occupied(o) => Ok(Some((o.into_mut(), false))),
-            std::collections::btree_map::Entry::Vacant(v) => {
+        let Some((keys, slot)) = self.sorted_slot(kv) else { return Ok(None) };
+        match slot {
+            btree_map::Entry::Occupied(o) => Ok(Some((o.into_mut(), false))),
+            btree_map::Entry::Vacant(v) => {
                 let entry = make();
                 // Placed by its own key leaves, which must encode as the
                 // pairs did (the map's key is the entry's).
-                if !entry_key_is(&self.info.keys, &entry, v.key())? {
+                if !entry_key_is(keys, &entry, v.key())? {
                     return Err(Error::invalid(
                         "list entry",
                         format!("its key values {kv:?} are not in their type's canonical form"),
@@ -594,19 +586,27 @@ impl List {
         kv: &[(Name, Text)],
         entry: Container,
     ) -> Result<std::result::Result<&mut Container, Container>> {
-        if self.info.user_ordered {
-            return Ok(Err(entry));
-        }
-        let Some(ek) = self.key_of_pairs(kv) else { return Ok(Err(entry)) };
-        match self.entries.entry(ek) {
-            std::collections::btree_map::Entry::Occupied(_) => Ok(Err(entry)),
-            std::collections::btree_map::Entry::Vacant(v) => match entry_key_is(&self.info.keys, &entry, v.key())? {
-                true => Ok(Ok(v.insert(entry))),
-                false => Ok(Err(entry)),
-            },
+        let Some((keys, btree_map::Entry::Vacant(v))) = self.sorted_slot(kv) else { return Ok(Err(entry)) };
+        match entry_key_is(keys, &entry, v.key())? {
+            true => Ok(Ok(v.insert(entry))),
+            false => Ok(Err(entry)),
         }
     }
+
+    /// In a system-ordered keyed list, the list's keys and the map slot of
+    /// the entry `kv` names (one key encoding, one search); `None` when the
+    /// list is user-ordered or keyless, or `kv` does not name its keys.
+    fn sorted_slot(&mut self, kv: &[(Name, Text)]) -> Option<(&[Name], EntrySlot<'_>)> {
+        if self.info.user_ordered {
+            return None;
+        }
+        let ek = self.key_of_pairs(kv)?;
+        Some((&self.info.keys, self.entries.entry(ek)))
+    }
 }
+
+/// A system-ordered list's map slot of one entry key.
+type EntrySlot<'l> = btree_map::Entry<'l, Vec<u8>, Container>;
 
 impl Container {
     /// The node at `path` below this container (taken as the root), if present.

@@ -38,9 +38,7 @@ impl YangSchema {
                     let mut entry = path.clone();
                     if let (Some(last), Some(vals)) = (entry.segments.last_mut(), e.key_values(&l.info)) {
                         if !vals.is_empty() {
-                            last.selector = Selector::Keys(
-                                l.info.keys.iter().cloned().zip(vals.into_iter().map(Into::into)).collect(),
-                            );
+                            last.selector = Selector::Keys(l.info.keys.iter().cloned().zip(vals).collect());
                         }
                     }
                     self.kinds_children(at, &entry, e, errs);

@@ -387,9 +387,8 @@ impl YangSchema {
                         // again with them (normalising twice changes nothing).
                         if let Some(vals) = e.key_values(&info).filter(|v| !v.is_empty()) {
                             errs.truncate(before);
-                            path.segments.last_mut().expect("list segment").selector = Selector::Keys(
-                                info.keys.iter().cloned().zip(vals.into_iter().map(Into::into)).collect(),
-                            );
+                            path.segments.last_mut().expect("list segment").selector =
+                                Selector::Keys(info.keys.iter().cloned().zip(vals).collect());
                             changed |= self.normalize_children(at, path, e, state, errs);
                         }
                     }

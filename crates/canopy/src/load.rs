@@ -348,7 +348,7 @@ impl<'a> Loader<'a> {
         let end = canopy_store::backend::prefix_end(&prefix);
         let mut stored = vec![false; wanted.len()];
         let mut found: Vec<(usize, Vec<u8>)> = Vec::new();
-        let mut start = prefix.clone();
+        let mut start = prefix;
         let mut i = 0;
         while i < wanted.len() {
             start.truncate(pl);
@@ -384,7 +384,6 @@ impl<'a> Loader<'a> {
                 break;
             }
         }
-        start.truncate(pl);
         for (i, v) in found {
             start.truncate(pl);
             start.extend_from_slice(wanted[i]);

@@ -470,19 +470,15 @@ pub(crate) fn load_value(
             if info.user_ordered {
                 loader.order_edges(root, &list_rel, None)?;
             }
+            let key_values = |e: &Container| info.keys.iter().map(|k| e.key_text(k)).collect::<Option<Vec<_>>>();
             // Each entry with its entry key: a system-ordered value list keyed
             // as the schema's holds its entries by that very key, in order.
-            let mut named: Vec<(std::borrow::Cow<[u8]>, &Container)> =
-                match !l.info.user_ordered && l.info.keys == info.keys {
-                    true => l.entries_with_pos().map(|(ek, e)| (ek.into(), e)).collect(),
-                    false => l
-                        .entries()
-                        .filter_map(|e| {
-                            let vals = info.keys.iter().map(|k| e.key_text(k)).collect::<Option<Vec<_>>>()?;
-                            Some((keycode::entry_key(&vals).into(), e))
-                        })
-                        .collect(),
-                };
+            let mut named: Vec<(std::borrow::Cow<[u8]>, &Container)> = match !l.info.user_ordered
+                && l.info.keys == info.keys
+            {
+                true => l.entries_with_pos().map(|(ek, e)| (ek.into(), e)).collect(),
+                false => l.entries().filter_map(|e| Some((keycode::entry_key(&key_values(e)?).into(), e))).collect(),
+            };
             // Many entries (a bulk merge): which are stored is found by
             // seeking through the list in key order, one read for each run
             // of entries not stored; a few are read one by one.
@@ -503,9 +499,7 @@ pub(crate) fn load_value(
                 rel.extend_from_slice(&list_rel);
                 rel.extend_from_slice(&ek);
                 if loader.fragment(root, &rel)? {
-                    let Some(vals) = info.keys.iter().map(|k| e.key_text(k)).collect::<Option<Vec<_>>>() else {
-                        continue;
-                    };
+                    let Some(vals) = key_values(e) else { continue };
                     let ep = canopy_core::diff::with_selector(
                         path,
                         Selector::Keys(info.keys.iter().cloned().zip(vals).collect()),

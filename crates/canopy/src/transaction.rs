@@ -378,12 +378,13 @@ fn creates_node(e: &Edit) -> bool {
 
 /// Whether no edit's path lies at or under another's or names the same node,
 /// as paths are written: then no edit changes what another created or
-/// deleted. The paths are sorted as bytes and neighbours compared. A step names one node when it
-/// has no selector (a container or leaf, or a whole list), names a list entry
-/// by all of its list's keys, or a leaf-list entry by its value; a step that
-/// may name several (a position, keys of a list not known as keyed, some of
-/// a list's keys) is wild. Beside a wild step, or beside a whole list where
-/// other paths name its entries, paths are taken for overlapping.
+/// deleted. The paths are sorted as bytes and neighbours compared. A step
+/// names one node when it has no selector (a container or leaf, or a whole
+/// list), names a list entry by all of its list's keys, or a leaf-list entry
+/// by its value; a step that may name several (a position, keys of a list
+/// not known as keyed, some of a list's keys) is wild. Beside a wild step,
+/// or beside a whole list where other paths name its entries, paths are
+/// taken for overlapping.
 fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
     use canopy_core::keycode::push_escaped;
     use canopy_core::path::Selector;

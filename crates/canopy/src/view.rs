@@ -320,19 +320,14 @@ fn read_entry(
         match &seg.selector {
             Selector::None => {}
             Selector::Keys(kv) => match schema.lists.get(sp.as_str()) {
-                Some(i) if !i.user_ordered && i.keys.len() == kv.len() => {
-                    if !i.keys.iter().zip(kv).all(|(k, (name, _))| k == name) {
-                        return Ok(None);
-                    }
-                }
+                Some(i) if !i.user_ordered && canopy_core::schema::keys_in_order(i, kv) => {}
                 _ => return Ok(None),
             },
             Selector::Position(_) | Selector::Value(_) => return Ok(None),
         }
     }
     let Ok(rel) = keys::path_key(path) else { return Ok(None) };
-    let mut prefix = Vec::with_capacity(2 + rel.len());
-    prefix.extend_from_slice(&keys::data_prefix(ds));
+    let mut prefix = keys::data_prefix(ds);
     let dl = prefix.len();
     prefix.extend_from_slice(&rel);
     let mut items = crate::load::scan_fragments(snap, &prefix, dl, &|_| false)

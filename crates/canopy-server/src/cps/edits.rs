@@ -57,7 +57,7 @@ pub(super) fn json_edits(
             let Some((info, entries)) = parse_entries(&raws, &lists, &path, &canon, big) else { return Ok(None) };
             for entry in entries {
                 let Some(values) = entry.key_values(&info) else { return Ok(None) };
-                let keys = info.keys.iter().cloned().zip(values.into_iter().map(Into::into)).collect();
+                let keys = info.keys.iter().cloned().zip(values).collect();
                 let path = with_keys(&path, keys);
                 edits.push(Edit { op, path, value: Some(Node::Container(entry)), insert: None });
             }
