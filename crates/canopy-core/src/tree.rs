@@ -309,6 +309,43 @@ impl List {
         Ok(())
     }
 
+    /// Fills a list that holds no entries with entries read back from
+    /// storage, in one bulk build of its maps instead of one insertion each:
+    /// `entries` are (position key, entry), in any order (one pass when they
+    /// come sorted); for a user-ordered keyed list, `entry_keys[i]` is the
+    /// entry key of `entries[i]` (its storage key's selector), otherwise
+    /// `entry_keys` is empty. Of entries with equal position keys (a damaged
+    /// store) the first is kept, as [`List::insert_at_pos`] after a
+    /// [`List::get_at`] keeps it.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when the list holds entries already, or
+    /// `entry_keys` does not match `entries`.
+    pub fn fill_stored(&mut self, entries: Vec<(Vec<u8>, Container)>, entry_keys: Vec<Vec<u8>>) -> Result<()> {
+        let with_keys = self.info.user_ordered && !self.info.keys.is_empty();
+        if !self.entries.is_empty() || entry_keys.len() != if with_keys { entries.len() } else { 0 } {
+            return Err(Error::invalid("list", "stored entries fill only an empty list, with one entry key each"));
+        }
+        let mut rows: Vec<(Vec<u8>, Option<Vec<u8>>, Container)> = match with_keys {
+            true => entries.into_iter().zip(entry_keys).map(|((pos, c), ek)| (pos, Some(ek), c)).collect(),
+            false => entries.into_iter().map(|(pos, c)| (pos, None, c)).collect(),
+        };
+        // Stable, so the first of equal position keys stays first.
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        rows.dedup_by(|later, kept| later.0 == kept.0);
+        let mut by_key = Vec::with_capacity(if with_keys { rows.len() } else { 0 });
+        let mut sorted = Vec::with_capacity(rows.len());
+        for (pos, ek, c) in rows {
+            if let Some(ek) = ek {
+                by_key.push((ek, pos.clone()));
+            }
+            sorted.push((pos, c));
+        }
+        self.by_key = by_key.into_iter().collect();
+        self.entries = sorted.into_iter().collect();
+        Ok(())
+    }
+
     /// A fresh order key for a new entry placed as `at` says.
     fn free_pos(&self, at: &Insert) -> Result<Vec<u8>> {
         let anchor = |keys: &Vec<String>| {
@@ -644,6 +681,42 @@ mod tests {
 
     fn leaf(v: &str) -> Node {
         Node::leaf(Value::String(v.into()))
+    }
+
+    /// A bulk fill from storage gives the list an insertion one by one
+    /// gives: entries by position, user-ordered entries found by key, the
+    /// first of equal positions kept; a list with entries is not filled.
+    #[test]
+    fn filling_from_storage_matches_inserting_one_by_one() {
+        let info = ListInfo { keys: vec!["k".into()], user_ordered: true };
+        let entry = |k: &str, l: &str| {
+            let mut c = Container::default();
+            c.children.insert("k".into(), leaf(k));
+            c.children.insert("l".into(), leaf(l));
+            c
+        };
+        let ek = |k: &str| {
+            let mut v = Vec::new();
+            keycode::push_key_value(&mut v, k);
+            v
+        };
+        let rows = [("b", "2", "x"), ("a", "9", "y"), ("c", "1", "z"), ("a", "5", "dup")];
+        let mut one = List::new(info.clone());
+        for (pos, k, l) in rows {
+            if one.get_at(pos.as_bytes()).is_none() {
+                one.insert_at_pos(pos.as_bytes().to_vec(), entry(k, l)).unwrap();
+            }
+        }
+        let mut bulk = List::new(info);
+        let entries = rows.iter().map(|(pos, k, l)| (pos.as_bytes().to_vec(), entry(k, l))).collect();
+        bulk.fill_stored(entries, rows.iter().map(|(_, k, _)| ek(k)).collect()).unwrap();
+        assert_eq!(bulk, one);
+        let order: Vec<_> = bulk.entries().map(|e| e.children.get("l").cloned()).collect();
+        assert_eq!(order, [Some(leaf("y")), Some(leaf("x")), Some(leaf("z"))]);
+        assert_eq!(bulk.get(&["1".into()]), one.get(&["1".into()]));
+        assert!(bulk.get(&["9".into()]).is_some() && bulk.get(&["5".into()]).is_none());
+        assert!(bulk.fill_stored(vec![(b"d".to_vec(), entry("7", "w"))], vec![ek("7")]).is_err());
+        assert!(List::new(ListInfo::keyed(["k"])).fill_stored(Vec::new(), vec![ek("7")]).is_err());
     }
 
     fn tree() -> Container {

@@ -86,7 +86,7 @@ pub const LEAFREFS: &[u8] = b"\x00leafrefs";
 const DATA: u8 = 0x10;
 const LEAFREF_INDEX: u8 = 0x30;
 const ORDER: u8 = 0x20;
-const ORDER_MARK: u8 = 0x03;
+pub(crate) const ORDER_MARK: u8 = 0x03;
 
 /// The NMDA datastores (RFC 8342).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
