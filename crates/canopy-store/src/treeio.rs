@@ -220,12 +220,21 @@ fn build_run(
     schema_path: &mut String,
     schema: &dyn Schema,
 ) -> crate::Result<Option<usize>> {
+    // One entry alone goes the general way, which is cheaper for one (an
+    // entry-by-entry scan builds each entry so).
+    if j >= items.len() {
+        return Ok(None);
+    }
     // The segment's name as stored (escaped, with its terminator), and the
     // kind of selector of the run's entries.
     let mut name_len = 0;
     keycode::skip_escaped(&items[i].0[parent_len..], &mut name_len).ok_or_else(|| keys::malformed_key(&items[i].0))?;
-    let raw_name = items[i].0[parent_len..parent_len + name_len].to_vec();
     let keyed = items[i].0[parent_len + name_len] != keys::ORDER_MARK;
+    let raw = &items[i].0[parent_len..parent_len + name_len];
+    if !items.get(j).is_some_and(|(next, _)| same_list(&next[parent_len..], raw, keyed)) {
+        return Ok(None);
+    }
+    let raw_name = raw.to_vec();
     let info = match parent.children.get(name) {
         Some(Node::List(l)) if l.is_empty() => l.info.clone(),
         Some(_) => return Ok(None),
@@ -267,13 +276,7 @@ fn build_run(
         // The next item: another entry of the same list, with its own fragment?
         let Some((next, _)) = items.get(i) else { break };
         let rest = &next[parent_len..];
-        let same_list = rest.starts_with(&raw_name)
-            && match rest.get(name_len) {
-                Some(0x10 | 0x20) => keyed,
-                Some(&t) => t == keys::ORDER_MARK && !keyed,
-                None => false,
-            };
-        if !same_list {
+        if !same_list(rest, &raw_name, keyed) {
             break;
         }
         let seg_len = keys::first_segment_len(rest).map_err(|_| keys::malformed_key(next))?;
@@ -286,6 +289,18 @@ fn build_run(
     list.fill_stored(entries, entry_keys).map_err(|e| StoreError::corrupted(format!("list {schema_path}: {e}")))?;
     parent.children.insert(name.into(), Node::List(Box::new(list)));
     Ok(Some(i))
+}
+
+/// Whether the relative key `rest` names an entry of the list whose stored
+/// name (escaped, with its terminator) is `raw_name`, with a selector of the
+/// same kind (keys when `keyed`, else an order).
+fn same_list(rest: &[u8], raw_name: &[u8], keyed: bool) -> bool {
+    rest.starts_with(raw_name)
+        && match rest.get(raw_name.len()) {
+            Some(0x10 | 0x20) => keyed,
+            Some(&t) => t == keys::ORDER_MARK && !keyed,
+            None => false,
+        }
 }
 
 /// The list info of a list read back from storage that the tree does not
