@@ -53,8 +53,10 @@ pub(crate) fn selection(
     yang: Option<&YangSchema>,
 ) -> Container {
     let paths = query.evaluate(&tree);
-    if let (Some(y), [], Some(p)) = (yang, paths.as_slice(), query.to_instance_path()) {
-        if opts.with_defaults == WithDefaults::ReportAll {
+    // Only asked for when nothing was selected: building the instance path
+    // costs about as much again as evaluating a plain path.
+    if let (Some(y), true, WithDefaults::ReportAll) = (yang, paths.is_empty(), opts.with_defaults) {
+        if let Some(p) = query.to_instance_path() {
             return default_only(y, &tree, &p);
         }
     }

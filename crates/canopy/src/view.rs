@@ -252,22 +252,28 @@ pub(crate) fn check_query(yang: Option<&YangSchema>, q: &Query) -> Result<()> {
     if let (Some(y), Some(p)) = (yang, q.to_instance_path()) {
         // A list named without keys on the way is an XPath step selecting
         // every entry (`/m:c/lst/leaf`): then only its names are checked.
-        let keyless_inner = p.segments.iter().enumerate().any(|(i, s)| {
-            i + 1 < p.segments.len()
-                && s.selector == Selector::None
-                && y.kind(&Path { segments: p.segments[..=i].to_vec() }.schema_path()) == Some(NodeKind::List)
-        });
         // So is a predicate on other leaves than the list's keys
         // (`/m:c/lst[mtu=1500]`): an XPath filter, not an entry's keys.
-        let filters = p.segments.iter().enumerate().any(|(i, s)| {
-            let Selector::Keys(k) = &s.selector else { return false };
-            let model = y.model();
-            let sp = Path { segments: p.segments[..=i].to_vec() }.schema_path();
-            model.by_path.get(&sp).is_some_and(|&n| {
-                let info = canopy_core::tree::ListInfo::keyed(model.nodes[n].keys.iter().cloned());
-                !crate::prepare::names_one_entry(k, Some(&info))
-            })
-        });
+        // Each segment's schema path grows from the one before.
+        let (mut keyless_inner, mut filters) = (false, false);
+        let mut sp = String::with_capacity(p.schema_path_len());
+        for (i, s) in p.segments.iter().enumerate() {
+            sp.push('/');
+            sp.push_str(&s.name);
+            match &s.selector {
+                Selector::None if i + 1 < p.segments.len() => {
+                    keyless_inner |= y.kind(&sp) == Some(NodeKind::List);
+                }
+                Selector::Keys(k) => {
+                    let model = y.model();
+                    filters |= model.by_path.get(&sp).is_some_and(|&n| {
+                        let info = canopy_core::tree::ListInfo::keyed(model.nodes[n].keys.iter().cloned());
+                        !crate::prepare::names_one_entry(k, Some(&info))
+                    });
+                }
+                _ => {}
+            }
+        }
         if !keyless_inner && !filters {
             y.resolve_path(&p)?;
         } else {

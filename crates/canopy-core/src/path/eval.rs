@@ -400,6 +400,14 @@ impl Query {
 /// becomes one document.
 pub fn select(root: &Container, paths: &[Path]) -> Container {
     let mut out = Container::default();
+    // One path (a point read) is copied at once, and dropped whole when it
+    // names nothing: `copy_path` finds a node exactly when `lookup` does.
+    if let [p] = paths {
+        return match copy_path(root, &mut out, &p.segments) {
+            true => out,
+            false => Container::default(),
+        };
+    }
     // Checked first, so that a missing node leaves no empty ancestors behind.
     for p in paths.iter().filter(|p| root.lookup(p).is_some()) {
         copy_path(root, &mut out, &p.segments);
@@ -424,7 +432,9 @@ fn move_path(src: &mut Container, out: &mut Container, segs: &[Segment]) {
         return;
     };
     match (src.children.get_mut(&seg.name), &seg.selector) {
-        (Some(Node::LeafList(_)), _) => copy_path(src, out, segs),
+        (Some(Node::LeafList(_)), _) => {
+            copy_path(src, out, segs);
+        }
         (Some(_), Selector::None) if rest.is_empty() => {
             let node = src.children.remove(&seg.name).expect("present");
             out.children.insert(seg.name.clone(), node);
@@ -464,15 +474,16 @@ fn move_path(src: &mut Container, out: &mut Container, segs: &[Segment]) {
 /// Copies the node at `segs` below `src` into `out` (the same place in the
 /// result), with the ancestors it needs. Copying a whole subtree replaces what
 /// is there: it holds all of it.
-fn copy_path(src: &Container, out: &mut Container, segs: &[Segment]) {
+fn copy_path(src: &Container, out: &mut Container, segs: &[Segment]) -> bool {
     let Some((seg, rest)) = segs.split_first() else {
         *out = src.clone();
-        return;
+        return true;
     };
-    let Some(node) = src.children.get(&seg.name) else { return };
+    let Some(node) = src.children.get(&seg.name) else { return false };
     match (node, &seg.selector) {
         (_, Selector::None) if rest.is_empty() => {
             out.children.insert(seg.name.clone(), node.clone());
+            true
         }
         (Node::Container(c), Selector::None) => {
             // Ancestors keep their own metadata (origin, annotations), not their other children.
@@ -480,19 +491,20 @@ fn copy_path(src: &Container, out: &mut Container, segs: &[Segment]) {
                 .children
                 .entry(seg.name.clone())
                 .or_insert_with(|| Node::Container(Container { meta: c.meta.clone(), ..Default::default() }));
-            if let Node::Container(oc) = o {
-                copy_path(c, oc, rest);
+            match o {
+                Node::Container(oc) => copy_path(c, oc, rest),
+                _ => false,
             }
         }
         (Node::List(l), sel) => {
-            let Some((pos, entry)) = l.find(sel) else { return };
+            let Some((pos, entry)) = l.find(sel) else { return false };
             let o =
                 out.children.entry(seg.name.clone()).or_insert_with(|| Node::List(Box::new(List::new(l.info.clone()))));
-            let Node::List(ol) = o else { return };
+            let Node::List(ol) = o else { return false };
             // The source's position keys keep the result in the source's order.
             if rest.is_empty() {
                 let _ = ol.insert_at_pos(pos.to_vec(), entry.clone());
-                return;
+                return true;
             }
             if ol.get_at(pos).is_none() {
                 let keys_only = Container {
@@ -506,8 +518,9 @@ fn copy_path(src: &Container, out: &mut Container, segs: &[Segment]) {
                 };
                 let _ = ol.insert_at_pos(pos.to_vec(), keys_only);
             }
-            if let Some(oe) = ol.get_at_mut(pos) {
-                copy_path(entry, oe, rest);
+            match ol.get_at_mut(pos) {
+                Some(oe) => copy_path(entry, oe, rest),
+                None => false,
             }
         }
         (Node::LeafList(v), sel) if rest.is_empty() => {
@@ -518,7 +531,7 @@ fn copy_path(src: &Container, out: &mut Container, segs: &[Segment]) {
                 }
                 _ => None,
             };
-            let Some(picked) = picked else { return };
+            let Some(picked) = picked else { return false };
             let o = out.children.entry(seg.name.clone()).or_insert_with(|| Node::LeafList(Vec::new()));
             if let Node::LeafList(ov) = o {
                 let kept: Vec<LeafListEntry> = v
@@ -529,8 +542,9 @@ fn copy_path(src: &Container, out: &mut Container, segs: &[Segment]) {
                     .collect();
                 *ov = kept;
             }
+            true
         }
-        _ => {}
+        _ => false,
     }
 }
 
@@ -807,6 +821,43 @@ pub(crate) mod tests {
         // The root selects everything.
         assert_eq!(select(&tree, &[Path::root()]), tree);
         assert_eq!(select(&tree, &paths(&["/nothing", "/m:top/dev[id='99']"])), Container::default());
+    }
+
+    /// One path is selected in one walk (no lookup first): the same tree as
+    /// the general way, which looks each path up before copying it, and no
+    /// empty ancestors when it names nothing at any depth.
+    #[test]
+    fn one_path_selects_what_the_general_way_selects() {
+        let tree = sample();
+        let present = [
+            "/",
+            "/m:top",
+            "/m:top/dev[id='2']",
+            "/m:top/dev[id='2']/name",
+            "/m:top/dev[id='10']/sub/x",
+            "/m:top/ll",
+            "/m:top/ll[.='y']",
+            "/m:top/log[2]/msg",
+            "/plain",
+        ];
+        let missing = [
+            "/nothing",
+            "/m:top/nothing",
+            "/m:top/dev[id='99']",
+            "/m:top/dev[id='99']/name",
+            "/m:top/dev[id='2']/nothing",
+            "/m:top/dev[id='2']/name/below",
+            "/m:top/dev[id='10']/sub/nothing",
+            "/m:top/ll[.='nope']",
+            "/m:top/log[9]",
+            "/m:top/log[2]/nothing",
+        ];
+        for q in present.iter().chain(&missing) {
+            let p: Path = q.parse().unwrap();
+            let one = select(&tree, std::slice::from_ref(&p));
+            assert_eq!(one, select(&tree, &[p.clone(), p.clone()]), "{q}");
+            assert_eq!(one == Container::default(), missing.contains(q), "{q}");
+        }
     }
 
     #[test]

@@ -167,7 +167,9 @@ impl Query {
                 return fail(i, At::Start, "`*` is not allowed in an instance identifier");
             };
             let name = canonical_name(written, path.module());
-            let module = name.split_once(':').map(|(m, _)| m).or(path.module()).map(str::to_string);
+            // Borrowed: the key names below are canonical under it, and the
+            // borrow ends before the segment joins the path.
+            let module = name.split_once(':').map(|(m, _)| m).or(path.module());
             let mut keys: Vec<(Name, Text)> = Vec::new();
             let mut value = None;
             let mut position = None;
@@ -182,7 +184,7 @@ impl Query {
                 }
                 for c in conjuncts(pred) {
                     match key_equality(c) {
-                        Some((KeyRef::SelfNode, v, _)) if value.is_none() && keys.is_empty() => value = Some(v),
+                        Some((KeyRef::SelfNode, v, _)) if value.is_none() && keys.is_empty() => value = Some(v.to_string()),
                         Some((KeyRef::SelfNode, ..)) => {
                             return bad("`[.='v']` names one leaf-list entry and cannot be combined with keys or another `[.='v']`")
                         }
@@ -190,7 +192,7 @@ impl Query {
                             return bad("`[.='v']` names one leaf-list entry and cannot be combined with keys")
                         }
                         Some((KeyRef::Leaf(k), v, _)) => {
-                            let k = canonical_name(k, module.as_deref());
+                            let k = canonical_name(k, module);
                             if keys.iter().any(|(n, _)| *n == k) {
                                 return fail(i, At::Pred(j), &format!("key `{k}` is given twice"));
                             }
@@ -379,10 +381,10 @@ enum KeyRef<'a> {
 
 /// The operands of a conjunction (`a and (b and c)` → `a`, `b`, `c`: the
 /// parser keeps them flat).
-fn conjuncts(e: &Expr) -> Vec<&Expr> {
+fn conjuncts(e: &Expr) -> &[Expr] {
     match e {
-        Expr::And(v) => v.iter().collect(),
-        _ => vec![e],
+        Expr::And(v) => v,
+        _ => std::slice::from_ref(e),
     }
 }
 
@@ -451,7 +453,7 @@ fn plain_instance(input: &str) -> Option<Path> {
     Some(path)
 }
 
-fn key_equality(e: &Expr) -> Option<(KeyRef<'_>, String, bool)> {
+fn key_equality(e: &Expr) -> Option<(KeyRef<'_>, &str, bool)> {
     let Expr::Cmp(a, CmpOp::Eq, b) = e else { return None };
     let (steps, value) = match (a, b) {
         (Operand::Path(s), v) | (v, Operand::Path(s)) if !matches!(v, Operand::Path(_)) => (s, v),
@@ -463,8 +465,8 @@ fn key_equality(e: &Expr) -> Option<(KeyRef<'_>, String, bool)> {
         _ => return None,
     };
     match value {
-        Operand::Literal(v) => Some((key, v.clone(), true)),
-        Operand::Number(v) => Some((key, v.clone(), false)),
+        Operand::Literal(v) => Some((key, v.as_str(), true)),
+        Operand::Number(v) => Some((key, v.as_str(), false)),
         Operand::Path(_) => None,
     }
 }
@@ -483,7 +485,7 @@ pub(super) fn key_pin(preds: &[Expr], info: &ListInfo, module: Option<&str>) -> 
             let k = canonical_name(k, module);
             if let Some(i) = info.keys.iter().position(|x| *x == k) {
                 // Two different values for one key select nothing; any prefix is sound then.
-                values[i].get_or_insert(v);
+                values[i].get_or_insert_with(|| v.to_string());
             }
         }
     }

@@ -278,8 +278,13 @@ impl Parser<'_> {
     /// `and ("or" and)*`, as one flat [`Expr::Or`] (a parenthesized `or`
     /// among the operands is spliced in: the meaning is the same).
     fn or_expr(&mut self, what: &str) -> Result<Expr> {
-        let mut operands = Vec::new();
         let mut e = self.and_expr(what)?;
+        // One operand (most predicates) needs no list.
+        self.ws();
+        if !self.at_keyword("or") {
+            return Ok(e);
+        }
+        let mut operands = Vec::new();
         loop {
             match e {
                 Expr::Or(v) => operands.extend(v),
@@ -297,8 +302,12 @@ impl Parser<'_> {
 
     /// `primary ("and" primary)*`, as one flat [`Expr::And`].
     fn and_expr(&mut self, what: &str) -> Result<Expr> {
-        let mut operands = Vec::new();
         let mut e = self.primary(what)?;
+        self.ws();
+        if !self.at_keyword("and") {
+            return Ok(e);
+        }
+        let mut operands = Vec::new();
         loop {
             match e {
                 Expr::And(v) => operands.extend(v),
