@@ -105,7 +105,7 @@ impl Query {
     /// # Errors
     /// [`crate::Error::Path`] naming the byte position of the first thing that is wrong.
     pub fn parse(input: &str) -> Result<Query> {
-        syntax::parse(input).map(|(q, _)| q)
+        syntax::parse_into(input, None)
     }
 
     /// Parses an instance identifier (see [`Query::to_instance_path`]); what

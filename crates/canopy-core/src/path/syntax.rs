@@ -38,26 +38,33 @@ const MAX_DEPTH: usize = 64;
 
 /// Parses `input`, returning the top-level steps' positions beside the query.
 pub(crate) fn parse(input: &str) -> Result<(Query, Vec<StepSpan>)> {
+    let mut spans = Vec::new();
+    let q = parse_into(input, Some(&mut spans))?;
+    Ok((q, spans))
+}
+
+/// Parses `input`, noting the top-level steps' positions in `spans` when
+/// given (a query read for its results needs none).
+pub(crate) fn parse_into(input: &str, spans: Option<&mut Vec<StepSpan>>) -> Result<Query> {
     let mut p = Parser { s: input, b: input.as_bytes(), pos: 0, depth: 0 };
     p.ws();
     if p.pos == p.b.len() {
         return p.err(p.pos, "empty query");
     }
     let absolute = p.peek() == Some(b'/');
-    let mut spans = Vec::new();
     let steps = if absolute && p.peek_at(1) != Some(b'/') && p.rest_is_blank(1) {
         // `/` alone: the root.
         p.pos = p.b.len();
         Vec::new()
     } else {
-        p.steps(absolute, Some(&mut spans))?
+        p.steps(absolute, spans)?
     };
     p.ws();
     if p.pos < p.b.len() {
         let what = p.describe(p.pos);
         return p.err(p.pos, format!("unexpected {what} after the path"));
     }
-    Ok((Query { absolute, steps }, spans))
+    Ok(Query { absolute, steps })
 }
 
 /// One operand alone, else the operator over all of them.
@@ -163,12 +170,13 @@ impl Parser<'_> {
     /// One step without its predicates.
     /// `after` names the separator before the step, for messages ("" for none).
     fn step(&mut self, descendant: bool, after: &str) -> Result<Step> {
-        let after = if after.is_empty() { String::new() } else { format!(" after {after}") };
+        // Written only into errors: a step that parses builds no text.
+        let after = || if after.is_empty() { String::new() } else { format!(" after {after}") };
         let axis = if descendant { Axis::Descendant } else { Axis::Child };
         let start = self.pos;
         match self.peek() {
             None if descendant => self.err(start, "`//` must be followed by a name or `*`"),
-            None => self.err(start, format!("expected a name{after}")),
+            None => self.err(start, format!("expected a name{}", after())),
             Some(b'.') if descendant => self.err(start, "`//` must be followed by a name or `*`, not `.` or `..`"),
             Some(b'.') if self.peek_at(1) == Some(b'.') => {
                 self.pos += 2;
@@ -203,10 +211,10 @@ impl Parser<'_> {
             Some(b) if is_ident_start(b) => {
                 Ok(Step { axis, test: NodeTest::Name(self.name()?), predicates: Vec::new() })
             }
-            Some(b'/') => self.err(start, format!("empty name{after}")),
+            Some(b'/') => self.err(start, format!("empty name{}", after())),
             Some(_) => {
                 let what = self.describe(start);
-                self.err(start, format!("unexpected {what}{after}: expected a name, `*`, `.` or `..`"))
+                self.err(start, format!("unexpected {what}{}: expected a name, `*`, `.` or `..`", after()))
             }
         }
     }
