@@ -326,10 +326,10 @@ impl List {
         if !self.entries.is_empty() || entry_keys.len() != if with_keys { entries.len() } else { 0 } {
             return Err(Error::invalid("list", "stored entries fill only an empty list, with one entry key each"));
         }
-        let mut rows: Vec<(Vec<u8>, Option<Vec<u8>>, Container)> = match with_keys {
-            true => entries.into_iter().zip(entry_keys).map(|((pos, c), ek)| (pos, Some(ek), c)).collect(),
-            false => entries.into_iter().map(|(pos, c)| (pos, None, c)).collect(),
-        };
+        // Entry keys ride with their entries through the sort (none when the list keeps none).
+        let keys = entry_keys.into_iter().map(Some).chain(std::iter::repeat_with(|| None));
+        let mut rows: Vec<(Vec<u8>, Option<Vec<u8>>, Container)> =
+            entries.into_iter().zip(keys).map(|((pos, c), ek)| (pos, ek, c)).collect();
         // Stable, so the first of equal position keys stays first.
         rows.sort_by(|a, b| a.0.cmp(&b.0));
         rows.dedup_by(|later, kept| later.0 == kept.0);

@@ -419,39 +419,41 @@ pub fn select(root: &Container, paths: &[Path]) -> Container {
 /// subtree moves into the result instead of being copied.
 pub fn select_owned(mut root: Container, path: &Path) -> Container {
     let mut out = Container::default();
-    if root.lookup(path).is_some() {
-        move_path(&mut root, &mut out, &path.segments);
+    // One walk, as `select` of one path: dropped whole when it names nothing.
+    match move_path(&mut root, &mut out, &path.segments) {
+        true => out,
+        false => Container::default(),
     }
-    out
 }
 
-/// [`copy_path`], moving the selected subtree out of `src`.
-fn move_path(src: &mut Container, out: &mut Container, segs: &[Segment]) {
+/// [`copy_path`], moving the selected subtree out of `src`; whether it found
+/// the node (as `lookup` would).
+fn move_path(src: &mut Container, out: &mut Container, segs: &[Segment]) -> bool {
     let Some((seg, rest)) = segs.split_first() else {
         *out = std::mem::take(src);
-        return;
+        return true;
     };
     match (src.children.get_mut(&seg.name), &seg.selector) {
-        (Some(Node::LeafList(_)), _) => {
-            copy_path(src, out, segs);
-        }
+        (Some(Node::LeafList(_)), _) => copy_path(src, out, segs),
         (Some(_), Selector::None) if rest.is_empty() => {
             let node = src.children.remove(&seg.name).expect("present");
             out.children.insert(seg.name.clone(), node);
+            true
         }
         (Some(Node::Container(c)), Selector::None) => {
             let mut oc = Container { meta: c.meta.clone(), ..Default::default() };
-            move_path(c, &mut oc, rest);
+            let found = move_path(c, &mut oc, rest);
             out.children.insert(seg.name.clone(), Node::Container(oc));
+            found
         }
         (Some(Node::List(l)), sel) => {
-            let Some((pos, _)) = l.find(sel) else { return };
+            let Some((pos, _)) = l.find(sel) else { return false };
             let pos = pos.to_vec();
             let mut ol = List::new(l.info.clone());
             let keys = l.info.keys.clone();
-            let Some(entry) = l.get_at_mut(&pos) else { return };
-            let moved = match rest.is_empty() {
-                true => std::mem::take(entry),
+            let Some(entry) = l.get_at_mut(&pos) else { return false };
+            let (moved, found) = match rest.is_empty() {
+                true => (std::mem::take(entry), true),
                 false => {
                     let mut oe = Container {
                         meta: entry.meta.clone(),
@@ -460,14 +462,15 @@ fn move_path(src: &mut Container, out: &mut Container, segs: &[Segment]) {
                             .filter_map(|k| entry.children.get(k).map(|n| (k.clone(), n.clone())))
                             .collect(),
                     };
-                    move_path(entry, &mut oe, rest);
-                    oe
+                    let found = move_path(entry, &mut oe, rest);
+                    (oe, found)
                 }
             };
             let _ = ol.insert_at_pos(pos, moved);
             out.children.insert(seg.name.clone(), Node::List(Box::new(ol)));
+            found
         }
-        _ => {}
+        _ => false,
     }
 }
 
@@ -675,10 +678,17 @@ pub(crate) mod tests {
             "/plain",
             "/m:top/nothing",
             "/m:top/dev[id='2']/id",
+            // Nothing there, below nodes that are: no ancestors left behind.
+            "/m:top/dev[id='99']/name",
+            "/m:top/dev[id='2']/nothing",
+            "/m:top/dev[id='10']/sub/nothing",
+            "/m:top/log[2]/nothing",
+            "/m:top/ll[.='nope']",
         ];
         for q in queries {
             let p: Path = q.parse().unwrap();
             assert_eq!(select_owned(sample(), &p), select(&sample(), std::slice::from_ref(&p)), "{q}");
+            assert_eq!(select_owned(sample(), &p) == Container::default(), sample().lookup(&p).is_none(), "{q}");
         }
     }
 
