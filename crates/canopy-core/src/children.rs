@@ -40,6 +40,20 @@ impl Children {
         }
     }
 
+    /// The index of the child `name`. Containers mostly have few children:
+    /// up to eight are scanned comparing lengths before bytes, which is
+    /// cheaper than a binary search's ordered comparisons.
+    fn position(&self, name: &str) -> Option<usize> {
+        if self.items.len() <= 8 {
+            let n = name.as_bytes();
+            return self.items.iter().position(|(k, _)| {
+                let k = k.as_bytes();
+                k.len() == n.len() && k.first() == n.first() && k == n
+            });
+        }
+        self.find(name).ok()
+    }
+
     pub fn len(&self) -> usize {
         self.items.len()
     }
@@ -49,15 +63,15 @@ impl Children {
     }
 
     pub fn get(&self, name: &str) -> Option<&Node> {
-        self.find(name).ok().map(|i| &self.items[i].1)
+        self.position(name).map(|i| &self.items[i].1)
     }
 
     pub fn get_mut(&mut self, name: &str) -> Option<&mut Node> {
-        self.find(name).ok().map(move |i| &mut self.items[i].1)
+        self.position(name).map(move |i| &mut self.items[i].1)
     }
 
     pub fn contains_key(&self, name: &str) -> bool {
-        self.find(name).is_ok()
+        self.position(name).is_some()
     }
 
     /// Inserts or replaces; returns the node that was there.
@@ -101,7 +115,7 @@ impl Children {
     }
 
     pub fn remove(&mut self, name: &str) -> Option<Node> {
-        self.find(name).ok().map(|i| self.items.remove(i).1)
+        self.position(name).map(|i| self.items.remove(i).1)
     }
 
     /// The slot for `name`, to fill if empty.
@@ -248,5 +262,32 @@ mod tests {
         let mut empty = Children::new();
         empty.append(map(&["x"])).unwrap();
         assert_eq!(names(&empty), ["x"]);
+    }
+
+    #[test]
+    fn finds_by_scan_and_by_search_alike() {
+        // Up to eight children are scanned, more are searched: both must find
+        // every name, miss names that share a length or a first byte, and
+        // keep the order.
+        for n in [1usize, 3, 8, 9, 40] {
+            let mut c = Children::new();
+            for i in (0..n).rev() {
+                c.insert(format!("n{i:02}").into(), Node::leaf(Value::String(i.to_string().into())));
+            }
+            for i in 0..n {
+                let name = format!("n{i:02}");
+                assert!(matches!(c.get(&name), Some(Node::Leaf { value: Value::String(v), .. }) if *v == *i.to_string()));
+                assert!(c.contains_key(&name));
+            }
+            for missing in ["n", "n99", "m00", "n0", "n000", ""] {
+                assert!(c.get(missing).is_none(), "{n} children: `{missing}` found");
+            }
+            let last = format!("n{:02}", n - 1);
+            assert!(c.remove(&last).is_some() && c.get(&last).is_none() && c.len() == n - 1);
+            let names: Vec<String> = c.keys().map(|k| k.to_string()).collect();
+            let mut sorted = names.clone();
+            sorted.sort();
+            assert_eq!(names, sorted);
+        }
     }
 }

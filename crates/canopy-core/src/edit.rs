@@ -377,6 +377,27 @@ fn ensure_container<'a>(
                     cur = entry;
                     continue;
                 }
+                if list.info.user_ordered && names_keys {
+                    // One key encoding finds the entry or places a new one last.
+                    let mut made = None;
+                    let make = |list: &List| {
+                        let here = here();
+                        let mut entry =
+                            Container { meta: Meta::default(), children: Children::with_capacity(keys.len() + 1) };
+                        for (k, v) in keys {
+                            entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
+                        }
+                        made = Some((here, last_place(list)));
+                        entry
+                    };
+                    let (entry, created) = list.get_or_push_ordered(keys, make)?.expect("a user-ordered list's keys");
+                    if created {
+                        let (path, place) = made.take().expect("made");
+                        out.push(Change::Created { path, node: Subtree::Entry(entry.clone()), place: Some(place) });
+                    }
+                    cur = entry;
+                    continue;
+                }
                 if list.get_keyed(keys).is_some() {
                     cur = list.get_keyed_mut(keys).expect("present");
                     continue;

@@ -610,6 +610,48 @@ impl List {
         }
     }
 
+    /// In a user-ordered keyed list, the entry `kv` names (all keys, in any
+    /// order) or, when none has them, `make()`'s entry placed last, with
+    /// whether it was made: one key encoding, and for a new entry no search
+    /// but the insertions'. `None` when the list is system-ordered or keyless,
+    /// or `kv` does not name its keys.
+    ///
+    /// # Errors
+    /// As [`List::get_or_insert_sorted`]: the new entry's key leaves missing
+    /// or not encoding as the pairs do; [`Error::Invalid`] when the order keys
+    /// around the list's end are damaged. `make` sees the list as it is before
+    /// the new entry goes in.
+    pub fn get_or_push_ordered(
+        &mut self,
+        kv: &[(Name, Text)],
+        make: impl FnOnce(&List) -> Container,
+    ) -> Result<Option<(&mut Container, bool)>> {
+        if !self.info.user_ordered {
+            return Ok(None);
+        }
+        let Some(ek) = self.key_of_pairs(kv) else { return Ok(None) };
+        if let Some(pos) = self.by_key.get(&ek) {
+            return Ok(self.entries.get_mut(pos).map(|e| (e, false)));
+        }
+        let entry = make(self);
+        if !entry_key_is(&self.info.keys, &entry, &ek)? {
+            return Err(Error::invalid(
+                "list entry",
+                format!("its key values {kv:?} are not in their type's canonical form"),
+            ));
+        }
+        let pos = self.free_pos(&Insert::Last)?;
+        self.by_key.insert(ek, pos.clone());
+        match self.entries.entry(pos) {
+            btree_map::Entry::Vacant(v) => Ok(Some((v.insert(entry), true))),
+            // `free_pos` gives a key after every entry's.
+            btree_map::Entry::Occupied(o) => Err(Error::invalid(
+                "user-ordered list",
+                format!("a new entry's order key {:?} is taken", o.key()),
+            )),
+        }
+    }
+
     /// Inserts `entry` into a system-ordered keyed list when `kv` names the
     /// list's keys, no entry has them yet, and `entry`'s key leaves encode as
     /// `kv` does: one key encoding and one search. Returns the entry placed,

@@ -74,43 +74,62 @@ impl Writer<'_> {
 
     /// Rewrites the one fragment at `path` (its own content, not its children).
     fn write_fragment(&mut self, path: &Path) {
-        let Some((rel, c, list, _)) = fragment_at(self.tree, path) else { return };
-        let order = match (path.last().map(|s| &s.selector), list) {
-            (Some(Selector::Keys(_)), Some(l)) if l.info.user_ordered => {
-                l.entry_key_of(c).ok().and_then(|ek| l.order_of_key(&ek).map(<[u8]>::to_vec))
-            }
-            _ => None,
-        };
-        self.out.put(self.out.data_key(&rel), fragment::encode(c, order.as_deref()));
+        let Some(at) = fragment_at(self.tree, path) else { return };
+        self.out.put(self.out.data_key(&at.rel), fragment::encode(at.node, at.order));
     }
 }
 
-/// The relative key of the container or entry at `path` in `tree`, the node,
-/// for an entry its list and the length of the list's key (a prefix of
-/// `rel`), in one walk (positions resolved as [`node_key`] does).
-fn fragment_at<'t>(tree: &'t Container, path: &Path) -> Option<(Vec<u8>, &'t Container, Option<&'t List>, usize)> {
+/// The fragment of the container or entry at some path in a tree, found by
+/// [`fragment_at`].
+struct At<'t> {
+    /// Its key, relative to the datastore's data.
+    rel: Vec<u8>,
+    node: &'t Container,
+    /// For an entry, its list, the length of the list's key (a prefix of
+    /// `rel`) and, in a keyed user-ordered list, the entry's order key.
+    list: Option<&'t List>,
+    list_len: usize,
+    order: Option<&'t [u8]>,
+}
+
+/// The fragment at `path` in `tree`, in one walk (positions resolved as
+/// [`node_key`] does).
+fn fragment_at<'t>(tree: &'t Container, path: &Path) -> Option<At<'t>> {
     let mut rel = Vec::with_capacity(64);
     let mut cur = tree;
     let mut list = None;
     let mut list_len = 0;
+    let mut order = None;
     for seg in &path.segments {
         keys::push_name(&mut rel, &seg.name);
         list_len = rel.len();
+        order = None;
         (cur, list) = match (cur.children.get(&seg.name)?, &seg.selector) {
             (Node::Container(c), Selector::None) => (c, None),
             (Node::List(l), Selector::Keys(kv)) => {
                 for (_, v) in kv {
                     keycode::push_key_value(&mut rel, v);
                 }
-                // A system-ordered list holds its entries by their entry key,
-                // which a path in key order has just encoded.
-                let entry = match !l.info.user_ordered && canopy_core::schema::keys_in_order(&l.info, kv) {
-                    true => l.get_at(&rel[list_len..]),
+                // A keyed list holds its entries by their entry key (a
+                // user-ordered one through its order key), which a path in
+                // key order has just encoded.
+                let entry = match canopy_core::schema::keys_in_order(&l.info, kv) {
                     false => None,
+                    true if l.info.user_ordered => l.order_of_key(&rel[list_len..]).and_then(|o| {
+                        order = Some(o);
+                        l.get_at(o)
+                    }),
+                    true => l.get_at(&rel[list_len..]),
                 };
                 match entry {
                     Some(e) => (e, Some(&**l)),
-                    None => (l.find(&seg.selector)?.1, Some(&**l)),
+                    None => {
+                        let e = l.find(&seg.selector)?.1;
+                        if l.info.user_ordered {
+                            order = l.entry_key_of(e).ok().and_then(|ek| l.order_of_key(&ek));
+                        }
+                        (e, Some(&**l))
+                    }
                 }
             }
             (Node::List(l), Selector::Position(_)) => {
@@ -121,7 +140,7 @@ fn fragment_at<'t>(tree: &'t Container, path: &Path) -> Option<(Vec<u8>, &'t Con
             _ => return None,
         };
     }
-    Some((rel, cur, list, list_len))
+    Some(At { rel, node: cur, list, list_len, order })
 }
 
 /// The batch that stores `changes`, given the tree after them (`tree`, which
@@ -259,19 +278,13 @@ pub(crate) fn batch_for(
             continue;
         }
         written = Some(p);
-        let Some((rel, c, list, list_len)) = fragment_at(tree, p) else { continue };
-        let mut order = None;
-        if let (Some(Selector::Keys(_)), Some(l)) = (p.last().map(|s| &s.selector), list) {
-            if l.info.user_ordered {
-                let ek = l.entry_key_of(c).unwrap_or_default();
-                order = l.order_of_key(&ek);
-                if let Some(pos) = order {
-                    let ok = w.out.order_key(&rel[..list_len], pos);
-                    w.out.put(ok, ek);
-                }
-            }
+        let Some(at) = fragment_at(tree, p) else { continue };
+        if let (Some(pos), Some(l)) = (at.order, at.list) {
+            let ek = l.entry_key_of(at.node).unwrap_or_default();
+            let ok = w.out.order_key(&at.rel[..at.list_len], pos);
+            w.out.put(ok, ek);
         }
-        w.out.write_subtree(&rel, c, order);
+        w.out.write_subtree(&at.rel, at.node, at.order);
     }
     for p in &dirty {
         w.write_fragment(p);

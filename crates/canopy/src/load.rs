@@ -403,6 +403,11 @@ impl<'a> Loader<'a> {
     /// Loads the first and last entries of the user-ordered list at `list_rel`
     /// and, for an entry whose order key is `around`, its neighbours.
     pub fn order_edges(&mut self, root: &mut Container, list_rel: &[u8], around: Option<&[u8]>) -> Result<()> {
+        // The ends read already and no entry to read around: nothing to do
+        // (the common case of a bulk create, so before any key is built).
+        if around.is_none() && self.ends.contains(list_rel) {
+            return Ok(());
+        }
         let mut prefix = self.order.clone();
         prefix.extend_from_slice(list_rel);
         let mut wanted = Vec::new();
