@@ -276,7 +276,9 @@ mod tests {
             }
             for i in 0..n {
                 let name = format!("n{i:02}");
-                assert!(matches!(c.get(&name), Some(Node::Leaf { value: Value::String(v), .. }) if *v == *i.to_string()));
+                assert!(
+                    matches!(c.get(&name), Some(Node::Leaf { value: Value::String(v), .. }) if *v == *i.to_string())
+                );
                 assert!(c.contains_key(&name));
             }
             for missing in ["n", "n99", "m00", "n0", "n000", ""] {

@@ -645,10 +645,9 @@ impl List {
         match self.entries.entry(pos) {
             btree_map::Entry::Vacant(v) => Ok(Some((v.insert(entry), true))),
             // `free_pos` gives a key after every entry's.
-            btree_map::Entry::Occupied(o) => Err(Error::invalid(
-                "user-ordered list",
-                format!("a new entry's order key {:?} is taken", o.key()),
-            )),
+            btree_map::Entry::Occupied(o) => {
+                Err(Error::invalid("user-ordered list", format!("a new entry's order key {:?} is taken", o.key())))
+            }
         }
     }
 

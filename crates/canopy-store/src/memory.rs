@@ -89,7 +89,9 @@ impl Backend for MemoryBackend {
                 ));
             }
         }
-        let mut map = (*g.0).clone();
+        // Changed in place when no snapshot shares the map (a reader's
+        // snapshot keeps the map it was taken of: then it is copied).
+        let map = Arc::make_mut(&mut g.0);
         for op in &batch.ops {
             match op {
                 BatchOp::Put(k, v) => {
@@ -107,7 +109,6 @@ impl Backend for MemoryBackend {
                 }
             }
         }
-        g.0 = Arc::new(map);
         g.1 += 1;
         Ok(g.1)
     }
