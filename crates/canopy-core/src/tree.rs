@@ -724,6 +724,38 @@ mod tests {
         Node::leaf(Value::String(v.into()))
     }
 
+    /// `get_or_push_ordered` places new entries last, in the order they come,
+    /// finds an entry already there without making one, refuses a made entry
+    /// whose key leaves do not encode as the pairs do, and leaves
+    /// system-ordered lists to the caller's other path.
+    #[test]
+    fn pushing_ordered_entries_places_them_last_once() {
+        let mut l = List::new(ListInfo { keys: vec!["k".into()], user_ordered: true });
+        let kv = |k: &str| vec![(Name::from("k"), Text::from(k))];
+        let make = |k: &'static str| {
+            move |_: &List| {
+                let mut c = Container::default();
+                c.children.insert("k".into(), leaf(k));
+                c
+            }
+        };
+        for k in ["b", "a", "c"] {
+            let (_, created) = l.get_or_push_ordered(&kv(k), make(k)).unwrap().unwrap();
+            assert!(created);
+        }
+        let (e, created) = l.get_or_push_ordered(&kv("a"), |_: &List| panic!("a is there")).unwrap().unwrap();
+        assert!(!created);
+        e.children.insert("l".into(), leaf("x"));
+        let order: Vec<String> = l.entries().map(|e| e.key_text("k").unwrap().to_string()).collect();
+        assert_eq!(order, ["b", "a", "c"]);
+        assert!(l.get_keyed(&kv("a")).is_some_and(|e| e.children.contains_key("l")));
+        // The made entry says `z` where the path says `d`.
+        assert!(l.get_or_push_ordered(&kv("d"), make("z")).is_err());
+        assert_eq!(l.len(), 3);
+        let mut sorted = List::new(ListInfo::keyed(["k"]));
+        assert!(sorted.get_or_push_ordered(&kv("a"), make("a")).unwrap().is_none());
+    }
+
     /// A bulk fill from storage gives the list an insertion one by one
     /// gives: entries by position, user-ordered entries found by key, the
     /// first of equal positions kept; a list with entries is not filled.
