@@ -355,65 +355,34 @@ fn ensure_container<'a>(
                 // The path names each key once (checked without copying them).
                 let names_keys = keys.len() == list.info.keys.len()
                     && list.info.keys.iter().all(|k| keys.iter().any(|(n, _)| n == k));
-                if !list.info.user_ordered && names_keys {
-                    // One search finds the entry or where a new one goes.
-                    let mut made = None;
-                    let make = || {
-                        let here = here();
-                        let mut entry =
-                            // Room for the keys and the child the path goes on to.
-                            Container { meta: Meta::default(), children: Children::with_capacity(keys.len() + 1) };
-                        for (k, v) in keys {
-                            entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
-                        }
-                        made = Some(here);
-                        entry
-                    };
-                    let (entry, created) = list.get_or_insert_sorted(keys, make)?.expect("a sorted list's keys");
-                    if created {
-                        let path = made.take().expect("made");
-                        out.push(Change::Created { path, node: Subtree::Entry(entry.clone()), place: None });
-                    }
-                    cur = entry;
-                    continue;
-                }
-                if list.info.user_ordered && names_keys {
-                    // One key encoding finds the entry or places a new one last.
-                    let mut made = None;
-                    let make = |list: &List| {
-                        let here = here();
-                        let mut entry =
-                            Container { meta: Meta::default(), children: Children::with_capacity(keys.len() + 1) };
-                        for (k, v) in keys {
-                            entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
-                        }
-                        made = Some((here, last_place(list)));
-                        entry
-                    };
-                    let (entry, created) = list.get_or_push_ordered(keys, make)?.expect("a user-ordered list's keys");
-                    if created {
-                        let (path, place) = made.take().expect("made");
-                        out.push(Change::Created { path, node: Subtree::Entry(entry.clone()), place: Some(place) });
-                    }
-                    cur = entry;
-                    continue;
-                }
-                if list.get_keyed(keys).is_some() {
-                    cur = list.get_keyed_mut(keys).expect("present");
-                    continue;
-                }
                 if !names_keys {
                     return Err(Error::invalid(here(), format!("the list's keys are {:?}", list.info.keys)));
                 }
-                let here = here();
-                let mut entry = Container { meta: Meta::default(), children: Children::with_capacity(keys.len() + 1) };
-                for (k, v) in keys {
-                    entry.children.insert(k.clone(), Node::leaf(schema.path_value(&here, Some(k), v)));
+                // One key encoding finds the entry or where a new one goes:
+                // by its key (system-ordered), or last (user-ordered).
+                let mut made = None;
+                let (entry, created) = if list.info.user_ordered {
+                    let make = |list: &List| {
+                        let here = here();
+                        let entry = key_entry(&here, keys, schema);
+                        made = Some((here, Some(last_place(list))));
+                        entry
+                    };
+                    list.get_or_push_ordered(keys, make)?.expect("a user-ordered list's keys")
+                } else {
+                    let make = || {
+                        let here = here();
+                        let entry = key_entry(&here, keys, schema);
+                        made = Some((here, None));
+                        entry
+                    };
+                    list.get_or_insert_sorted(keys, make)?.expect("a sorted list's keys")
+                };
+                if created {
+                    let (path, place) = made.take().expect("made");
+                    out.push(Change::Created { path, node: Subtree::Entry(entry.clone()), place });
                 }
-                let place = list.info.user_ordered.then(|| last_place(list));
-                let pos = list.insert(entry.clone(), &Insert::Last)?;
-                out.push(Change::Created { path: here, node: Subtree::Entry(entry), place });
-                cur = list.get_at_mut(&pos).expect("just inserted");
+                cur = entry;
             }
             Selector::Position(p) => {
                 let Some(Node::List(list)) = cur.children.get_mut(&seg.name) else {
@@ -428,6 +397,16 @@ fn ensure_container<'a>(
 }
 
 /// The place after the current last entry of a user-ordered list.
+/// A new entry at `here` holding its key leaves, typed by `schema`, with room
+/// for the child a path goes on to.
+fn key_entry(here: &Path, keys: &[(Name, Text)], schema: &dyn Schema) -> Container {
+    let mut entry = Container { meta: Meta::default(), children: Children::with_capacity(keys.len() + 1) };
+    for (k, v) in keys {
+        entry.children.insert(k.clone(), Node::leaf(schema.path_value(here, Some(k), v)));
+    }
+    entry
+}
+
 fn last_place(list: &List) -> Place {
     match list.entries().next_back() {
         None => Place::First,
