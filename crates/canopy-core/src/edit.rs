@@ -145,6 +145,66 @@ pub fn fill_created(root: &mut Container, change: &mut Change, take: bool) -> Re
     Ok(())
 }
 
+/// [`fill_created`] of each change at `at` (indices into `changes`, in
+/// change order): the entries of one keyed list that follow each other, as
+/// an edit creates them, are found in one pass along the list instead of a
+/// walk from the root each.
+///
+/// # Errors
+/// As [`fill_created`].
+pub fn fill_created_all(root: &mut Container, changes: &mut [Change], at: &[usize], take: bool) -> Result<()> {
+    let mut i = 0;
+    while i < at.len() {
+        let n = 1 + at[i + 1..].iter().take_while(|&&j| same_list(&changes[at[i]], &changes[j])).count();
+        let run = &at[i..i + n];
+        i += n;
+        let first = changes[run[0]].path();
+        let list = match (n, first.parent(), first.last()) {
+            (2.., Some(parent), Some(seg)) => match diff::container_mut(root, &parent)?.children.get_mut(&seg.name) {
+                Some(Node::List(l)) => Some(l),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(list) = list else {
+            for &j in run {
+                fill_created(root, &mut changes[j], take)?;
+            }
+            continue;
+        };
+        let sels = run.iter().map(|&j| match &changes[j].path().last().expect("an entry").selector {
+            Selector::Keys(kv) => kv.as_slice(),
+            _ => &[],
+        });
+        let pos = list.keyed_positions(sels);
+        let mut filled = vec![false; n];
+        list.visit_at_mut(&pos, |k, entry| {
+            if let Change::Created { node: Subtree::Entry(slot), .. } = &mut changes[run[k]] {
+                *slot = if take { std::mem::take(entry) } else { entry.clone() };
+                filled[k] = true;
+            }
+        });
+        if let Some(k) = filled.iter().position(|f| !f) {
+            return Err(Error::NotFound { path: changes[run[k]].path().to_string() });
+        }
+    }
+    Ok(())
+}
+
+/// Whether `b` creates an entry of the same keyed list as `a` does, by keys.
+fn same_list(a: &Change, b: &Change) -> bool {
+    fn entry(c: &Change) -> Option<(&[crate::path::Segment], &Name)> {
+        match c {
+            Change::Created { path, node: Subtree::Entry(_), .. } => match path.segments.split_last() {
+                Some((last, parent)) if matches!(last.selector, Selector::Keys(_)) => Some((parent, &last.name)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    matches!((entry(a), entry(b)), (Some(x), Some(y)) if x == y)
+}
+
 fn apply_edit_with(
     root: &mut Container,
     mut edit: Edit,

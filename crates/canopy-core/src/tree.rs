@@ -5,6 +5,7 @@
 //! document order is name order, the same order the storage keys sort in.
 
 use std::collections::{btree_map, BTreeMap};
+use std::ops::Bound;
 
 pub use crate::children::Children;
 use crate::error::{Error, Result};
@@ -537,6 +538,102 @@ impl<'a> NodeRef<'a> {
     }
 }
 
+/// Where the entries named by `Keys` selectors sit in a keyed list, one
+/// per selector (see [`List::keyed_positions`]), in one buffer.
+#[derive(Clone, Debug, Default)]
+pub struct Positions {
+    bytes: Vec<u8>,
+    /// Per selector, where its entry key ends and its order key (only in a
+    /// user-ordered list) starts and ends in `bytes`.
+    spans: Vec<Option<(u32, u32, u32)>>,
+}
+
+impl Positions {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The entry key of the `i`-th selector's entry.
+    pub fn entry_key(&self, i: usize) -> Option<&[u8]> {
+        self.spans[i].map(|(s, m, _)| &self.bytes[s as usize..m as usize])
+    }
+
+    /// The order key of the `i`-th selector's entry, in a user-ordered list.
+    pub fn order(&self, i: usize) -> Option<&[u8]> {
+        self.spans[i].filter(|(_, m, e)| e > m).map(|(_, m, e)| &self.bytes[m as usize..e as usize])
+    }
+
+    /// The position key of the `i`-th selector's entry: its order key in a
+    /// user-ordered list, else its entry key.
+    pub fn pos(&self, i: usize) -> Option<&[u8]> {
+        self.order(i).or_else(|| self.entry_key(i))
+    }
+}
+
+/// What moving a cursor along a list's entries to a position found.
+enum Step<V> {
+    Found(V),
+    Absent,
+    /// Not reached in a few steps: search from the root instead.
+    Seek,
+}
+
+/// Moves `cursor` (a list's entries in position order, not past `pos`) on
+/// to `pos`, taking the entry there. A few steps at most: further, a search
+/// costs less.
+fn step_to<'a, V>(cursor: &mut std::iter::Peekable<impl Iterator<Item = (&'a Vec<u8>, V)>>, pos: &[u8]) -> Step<V> {
+    for _ in 0..8 {
+        match cursor.peek() {
+            None => return Step::Absent,
+            Some((k, _)) => match k.as_slice().cmp(pos) {
+                std::cmp::Ordering::Less => {
+                    cursor.next();
+                }
+                std::cmp::Ordering::Equal => return cursor.next().map_or(Step::Absent, |(_, v)| Step::Found(v)),
+                std::cmp::Ordering::Greater => return Step::Absent,
+            },
+        }
+    }
+    Step::Seek
+}
+
+/// The first position at or after `at[*i]`, where a cursor starts; `*i`
+/// moved to it past selectors without one.
+fn seek_from<'p>(at: &'p Positions, i: &mut usize) -> Option<&'p [u8]> {
+    while *i < at.len() {
+        if let Some(p) = at.pos(*i) {
+            return Some(p);
+        }
+        *i += 1;
+    }
+    None
+}
+
+/// Visits `at[*i..]` with a cursor started at `at[*i]` (`step` moves it),
+/// while the positions ascend and the cursor reaches them; `*i` is left at
+/// the position to seek next.
+fn walk_from<V>(at: &Positions, i: &mut usize, mut step: impl FnMut(&[u8]) -> Step<V>, mut f: impl FnMut(usize, V)) {
+    let mut prev: Option<&[u8]> = None;
+    while *i < at.len() {
+        if let Some(pos) = at.pos(*i) {
+            if prev.is_some_and(|q| q >= pos) {
+                return;
+            }
+            match step(pos) {
+                Step::Found(e) => f(*i, e),
+                Step::Absent => {}
+                Step::Seek => return,
+            }
+            prev = Some(pos);
+        }
+        *i += 1;
+    }
+}
+
 /// Whether a key name as written in a path (`k`, or `m:k`) names the key leaf `key`.
 fn key_name_matches(written: &str, key: &str) -> bool {
     written == key || written.split_once(':').is_some_and(|(_, local)| local == key)
@@ -550,17 +647,7 @@ impl List {
         use crate::path::Selector;
         match selector {
             Selector::Keys(kv) => {
-                if self.info.keys.is_empty() || kv.len() != self.info.keys.len() {
-                    return None;
-                }
-                let mut ek = Vec::with_capacity(kv.iter().map(|(_, v)| (v.len() + 3).max(9)).sum());
-                for (i, k) in self.info.keys.iter().enumerate() {
-                    let v = match kv.get(i) {
-                        Some((name, v)) if name == k => v,
-                        _ => &kv.iter().find(|(name, _)| key_name_matches(name, k))?.1,
-                    };
-                    keycode::push_key_value(&mut ek, v);
-                }
+                let ek = self.selector_entry_key(kv)?;
                 let pos = match self.info.user_ordered {
                     true => self.by_key.get(&ek)?,
                     false => &ek,
@@ -569,6 +656,85 @@ impl List {
             }
             Selector::Position(n) => self.entries_with_pos().nth(usize::try_from(*n).ok()?.checked_sub(1)?),
             Selector::None | Selector::Value(_) => None,
+        }
+    }
+
+    /// The entry key a `Keys` selector names in this keyed list, its values
+    /// in key order (names matched as [`List::find`] matches them), appended
+    /// to `out`; `false` (and `out` as it was) when the selector does not
+    /// name the list's keys.
+    fn push_selector_entry_key(&self, kv: &[(Name, Text)], out: &mut Vec<u8>) -> bool {
+        if self.info.keys.is_empty() || kv.len() != self.info.keys.len() {
+            return false;
+        }
+        let start = out.len();
+        for (i, k) in self.info.keys.iter().enumerate() {
+            let v = match kv.get(i) {
+                Some((name, v)) if name == k => v,
+                _ => match kv.iter().find(|(name, _)| key_name_matches(name, k)) {
+                    Some((_, v)) => v,
+                    None => {
+                        out.truncate(start);
+                        return false;
+                    }
+                },
+            };
+            keycode::push_key_value(out, v);
+        }
+        true
+    }
+
+    /// [`List::push_selector_entry_key`] into a new buffer.
+    fn selector_entry_key(&self, kv: &[(Name, Text)]) -> Option<Vec<u8>> {
+        let mut ek = Vec::with_capacity(kv.iter().map(|(_, v)| (v.len() + 3).max(9)).sum());
+        self.push_selector_entry_key(kv, &mut ek).then_some(ek)
+    }
+
+    /// Where the entries that `Keys` selectors name would sit in this keyed
+    /// list, one per selector, for [`List::visit_at`] and
+    /// [`List::visit_at_mut`]; none for a selector that does not name the
+    /// list's keys, or in a user-ordered list an entry it does not hold.
+    pub fn keyed_positions<'s>(&self, sels: impl IntoIterator<Item = &'s [(Name, Text)]>) -> Positions {
+        let sels = sels.into_iter();
+        let mut at = Positions { bytes: Vec::with_capacity(sels.size_hint().0 * 16), spans: Vec::new() };
+        at.spans.reserve(sels.size_hint().0);
+        for kv in sels {
+            let start = at.bytes.len();
+            let span = self.push_selector_entry_key(kv, &mut at.bytes).then(|| {
+                let mid = at.bytes.len();
+                if self.info.user_ordered {
+                    match self.by_key.get(&at.bytes[start..mid]) {
+                        Some(order) => at.bytes.extend_from_slice(order),
+                        None => {
+                            at.bytes.truncate(start);
+                            return None;
+                        }
+                    }
+                }
+                Some((start as u32, mid as u32, at.bytes.len() as u32))
+            });
+            at.spans.push(span.flatten());
+        }
+        at
+    }
+
+    /// Calls `f(i, entry)` for each `at[i]` this list holds an entry at, in
+    /// turn. Positions that ascend are found in one pass along the list, as
+    /// a transaction's changes to one list come; others by a search each.
+    pub fn visit_at<'a>(&'a self, at: &Positions, mut f: impl FnMut(usize, &'a Container)) {
+        let mut i = 0;
+        while let Some(from) = seek_from(at, &mut i) {
+            let mut cursor = self.entries.range::<[u8], _>((Bound::Included(from), Bound::Unbounded)).peekable();
+            walk_from(at, &mut i, |pos| step_to(&mut cursor, pos), &mut f);
+        }
+    }
+
+    /// [`List::visit_at`], mutably. Callers must not change key leaves.
+    pub fn visit_at_mut(&mut self, at: &Positions, mut f: impl FnMut(usize, &mut Container)) {
+        let mut i = 0;
+        while let Some(from) = seek_from(at, &mut i) {
+            let mut cursor = self.entries.range_mut::<[u8], _>((Bound::Included(from), Bound::Unbounded)).peekable();
+            walk_from(at, &mut i, |pos| step_to(&mut cursor, pos), |k, e| f(k, e));
         }
     }
 
@@ -754,6 +920,64 @@ mod tests {
         assert_eq!(l.len(), 3);
         let mut sorted = List::new(ListInfo::keyed(["k"]));
         assert!(sorted.get_or_push_ordered(&kv("a"), make("a")).unwrap().is_none());
+    }
+
+    /// `visit_at` and `visit_at_mut` visit, for each selector, the entry
+    /// `find` finds, and only those: selectors in order, out of order,
+    /// repeated, far apart (past the cursor's few steps), naming absent
+    /// entries or not the list's keys, in system- and user-ordered lists.
+    #[test]
+    fn visiting_by_positions_finds_what_search_finds() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for user_ordered in [false, true] {
+            let mut l = List::new(ListInfo { keys: vec!["k".into()], user_ordered });
+            // Every other key of 0..200, user-ordered ones in reverse.
+            let mut held: Vec<u64> = (0..200).filter(|k| k % 2 == 0).collect();
+            if user_ordered {
+                held.reverse();
+            }
+            for k in &held {
+                let mut c = Container::default();
+                c.children.insert("k".into(), leaf(&format!("{k:03}")));
+                l.insert(c, &Insert::Last).unwrap();
+            }
+            for round in 0..300 {
+                let count = 1 + next(40) as usize;
+                let mut keys: Vec<u64> = (0..count).map(|_| next(210)).collect();
+                if round % 3 == 0 {
+                    keys.sort_unstable();
+                }
+                let sels: Vec<Vec<(Name, Text)>> = keys
+                    .iter()
+                    .map(|k| match k {
+                        205.. => vec![(Name::from("other"), Text::from("000"))],
+                        _ => vec![(Name::from("k"), Text::from(format!("{k:03}")))],
+                    })
+                    .collect();
+                let expected: Vec<(usize, String)> = sels
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, kv)| {
+                        let e = l.find(&crate::path::Selector::Keys(kv.clone()))?.1;
+                        Some((i, e.key_text("k")?.to_string()))
+                    })
+                    .collect();
+                let pos = l.keyed_positions(sels.iter().map(Vec::as_slice));
+                assert_eq!(pos.len(), sels.len());
+                let mut seen = Vec::new();
+                l.visit_at(&pos, |i, e| seen.push((i, e.key_text("k").unwrap().to_string())));
+                assert_eq!(seen, expected, "{keys:?}");
+                let mut seen = Vec::new();
+                l.visit_at_mut(&pos, |i, e| seen.push((i, e.key_text("k").unwrap().to_string())));
+                assert_eq!(seen, expected, "{keys:?}");
+            }
+        }
     }
 
     /// A bulk fill from storage gives the list an insertion one by one

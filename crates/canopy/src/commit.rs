@@ -51,6 +51,16 @@ fn list_of<'t>(tree: &'t Container, entry: &Path) -> Option<&'t List> {
     }
 }
 
+/// Whether the paths `a` and `b` name entries of the same list by keys.
+fn same_list(a: &Path, b: &Path) -> bool {
+    match (a.segments.split_last(), b.segments.split_last()) {
+        (Some((x, xs)), Some((y, ys))) => {
+            matches!((&x.selector, &y.selector), (Selector::Keys(_), Selector::Keys(_))) && x.name == y.name && xs == ys
+        }
+        _ => false,
+    }
+}
+
 /// The relative key of the list an entry path belongs to (`parent key + name`).
 fn list_key(entry: &Path) -> Option<Vec<u8>> {
     let parent = entry.parent()?;
@@ -70,6 +80,65 @@ impl Writer<'_> {
             Some(v) => fragment::decode(&v).map_err(|e| crate::load::corrupt(rel, e))?.order,
             None => None,
         })
+    }
+
+    /// Writes the created containers and entries at `paths` with their
+    /// subtrees (and a user-ordered entry's order record). The entries of one
+    /// keyed list that follow each other, as an edit creates them, are found
+    /// in one pass along the list instead of a walk from the root each.
+    fn write_created(&mut self, paths: &[&Path]) {
+        let mut i = 0;
+        while i < paths.len() {
+            let n = 1 + paths[i + 1..].iter().take_while(|p| same_list(paths[i], p)).count();
+            let run = &paths[i..i + n];
+            i += n;
+            let list = match n {
+                1 => None,
+                _ => run[0].parent().and_then(|parent| {
+                    let at = fragment_at(self.tree, &parent)?;
+                    let name = &run[0].last()?.name;
+                    match at.node.children.get(name) {
+                        Some(Node::List(l)) if !l.info.keys.is_empty() => {
+                            let mut rel = at.rel;
+                            keys::push_name(&mut rel, name);
+                            Some((rel, &**l))
+                        }
+                        _ => None,
+                    }
+                }),
+            };
+            let Some((list_rel, list)) = list else {
+                for p in run {
+                    if let Some(at) = fragment_at(self.tree, p) {
+                        self.write_entry(&at.rel, at.list_len, at.node, at.list.zip(at.order));
+                    }
+                }
+                continue;
+            };
+            let pos = list.keyed_positions(run.iter().map(|p| match &p.last().expect("an entry").selector {
+                Selector::Keys(kv) => kv.as_slice(),
+                _ => &[],
+            }));
+            let mut rel = list_rel.clone();
+            list.visit_at(&pos, |k, entry| {
+                rel.truncate(list_rel.len());
+                rel.extend_from_slice(pos.entry_key(k).expect("visited"));
+                self.write_entry(&rel, list_rel.len(), entry, pos.order(k).map(|o| (list, o)));
+            });
+        }
+    }
+
+    /// Writes the created container or entry `node` at `rel` with its
+    /// subtree; an entry of a user-ordered list (`ordered`: the list and
+    /// the entry's order key) with its order record, the list's key being
+    /// `rel[..list_len]`.
+    fn write_entry(&mut self, rel: &[u8], list_len: usize, node: &Container, ordered: Option<(&List, &[u8])>) {
+        if let Some((l, order)) = ordered {
+            let ek = l.entry_key_of(node).unwrap_or_default();
+            let ok = self.out.order_key(&rel[..list_len], order);
+            self.out.put(ok, ek);
+        }
+        self.out.write_subtree(rel, node, ordered.map(|(_, o)| o));
     }
 
     /// Rewrites the one fragment at `path` (its own content, not its children).
@@ -273,19 +342,14 @@ pub(crate) fn batch_for(
     // now, so a node created right after one above it (an entry and the
     // entry of an inner list one edit made) is written with it, not again.
     let mut written: Option<&Path> = None;
-    for p in created {
+    created.retain(|&p| {
         if written.is_some_and(|w| w.is_prefix_of(p)) || keyless.iter().any(|k| k.is_prefix_of(p)) {
-            continue;
+            return false;
         }
         written = Some(p);
-        let Some(at) = fragment_at(tree, p) else { continue };
-        if let (Some(pos), Some(l)) = (at.order, at.list) {
-            let ek = l.entry_key_of(at.node).unwrap_or_default();
-            let ok = w.out.order_key(&at.rel[..at.list_len], pos);
-            w.out.put(ok, ek);
-        }
-        w.out.write_subtree(&at.rel, at.node, at.order);
-    }
+        true
+    });
+    w.write_created(&created);
     for p in &dirty {
         w.write_fragment(p);
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use canopy_core::diff::Change;
-use canopy_core::edit::{apply_edit_deferring, apply_edit_owned, fill_created, Edit};
+use canopy_core::edit::{apply_edit_deferring, apply_edit_owned, fill_created_all, Edit};
 use canopy_core::tree::Container;
 use canopy_store::keys::{self, Datastore};
 use canopy_store::{Batch, ErrorKind, Snapshot, WriteView};
@@ -456,9 +456,8 @@ fn edits_apart(edits: &[Edit], lists: &canopy_core::Schemaless) -> bool {
 /// Fills the changes at `deferred` (entries created but not copied, see
 /// [`apply_edit_deferring`]) from `root`: moved out of it with `take`.
 fn fill_deferred(root: &mut Container, changes: &mut [Change], deferred: &mut Vec<usize>, take: bool) -> Result<()> {
-    for i in deferred.drain(..) {
-        fill_created(root, &mut changes[i], take)?;
-    }
+    fill_created_all(root, changes, deferred, take)?;
+    deferred.clear();
     Ok(())
 }
 
