@@ -734,7 +734,7 @@ impl List {
         let mut i = 0;
         while let Some(from) = seek_from(at, &mut i) {
             let mut cursor = self.entries.range_mut::<[u8], _>((Bound::Included(from), Bound::Unbounded)).peekable();
-            walk_from(at, &mut i, |pos| step_to(&mut cursor, pos), |k, e| f(k, e));
+            walk_from(at, &mut i, |pos| step_to(&mut cursor, pos), &mut f);
         }
     }
 
