@@ -193,12 +193,17 @@ pub(crate) fn created_content(c: &Container, out: &[Change], deferred: Option<&m
 /// but small ones are filled from the tree later).
 pub fn added_entries(path: &Path, l: &List, out: &mut Vec<Change>, mut deferred: Option<&mut Vec<usize>>) {
     let mut prev = None;
+    out.reserve(l.len());
     for (i, e) in l.entries().enumerate() {
         let sel = entry_selector(l, e, i);
-        let place = place_after(&l.info, prev.clone());
         let node = Subtree::Entry(created_content(e, out, deferred.as_deref_mut()));
-        out.push(Change::Created { path: with_selector(path, sel.clone()), node, place });
-        prev = Some(sel);
+        // Only user-ordered entries carry their place (and so need the
+        // selector of the one before).
+        let place = match l.info.user_ordered {
+            true => place_after(&l.info, prev.replace(sel.clone())),
+            false => None,
+        };
+        out.push(Change::Created { path: with_selector(path, sel), node, place });
     }
 }
 

@@ -282,6 +282,44 @@ impl List {
         Ok(pos)
     }
 
+    /// A list of `entries`, in document order: a system-ordered keyed list
+    /// holds them where their keys sort, built in one pass instead of an
+    /// insertion each (which searches the list every time); other lists
+    /// take them one by one, last.
+    ///
+    /// # Errors
+    /// The index of the first entry that cannot go in, with why:
+    /// [`Error::Exists`] for an entry with the keys of one before it,
+    /// [`Error::Invalid`] for a missing key leaf.
+    pub fn from_entries(info: ListInfo, entries: Vec<Container>) -> std::result::Result<List, (usize, Error)> {
+        let mut list = List::new(info);
+        if list.info.user_ordered || list.info.keys.is_empty() {
+            for (i, e) in entries.into_iter().enumerate() {
+                list.insert(e, &Insert::Last).map_err(|e| (i, e))?;
+            }
+            return Ok(list);
+        }
+        let mut keyed = Vec::with_capacity(entries.len());
+        for (i, e) in entries.into_iter().enumerate() {
+            keyed.push((list.entry_key_of(&e).map_err(|e| (i, e))?, e));
+        }
+        if !keyed.windows(2).all(|w| w[0].0 < w[1].0) {
+            // Of equal keys the first in document order sorts first, so the
+            // entry at fault is the earliest of the later ones.
+            let mut by_key: Vec<usize> = (0..keyed.len()).collect();
+            by_key.sort_unstable_by(|&a, &b| keyed[a].0.cmp(&keyed[b].0).then(a.cmp(&b)));
+            let dup = by_key.windows(2).filter(|w| keyed[w[0]].0 == keyed[w[1]].0).map(|w| w[1]).min();
+            if let Some(i) = dup {
+                let keys = keycode::decode_entry_key(&keyed[i].0, list.info.keys.len()).unwrap_or_default();
+                return Err((i, Error::Exists { path: format!("list entry {keys:?}") }));
+            }
+        }
+        // Sorted (once more, in one pass when they came sorted) and built
+        // bottom up.
+        list.entries = keyed.into_iter().collect();
+        Ok(list)
+    }
+
     /// The entry key of `entry` (empty for keyless lists), encoded straight from
     /// its key leaves.
     ///
@@ -978,6 +1016,42 @@ mod tests {
                 assert_eq!(seen, expected, "{keys:?}");
             }
         }
+    }
+
+    /// `from_entries` gives the list that inserting the entries one by one
+    /// gives, in every kind of list and in any order of keys; it names the
+    /// first entry that repeats keys, or lacks a key leaf, by its index.
+    #[test]
+    fn building_from_entries_matches_inserting_one_by_one() {
+        let entry = |k: &str| {
+            let mut c = Container::default();
+            c.children.insert("k".into(), leaf(k));
+            c.children.insert("v".into(), leaf(&format!("v{k}")));
+            c
+        };
+        let infos =
+            [ListInfo::keyed(["k"]), ListInfo { keys: vec!["k".into()], user_ordered: true }, ListInfo::keyless()];
+        for info in infos {
+            for keys in [vec!["a", "b", "c"], vec!["c", "a", "b", "d"], vec![], vec!["x"]] {
+                let mut one = List::new(info.clone());
+                for k in &keys {
+                    one.insert(entry(k), &Insert::Last).unwrap();
+                }
+                let bulk = List::from_entries(info.clone(), keys.iter().map(|k| entry(k)).collect()).unwrap();
+                assert_eq!(bulk, one, "{info:?} {keys:?}");
+                let order = |l: &List| l.entries().map(|e| e.key_text("k").unwrap().to_string()).collect::<Vec<_>>();
+                assert_eq!(order(&bulk), order(&one));
+            }
+        }
+        let keyed = ListInfo::keyed(["k"]);
+        let dup = List::from_entries(keyed.clone(), ["d", "b", "d", "a", "b"].map(entry).to_vec());
+        assert!(matches!(dup, Err((2, Error::Exists { .. }))), "{dup:?}");
+        let dup = List::from_entries(keyed.clone(), ["a", "b", "b"].map(entry).to_vec());
+        assert!(matches!(dup, Err((2, Error::Exists { .. }))), "{dup:?}");
+        let mut keyless = Container::default();
+        keyless.children.insert("v".into(), leaf("x"));
+        let missing = List::from_entries(keyed, vec![entry("a"), keyless]);
+        assert!(matches!(missing, Err((1, Error::Invalid { .. }))), "{missing:?}");
     }
 
     /// A bulk fill from storage gives the list an insertion one by one

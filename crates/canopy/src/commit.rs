@@ -51,6 +51,13 @@ fn list_of<'t>(tree: &'t Container, entry: &Path) -> Option<&'t List> {
     }
 }
 
+/// Whether `p` is `w` or lies under it, its last step compared first: the
+/// created entries of one list, which follow each other, differ there.
+fn under(w: &Path, p: &Path) -> bool {
+    let n = w.segments.len();
+    n <= p.segments.len() && (n == 0 || w.segments[n - 1] == p.segments[n - 1]) && w.is_prefix_of(p)
+}
+
 /// Whether the paths `a` and `b` name entries of the same list by keys.
 fn same_list(a: &Path, b: &Path) -> bool {
     match (a.segments.split_last(), b.segments.split_last()) {
@@ -343,7 +350,7 @@ pub(crate) fn batch_for(
     // entry of an inner list one edit made) is written with it, not again.
     let mut written: Option<&Path> = None;
     created.retain(|&p| {
-        if written.is_some_and(|w| w.is_prefix_of(p)) || keyless.iter().any(|k| k.is_prefix_of(p)) {
+        if written.is_some_and(|w| under(w, p)) || keyless.iter().any(|k| k.is_prefix_of(p)) {
             return false;
         }
         written = Some(p);

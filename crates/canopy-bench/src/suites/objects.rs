@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use anyhow::{ensure, Result};
-use canopy::{Container, Edit, Insert, List, ListInfo, Node, Store, Subtree};
+use canopy::{Container, Edit, List, ListInfo, Node, Store, Subtree};
 
 use super::{container, fragment_key, num, s, Rng};
 use crate::probe;
@@ -73,10 +73,8 @@ fn create(store: &Store, n: usize) -> Result<()> {
     while start < n {
         crate::runner::check_interrupt()?;
         let end = (start + COMMIT_EVERY).min(n);
-        let mut list = List::new(ListInfo::keyed(["id"]));
-        for i in start..end {
-            list.insert(item(i), &Insert::Last)?;
-        }
+        let list = List::from_entries(ListInfo::keyed(["id"]), (start..end).map(item).collect())
+            .map_err(|(i, e)| anyhow::anyhow!("item {}: {e}", start + i))?;
         let mut db = Container::default();
         db.children.insert("item".into(), Node::List(Box::new(list)));
         store.running().apply_owned(vec![Edit::merge("/news:db".parse()?, Node::Container(db))])?;

@@ -10,7 +10,7 @@ use crate::children::Children;
 use crate::error::{Error, Result};
 use crate::path::{self, Path, Selector};
 use crate::schema::{NodeKind, Schema};
-use crate::tree::{Container, Insert, LeafListEntry, List, ListInfo, Name, Node};
+use crate::tree::{Container, LeafListEntry, List, ListInfo, Name, Node};
 use crate::value::{Meta, Value};
 
 use super::view::{Flat, NodeView, Scalar, Target};
@@ -1202,7 +1202,10 @@ impl<'s, R: Read> Parser<'s, R> {
         if let Some((emit, name)) = self.emitting() {
             emit.begin_list(name, &info);
         }
-        let mut list = List::new(info);
+        // The entries and where each starts, put in the list in one build at
+        // the end.
+        let mut entries: Vec<Container> = Vec::new();
+        let mut starts: Vec<Pos> = Vec::new();
         // Entries of one list have about as many children as the one before:
         // room for them from the start spares the growing.
         let mut room = 0;
@@ -1222,7 +1225,7 @@ impl<'s, R: Read> Parser<'s, R> {
             }
             if let Some(emit) = self.emit.as_mut() {
                 emit.begin_entry();
-                self.emit_object(module, at, &list.info.keys)?;
+                self.emit_object(module, at, &info.keys)?;
                 if !self.comma_or_close(b']')? {
                     if let Some(emit) = self.emit.as_mut() {
                         emit.end_list();
@@ -1234,22 +1237,27 @@ impl<'s, R: Read> Parser<'s, R> {
             let mut entry = Container { meta: Meta::default(), children: Children::with_capacity(room) };
             self.object_into(&mut entry, module, None)?;
             room = entry.children.len();
-            if let Some(k) = list.info.keys.iter().find(|k| !matches!(entry.children.get(k), Some(Node::Leaf { .. }))) {
+            if let Some(k) = info.keys.iter().find(|k| !matches!(entry.children.get(k), Some(Node::Leaf { .. }))) {
                 return Err(self.rd.err_at(at, format!("list entry is missing key leaf `{k}`")));
             }
-            // The entry moves into the list, so the message takes the key
-            // values from the list's error rather than copying them up front.
-            if let Err(e) = list.insert(entry, &Insert::Last) {
-                let reason = match e {
-                    Error::Exists { path } => {
-                        format!("duplicate list entry with keys {}", path.strip_prefix("list entry ").unwrap_or(&path))
-                    }
-                    e => e.to_string(),
-                };
-                return Err(self.rd.err_at(at, reason));
-            }
+            entries.push(entry);
+            starts.push(at);
             if !self.comma_or_close(b']')? {
-                return Ok(Some(list));
+                // The entries move into the list, so the message takes the key
+                // values from the list's error rather than copying them up front.
+                return match List::from_entries(info, entries) {
+                    Ok(list) => Ok(Some(list)),
+                    Err((i, e)) => {
+                        let reason = match e {
+                            Error::Exists { path } => format!(
+                                "duplicate list entry with keys {}",
+                                path.strip_prefix("list entry ").unwrap_or(&path)
+                            ),
+                            e => e.to_string(),
+                        };
+                        Err(self.rd.err_at(starts[i], reason))
+                    }
+                };
             }
         }
     }
