@@ -161,7 +161,7 @@ pub fn fill_created_all(root: &mut Container, changes: &mut [Change], at: &[usiz
         let first = changes[run[0]].path();
         let list = match (n, first.parent(), first.last()) {
             (2.., Some(parent), Some(seg)) => match diff::container_mut(root, &parent)?.children.get_mut(&seg.name) {
-                Some(Node::List(l)) => Some(l),
+                Some(Node::List(l)) if !l.info.keys.is_empty() => Some(l),
                 _ => None,
             },
             _ => None,

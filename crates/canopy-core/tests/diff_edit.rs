@@ -255,6 +255,63 @@ fn deferred_merges_of_one_new_entry_named_twice_fill_whole() {
     assert!(whole, "{changes:?}");
 }
 
+/// `fill_created_all` fills the created changes as `fill_created` does
+/// one by one: many new entries of one list beside one that was there,
+/// copied or moved out of the tree; an entry the tree no longer holds is
+/// an error naming it.
+#[test]
+fn filling_created_entries_in_one_pass_matches_one_by_one() {
+    use canopy_core::edit::{apply_edit_deferring, fill_created, fill_created_all};
+    let s = schema();
+    let mut base = Container::default();
+    apply_edit(&mut base, &Edit::merge(p("/m:top/dev[id='d05']/a"), leaf("0")), &s).unwrap();
+    let mut list = List::new(ListInfo::keyed(["id"]));
+    for i in (0..30).rev() {
+        let mut e = Container::default();
+        e.children.insert("id".into(), leaf(&format!("d{i:02}")));
+        let mut b = Container::default();
+        b.children.insert("x".into(), leaf(&i.to_string()));
+        e.children.insert("b".into(), Node::Container(b));
+        list.insert(e, &Insert::Last).unwrap();
+    }
+    let mut top = Container::default();
+    top.children.insert("dev".into(), Node::List(Box::new(list)));
+    let edit = Edit::merge(p("/m:top"), Node::Container(top));
+    let created = |take: bool, all: bool| {
+        let mut t = base.clone();
+        let (mut changes, deferred) = apply_edit_deferring(&mut t, edit.clone(), &s).unwrap();
+        assert_eq!(deferred.len(), 29);
+        match all {
+            true => fill_created_all(&mut t, &mut changes, &deferred, take).unwrap(),
+            false => {
+                for &i in &deferred {
+                    fill_created(&mut t, &mut changes[i], take).unwrap();
+                }
+            }
+        }
+        (changes, t)
+    };
+    let (one, kept) = created(false, false);
+    assert!(one.iter().all(|c| match c {
+        canopy_core::diff::Change::Created { node: canopy_core::diff::Subtree::Entry(e), .. } => {
+            e.children.contains_key("b")
+        }
+        _ => true,
+    }));
+    assert_eq!(created(false, true), (one.clone(), kept));
+    let (moved, emptied) = created(true, true);
+    assert_eq!(moved, one);
+    assert_eq!(emptied, created(true, false).1);
+    // The tree without one of the created entries.
+    let mut t = base.clone();
+    let (mut changes, deferred) = apply_edit_deferring(&mut t, edit, &s).unwrap();
+    apply_edit(&mut t, &Edit::delete(p("/m:top/dev[id='d17']")), &s).unwrap();
+    match fill_created_all(&mut t, &mut changes, &deferred, true) {
+        Err(Error::NotFound { path }) => assert_eq!(path, "/m:top/dev[id='d17']"),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn merge_creates_list_entries_with_keys_from_path() {
     let s = schema();
