@@ -191,18 +191,7 @@ impl List {
     /// The entry key of a keyed list's entry named by `(key name, value)`
     /// pairs in any order, encoded without copying them.
     fn key_of_pairs(&self, kv: &[(Name, Text)]) -> Option<Vec<u8>> {
-        if self.info.keys.is_empty() || kv.len() != self.info.keys.len() {
-            return None;
-        }
-        let mut ek = Vec::with_capacity(kv.iter().map(|(_, v)| (v.len() + 3).max(9)).sum());
-        for (i, k) in self.info.keys.iter().enumerate() {
-            let v = match kv.get(i) {
-                Some((n, v)) if n == k => v,
-                _ => &kv.iter().find(|(n, _)| n == k)?.1,
-            };
-            keycode::push_key_value(&mut ek, v);
-        }
-        Some(ek)
+        self.selector_entry_key(kv)
     }
 
     /// The entry of a keyed list named by `(key name, value)` pairs (a
