@@ -181,23 +181,17 @@ impl List {
     /// [`List::pos_of`] of the entry of a keyed list named by `(key name,
     /// value)` pairs (a [`crate::path::Selector::Keys`]), in any order.
     pub fn pos_of_keyed(&self, kv: &[(Name, Text)]) -> Option<Vec<u8>> {
-        let ek = self.key_of_pairs(kv)?;
+        let ek = self.selector_entry_key(kv)?;
         match self.info.user_ordered {
             true => self.by_key.get(&ek).cloned(),
             false => self.entries.contains_key(&ek).then_some(ek),
         }
     }
 
-    /// The entry key of a keyed list's entry named by `(key name, value)`
-    /// pairs in any order, encoded without copying them.
-    fn key_of_pairs(&self, kv: &[(Name, Text)]) -> Option<Vec<u8>> {
-        self.selector_entry_key(kv)
-    }
-
     /// The entry of a keyed list named by `(key name, value)` pairs (a
     /// [`crate::path::Selector::Keys`]), in any order.
     pub fn get_keyed(&self, kv: &[(Name, Text)]) -> Option<&Container> {
-        let ek = self.key_of_pairs(kv)?;
+        let ek = self.selector_entry_key(kv)?;
         match self.info.user_ordered {
             true => self.entries.get(self.by_key.get(&ek)?),
             false => self.entries.get(&ek),
@@ -206,7 +200,7 @@ impl List {
 
     /// [`List::get_keyed`], mutably. Callers must not change key leaves.
     pub fn get_keyed_mut(&mut self, kv: &[(Name, Text)]) -> Option<&mut Container> {
-        let ek = self.key_of_pairs(kv)?;
+        let ek = self.selector_entry_key(kv)?;
         match self.info.user_ordered {
             true => self.entries.get_mut(self.by_key.get(&ek)?),
             false => self.entries.get_mut(&ek),
@@ -822,7 +816,7 @@ impl List {
         if !self.info.user_ordered {
             return Ok(None);
         }
-        let Some(ek) = self.key_of_pairs(kv) else { return Ok(None) };
+        let Some(ek) = self.selector_entry_key(kv) else { return Ok(None) };
         if let Some(pos) = self.by_key.get(&ek) {
             return Ok(self.entries.get_mut(pos).map(|e| (e, false)));
         }
@@ -871,7 +865,7 @@ impl List {
         if self.info.user_ordered {
             return None;
         }
-        let ek = self.key_of_pairs(kv)?;
+        let ek = self.selector_entry_key(kv)?;
         Some((&self.info.keys, self.entries.entry(ek)))
     }
 }
