@@ -193,16 +193,8 @@ pub fn fill_created_all(root: &mut Container, changes: &mut [Change], at: &[usiz
 
 /// Whether `b` creates an entry of the same keyed list as `a` does, by keys.
 fn same_list(a: &Change, b: &Change) -> bool {
-    fn entry(c: &Change) -> Option<(&[crate::path::Segment], &Name)> {
-        match c {
-            Change::Created { path, node: Subtree::Entry(_), .. } => match path.segments.split_last() {
-                Some((last, parent)) if matches!(last.selector, Selector::Keys(_)) => Some((parent, &last.name)),
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-    matches!((entry(a), entry(b)), (Some(x), Some(y)) if x == y)
+    let entry = |c: &Change| matches!(c, Change::Created { node: Subtree::Entry(_), .. });
+    entry(a) && entry(b) && a.path().same_keyed_list(b.path())
 }
 
 fn apply_edit_with(

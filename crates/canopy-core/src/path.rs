@@ -55,6 +55,18 @@ pub struct Path {
 }
 
 impl Path {
+    /// Whether `self` and `other` name entries of the same list by keys.
+    pub fn same_keyed_list(&self, other: &Path) -> bool {
+        match (self.segments.split_last(), other.segments.split_last()) {
+            (Some((x, xs)), Some((y, ys))) => {
+                matches!((&x.selector, &y.selector), (Selector::Keys(_), Selector::Keys(_)))
+                    && x.name == y.name
+                    && xs == ys
+            }
+            _ => false,
+        }
+    }
+
     /// The datastore root, `/`.
     pub fn root() -> Path {
         Path { segments: Vec::new() }

@@ -58,16 +58,6 @@ fn under(w: &Path, p: &Path) -> bool {
     n <= p.segments.len() && (n == 0 || w.segments[n - 1] == p.segments[n - 1]) && w.is_prefix_of(p)
 }
 
-/// Whether the paths `a` and `b` name entries of the same list by keys.
-fn same_list(a: &Path, b: &Path) -> bool {
-    match (a.segments.split_last(), b.segments.split_last()) {
-        (Some((x, xs)), Some((y, ys))) => {
-            matches!((&x.selector, &y.selector), (Selector::Keys(_), Selector::Keys(_))) && x.name == y.name && xs == ys
-        }
-        _ => false,
-    }
-}
-
 /// The relative key of the list an entry path belongs to (`parent key + name`).
 fn list_key(entry: &Path) -> Option<Vec<u8>> {
     let parent = entry.parent()?;
@@ -96,7 +86,7 @@ impl Writer<'_> {
     fn write_created(&mut self, paths: &[&Path]) {
         let mut i = 0;
         while i < paths.len() {
-            let n = 1 + paths[i + 1..].iter().take_while(|p| same_list(paths[i], p)).count();
+            let n = 1 + paths[i + 1..].iter().take_while(|p| paths[i].same_keyed_list(p)).count();
             let run = &paths[i..i + n];
             i += n;
             let list = match n {
